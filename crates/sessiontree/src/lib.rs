@@ -1,1 +1,2 @@
 //! sessiontree
+pub mod json;

@@ -1,0 +1,376 @@
+//! A validating JSON scanner that accepts exactly what `JSON.parse` accepts and records
+//! where the members of the top-level object (and of objects directly inside it) are.
+//!
+//! It never builds a tree and never recurses, so a line nested a million levels deep costs
+//! memory proportional to its depth and cannot overflow the stack. Values are described by
+//! byte spans into the scanned line; decoding is left to [`super::Raw`].
+
+use std::ops::Range;
+
+/// A byte range inside the scanned text.
+pub type Span = Range<usize>;
+
+/// One `"key": value` pair of an object, as spans of the scanned text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// The key, including its quotes.
+    pub key: Span,
+    /// The value, without surrounding whitespace.
+    pub value: Span,
+}
+
+/// The kind of a JSON value, from its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Object,
+    Array,
+    String,
+    Number,
+    True,
+    False,
+    Null,
+}
+
+impl Kind {
+    /// The kind of the value starting with byte `b` (the text must be valid JSON).
+    pub fn of_first_byte(b: u8) -> Kind {
+        match b {
+            b'{' => Kind::Object,
+            b'[' => Kind::Array,
+            b'"' => Kind::String,
+            b't' => Kind::True,
+            b'f' => Kind::False,
+            b'n' => Kind::Null,
+            _ => Kind::Number,
+        }
+    }
+}
+
+/// What a scan found.
+#[derive(Clone, Debug, Default)]
+pub struct Scanned {
+    /// The top-level value's span (empty when the text is blank).
+    pub top: Span,
+    /// Members of the top-level object, in text order (duplicates included).
+    pub members: Vec<Member>,
+    /// Members of objects that are values of top-level members: `(index into members, member)`.
+    pub inner: Vec<(u32, Member)>,
+}
+
+/// Why a text is not JSON.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    /// Byte offset of the problem inside the scanned text.
+    pub offset: usize,
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at byte {}", self.reason, self.offset)
+    }
+}
+
+#[inline]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline]
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && is_ws(b[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// True when the text holds only JSON whitespace.
+pub fn is_blank(b: &[u8]) -> bool {
+    skip_ws(b, 0) == b.len()
+}
+
+fn err(offset: usize, reason: &'static str) -> ScanError {
+    ScanError { offset, reason }
+}
+
+/// Bytes that end the fast run inside a string: quote, backslash, control characters.
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
+/// Skips the string starting at `b[i] == '"'`; returns the index after its closing quote.
+#[inline]
+pub(crate) fn skip_string(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
+    debug_assert_eq!(b[i], b'"');
+    i += 1;
+    loop {
+        i += crate::json::fast::find_string_stop(&b[i..]);
+        if i >= b.len() {
+            return Err(err(b.len(), "unterminated string"));
+        }
+        match b[i] {
+            b'"' => return Ok(i + 1),
+            b'\\' => {
+                let Some(&e) = b.get(i + 1) else {
+                    return Err(err(i, "unterminated string"));
+                };
+                match e {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6).ok_or_else(|| err(i, "bad \\u escape"))?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) {
+                            return Err(err(i, "bad \\u escape"));
+                        }
+                        i += 6;
+                    }
+                    _ => return Err(err(i, "bad escape")),
+                }
+            }
+            _ => return Err(err(i, "control character in string")),
+        }
+    }
+}
+
+pub(crate) fn stop_table() -> &'static [bool; 256] {
+    &STRING_STOP
+}
+
+fn skip_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
+    let start = i;
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while matches!(b.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        _ => return Err(err(start, "bad number")),
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !matches!(b.get(i), Some(b'0'..=b'9')) {
+            return Err(err(i, "bad number"));
+        }
+        while matches!(b.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !matches!(b.get(i), Some(b'0'..=b'9')) {
+            return Err(err(i, "bad number"));
+        }
+        while matches!(b.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+    }
+    Ok(i)
+}
+
+fn expect_lit(b: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError> {
+    if b.get(i..i + lit.len()) == Some(lit) {
+        Ok(i + lit.len())
+    } else {
+        Err(err(i, "unexpected token"))
+    }
+}
+
+/// Validates `b` as one JSON text (surrounding whitespace allowed) and records members.
+///
+/// A blank text is an error ("empty"); callers check [`is_blank`] first when blank is fine.
+pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
+    let mut out = Scanned::default();
+    let mut i = skip_ws(b, 0);
+    if i == b.len() {
+        return Err(err(i, "empty"));
+    }
+    let top_start = i;
+    // Container stack: true = object, false = array.
+    let mut stack: Vec<bool> = Vec::new();
+    // Open member at depth 1 / depth 2: (key span, value start).
+    let mut open1: Option<(Span, usize)> = None;
+    let mut open2: Option<(Span, usize)> = None;
+    let top_is_object = b[i] == b'{';
+
+    'value: loop {
+        // A value starts at i (whitespace already skipped).
+        let Some(&c) = b.get(i) else {
+            return Err(err(i, "unexpected end"));
+        };
+        match c {
+            b'{' | b'[' => {
+                let is_obj = c == b'{';
+                i = skip_ws(b, i + 1);
+                let close = if is_obj { b'}' } else { b']' };
+                if b.get(i) == Some(&close) {
+                    i += 1;
+                } else {
+                    stack.push(is_obj);
+                    if is_obj {
+                        i = member_key(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                    }
+                    continue 'value;
+                }
+            }
+            b'"' => i = skip_string(b, i)?,
+            b't' => i = expect_lit(b, i, b"true")?,
+            b'f' => i = expect_lit(b, i, b"false")?,
+            b'n' => i = expect_lit(b, i, b"null")?,
+            b'-' | b'0'..=b'9' => i = skip_number(b, i)?,
+            _ => return Err(err(i, "unexpected token")),
+        }
+        // A value ended at i; close containers as far as they end here.
+        loop {
+            close_member(&stack, top_is_object, i, &mut open1, &mut open2, &mut out);
+            let Some(&is_obj) = stack.last() else {
+                break 'value;
+            };
+            i = skip_ws(b, i);
+            match b.get(i) {
+                Some(b',') => {
+                    i = skip_ws(b, i + 1);
+                    if is_obj {
+                        i = member_key(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                    }
+                    continue 'value;
+                }
+                Some(b'}') if is_obj => {
+                    stack.pop();
+                    i += 1;
+                }
+                Some(b']') if !is_obj => {
+                    stack.pop();
+                    i += 1;
+                }
+                Some(_) => return Err(err(i, if is_obj { "expected ',' or '}'" } else { "expected ',' or ']'" })),
+                None => return Err(err(i, "unexpected end")),
+            }
+        }
+    }
+    out.top = top_start..i;
+    let end = skip_ws(b, i);
+    if end != b.len() {
+        return Err(err(end, "unexpected text after the value"));
+    }
+    Ok(out)
+}
+
+/// Parses `"key" :` at `i` inside an object and opens a member record where one is kept.
+fn member_key(
+    b: &[u8],
+    i: usize,
+    stack: &[bool],
+    top_is_object: bool,
+    open1: &mut Option<(Span, usize)>,
+    open2: &mut Option<(Span, usize)>,
+) -> Result<usize, ScanError> {
+    if b.get(i) != Some(&b'"') {
+        return Err(err(i, "expected a key"));
+    }
+    let key_end = skip_string(b, i)?;
+    let j = skip_ws(b, key_end);
+    if b.get(j) != Some(&b':') {
+        return Err(err(j, "expected ':'"));
+    }
+    let value_start = skip_ws(b, j + 1);
+    if top_is_object {
+        if stack.len() == 1 {
+            *open1 = Some((i..key_end, value_start));
+        } else if stack.len() == 2 && stack[1] {
+            *open2 = Some((i..key_end, value_start));
+        }
+    }
+    Ok(value_start)
+}
+
+/// Records the member whose value just ended at `end`, if it is one we keep.
+fn close_member(
+    stack: &[bool],
+    top_is_object: bool,
+    end: usize,
+    open1: &mut Option<(Span, usize)>,
+    open2: &mut Option<(Span, usize)>,
+    out: &mut Scanned,
+) {
+    if !top_is_object {
+        return;
+    }
+    if stack.len() == 1 {
+        if let Some((key, start)) = open1.take() {
+            out.members.push(Member { key, value: start..end });
+        }
+    } else if stack.len() == 2 && stack[1] {
+        if let Some((key, start)) = open2.take() {
+            // The depth-1 member that holds this object is still open: it is the next pushed.
+            let parent = out.members.len() as u32;
+            out.inner.push((parent, Member { key, value: start..end }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> Scanned {
+        scan(s.as_bytes()).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+    fn bad(s: &str) -> ScanError {
+        scan(s.as_bytes()).expect_err(s)
+    }
+
+    #[test]
+    fn accepts_what_json_parse_accepts() {
+        for s in [
+            "null", "0", "-0", "1.5e+3", "-12.25E-2", "\"a\\u00e9\\n\"", "[]", "{}", " [1, [2, [3]]] ",
+            "{\"a\":{\"b\":[{\"c\":null}]}}", "\"\\ud800\"", "\t{\"x\" : true}\r",
+        ] {
+            ok(s);
+        }
+    }
+
+    #[test]
+    fn rejects_what_json_parse_rejects() {
+        for s in [
+            "", "  ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "+1", "1e", "\"\t\"", "\"\\x\"",
+            "\"\\u12g4\"", "{a:1}", "[1] 2", "tru", "nul", "{\"a\" 1}", "'a'", "\u{a0}1", "NaN",
+        ] {
+            bad(s);
+        }
+    }
+
+    #[test]
+    fn records_top_and_inner_members() {
+        let s = r#"{"type":"message","id":"a1","message":{"role":"user","content":[{"x":1}]},"n":[{"k":2}]}"#;
+        let r = ok(s);
+        let keys: Vec<&str> = r.members.iter().map(|m| &s[m.key.clone()]).collect();
+        assert_eq!(keys, ["\"type\"", "\"id\"", "\"message\"", "\"n\""]);
+        assert_eq!(&s[r.members[2].value.clone()], r#"{"role":"user","content":[{"x":1}]}"#);
+        let inner: Vec<(u32, &str, &str)> =
+            r.inner.iter().map(|(p, m)| (*p, &s[m.key.clone()], &s[m.value.clone()])).collect();
+        assert_eq!(inner, [(2, "\"role\"", "\"user\""), (2, "\"content\"", "[{\"x\":1}]")]);
+    }
+
+    #[test]
+    fn deep_nesting_does_not_overflow() {
+        let depth = 1_000_000;
+        let s = "[".repeat(depth) + &"]".repeat(depth);
+        ok(&s);
+        let s = "{\"a\":".repeat(depth) + "1" + &"}".repeat(depth);
+        ok(&s);
+    }
+}
