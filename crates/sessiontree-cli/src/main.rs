@@ -1,1 +1,351 @@
-fn main() {}
+//! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
+
+mod out;
+mod show;
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use out::Out;
+use sessiontree::{Creation, Durability, LeafArg, Session, WriteOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "sessiontree",
+    version,
+    about = "Find, read, branch, repair and trust coding-agent sessions (Pi's JSONL format)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DurabilityArg {
+    /// Written to the OS, no fsync (the reference's behaviour).
+    None,
+    /// fsync after every entry.
+    Entry,
+    /// Group commit: fsync at most every 50 ms and at exit.
+    Batch,
+}
+
+#[derive(clap::Args, Clone)]
+struct WriteArgs {
+    /// When appended entries reach the disk.
+    #[arg(long, value_enum, default_value = "entry")]
+    durability: DurabilityArg,
+    /// Wait up to this many seconds for another writer to finish.
+    #[arg(long, value_name = "SECONDS")]
+    wait: Option<f64>,
+}
+
+impl WriteArgs {
+    fn options(&self) -> WriteOptions {
+        WriteOptions {
+            durability: match self.durability {
+                DurabilityArg::None => Durability::None,
+                DurabilityArg::Entry => Durability::Entry,
+                DurabilityArg::Batch => Durability::Batch {
+                    interval: Duration::from_millis(50),
+                },
+            },
+            creation: Creation::Eager,
+            lock_wait: self.wait.map(Duration::from_secs_f64),
+            lock: true,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Header, leaf, name, counts and load diagnostics.
+    Info {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// All entries in file order (= getEntries).
+    Entries {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The path from the root to an entry, default the leaf (= getBranch).
+    Branch {
+        file: PathBuf,
+        #[arg(long, value_name = "ID")]
+        from: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// What the model sees at the leaf (= buildSessionContext).
+    Context {
+        file: PathBuf,
+        /// An entry id, or `null` for the empty context.
+        #[arg(long, value_name = "ID|null")]
+        leaf: Option<String>,
+        /// Map roles as for a model request (bash runs, summaries and custom messages become user text).
+        #[arg(long)]
+        llm: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The whole tree, every branch (= getTree).
+    Tree {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a new session's header and print its path.
+    New {
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        #[arg(long, value_name = "DIR")]
+        session_dir: Option<String>,
+        /// Use this session id instead of a new UUID v7.
+        #[arg(long)]
+        id: Option<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Append an entry given as JSON without id, parentId and timestamp; prints the new id.
+    Append {
+        file: PathBuf,
+        /// The parent (default: the leaf, the last entry).
+        #[arg(long, value_name = "ID", conflicts_with = "root")]
+        parent: Option<String>,
+        /// Start a new root (parentId null).
+        #[arg(long)]
+        root: bool,
+        /// The entry, or `-` to read it from standard input.
+        entry: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Set the label of an entry; without LABEL, clear it.
+    Label {
+        file: PathBuf,
+        id: String,
+        label: Option<String>,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Name the session.
+    Name {
+        file: PathBuf,
+        name: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// A new session file holding the path to an entry; prints its path.
+    Fork {
+        file: PathBuf,
+        id: String,
+        /// `at` keeps the entry; `before` (a user message) keeps its parent and prints the message text on stderr.
+        #[arg(long, value_enum, default_value = "at")]
+        position: Position,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Position {
+    At,
+    Before,
+}
+
+/// Exit status: 0 done, 1 nothing found, 2 error.
+enum Outcome {
+    Done,
+    NothingFound,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(Outcome::Done) => ExitCode::SUCCESS,
+        Ok(Outcome::NothingFound) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("sessiontree: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(file: &std::path::Path) -> Result<sessiontree::Loaded> {
+    sessiontree::load(file).with_context(|| format!("cannot read {}", file.display()))
+}
+
+fn read_entry_arg(arg: &str) -> Result<String> {
+    if arg == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .context("reading the entry from standard input")?;
+        Ok(s)
+    } else {
+        Ok(arg.to_string())
+    }
+}
+
+fn run(cli: Cli) -> Result<Outcome> {
+    let mut out = Out::new();
+    let outcome = match cli.cmd {
+        Cmd::Info { file, json } => {
+            let l = load(&file)?;
+            show::info(&mut out, &file, &l, json)?;
+            Outcome::Done
+        }
+        Cmd::Entries { file, json } => {
+            let l = load(&file)?;
+            show::entries(&mut out, &l.tree, json)?;
+            if l.tree.entries().is_empty() {
+                Outcome::NothingFound
+            } else {
+                Outcome::Done
+            }
+        }
+        Cmd::Branch { file, from, json } => {
+            let l = load(&file)?;
+            if let Some(id) = &from {
+                if !l.tree.contains(id) {
+                    eprintln!("sessiontree: {}: no entry {id}", file.display());
+                    return Ok(Outcome::NothingFound);
+                }
+            }
+            let path = l.tree.get_branch(from.as_deref());
+            show::entry_list(&mut out, &l.tree, &path, json)?;
+            if path.is_empty() {
+                Outcome::NothingFound
+            } else {
+                Outcome::Done
+            }
+        }
+        Cmd::Context {
+            file,
+            leaf,
+            llm,
+            json,
+        } => {
+            let l = load(&file)?;
+            let arg = match leaf.as_deref() {
+                None => match l.tree.leaf_id() {
+                    Some(id) => LeafArg::Id(id),
+                    None => LeafArg::Null,
+                },
+                Some("null") => LeafArg::Null,
+                Some(id) => {
+                    if !l.tree.contains(id) {
+                        bail!("{}: no entry {id}", file.display());
+                    }
+                    LeafArg::Id(id)
+                }
+            };
+            let mut ctx = sessiontree::build_context(&l.tree, arg);
+            if llm {
+                ctx.messages = sessiontree::to_llm(&ctx.messages);
+            }
+            show::context(&mut out, &ctx, json)?;
+            Outcome::Done
+        }
+        Cmd::Tree { file, json } => {
+            let l = load(&file)?;
+            if json {
+                out.line(&l.tree.tree_json())?;
+            } else {
+                show::tree(&mut out, &l.tree)?;
+            }
+            Outcome::Done
+        }
+        Cmd::New {
+            cwd,
+            session_dir,
+            id,
+            write,
+        } => {
+            let cwd = match cwd {
+                Some(c) => c,
+                None => std::env::current_dir()?.to_string_lossy().into_owned(),
+            };
+            let dir = sessiontree::dirs::session_dir_override(session_dir.as_deref());
+            let s = Session::create(&cwd, dir.as_deref(), write.options(), id.as_deref())?;
+            out.line(&s.path().expect("a file session").display().to_string())?;
+            Outcome::Done
+        }
+        Cmd::Append {
+            file,
+            parent,
+            root,
+            entry,
+            write,
+        } => {
+            let text = read_entry_arg(&entry)?;
+            let mut s = open_existing(&file, &write)?;
+            let parent = if root { Some(None) } else { parent.map(Some) };
+            let id = s
+                .append_json(&text, parent)
+                .with_context(|| format!("cannot append to {}", file.display()))?;
+            out.line(&id)?;
+            Outcome::Done
+        }
+        Cmd::Label {
+            file,
+            id,
+            label,
+            write,
+        } => {
+            let mut s = open_existing(&file, &write)?;
+            let new = s
+                .append_label_change(&id, label.as_deref())
+                .with_context(|| format!("cannot label in {}", file.display()))?;
+            out.line(&new)?;
+            Outcome::Done
+        }
+        Cmd::Name { file, name, write } => {
+            let mut s = open_existing(&file, &write)?;
+            let new = s
+                .append_session_info(&name)
+                .with_context(|| format!("cannot name {}", file.display()))?;
+            out.line(&new)?;
+            Outcome::Done
+        }
+        Cmd::Fork {
+            file,
+            id,
+            position,
+            write,
+        } => {
+            if !file.exists() {
+                bail!("{}: no such file", file.display());
+            }
+            let f = Session::fork_at(
+                &file,
+                &id,
+                matches!(position, Position::Before),
+                write.options(),
+            )
+            .with_context(|| format!("cannot fork {}", file.display()))?;
+            out.line(&f.path.display().to_string())?;
+            if let Some(t) = f.text {
+                eprintln!("{t}");
+            }
+            Outcome::Done
+        }
+    };
+    out.finish()?;
+    Ok(outcome)
+}
+
+fn open_existing(file: &std::path::Path, write: &WriteArgs) -> Result<Session> {
+    if !file.exists() {
+        bail!(
+            "{}: no such file (create one with `sessiontree new`)",
+            file.display()
+        );
+    }
+    Session::open(file, write.options())
+        .with_context(|| format!("cannot open {} for writing", file.display()))
+}

@@ -159,7 +159,9 @@ impl ObjFrame {
         if !indexed.is_empty() {
             indexed.sort_unstable();
             order.extend(indexed.iter().map(|&(_, i)| i));
-            order.extend((0..self.members.len()).filter(|i| array_index(&self.members[*i].0).is_none()));
+            order.extend(
+                (0..self.members.len()).filter(|i| array_index(&self.members[*i].0).is_none()),
+            );
         } else {
             order.extend(0..self.members.len());
         }
@@ -238,11 +240,16 @@ pub fn canonicalize(text: &[u8]) -> Result<String, ScanError> {
             }
             _ => {
                 let start = i;
-                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
                     i += 1;
                 }
                 let n = parse_number(&b[start..i]);
-                value.push_str(&if n.is_finite() { format_number(n) } else { "null".into() });
+                value.push_str(&if n.is_finite() {
+                    format_number(n)
+                } else {
+                    "null".into()
+                });
             }
         }
         // Hand the finished value to its container, closing containers that end here.
@@ -318,16 +325,27 @@ mod tests {
 
     #[test]
     fn strings_are_reescaped() {
-        assert_eq!(c(r#""\/\u00e9\u0041\b\f\n\r\t\u0001\u001F\u007f\u2028\"\\""#), "\"/éA\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}\u{2028}\\\"\\\\\"");
-        assert_eq!(c(r#""\ud83d\ude00 \uD800 \udc00x""#), "\"😀 \\ud800 \\udc00x\"");
+        assert_eq!(
+            c(r#""\/\u00e9\u0041\b\f\n\r\t\u0001\u001F\u007f\u2028\"\\""#),
+            "\"/éA\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}\u{2028}\\\"\\\\\""
+        );
+        assert_eq!(
+            c(r#""\ud83d\ude00 \uD800 \udc00x""#),
+            "\"😀 \\ud800 \\udc00x\""
+        );
     }
 
     #[test]
     fn objects_dedupe_and_order_index_keys_first() {
         assert_eq!(c(r#"{"b":1,"a":2,"b":3}"#), r#"{"b":3,"a":2}"#);
-        assert_eq!(c(r#"{"z":0,"10":1,"2":2,"01":3,"4294967295":4,"4294967294":5,"-1":6}"#),
-            r#"{"2":2,"10":1,"4294967294":5,"z":0,"01":3,"4294967295":4,"-1":6}"#);
-        assert_eq!(c(r#" { "a" : [ 1 , { } , [ ] , { "x" : null } ] } "#), r#"{"a":[1,{},[],{"x":null}]}"#);
+        assert_eq!(
+            c(r#"{"z":0,"10":1,"2":2,"01":3,"4294967295":4,"4294967294":5,"-1":6}"#),
+            r#"{"2":2,"10":1,"4294967294":5,"z":0,"01":3,"4294967295":4,"-1":6}"#
+        );
+        assert_eq!(
+            c(r#" { "a" : [ 1 , { } , [ ] , { "x" : null } ] } "#),
+            r#"{"a":[1,{},[],{"x":null}]}"#
+        );
     }
 
     #[test]

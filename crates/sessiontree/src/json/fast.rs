@@ -51,7 +51,11 @@ mod tests {
                         v[pos] = stop;
                     }
                     let expect = if pos < len { pos } else { v.len() };
-                    assert_eq!(find_string_stop(&v), expect, "len {len} pos {pos} stop {stop}");
+                    assert_eq!(
+                        find_string_stop(&v),
+                        expect,
+                        "len {len} pos {pos} stop {stop}"
+                    );
                 }
             }
         }

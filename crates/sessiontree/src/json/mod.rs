@@ -88,7 +88,11 @@ impl<'a> Raw<'a> {
 
     /// The value of `key` in an object (the last one wins, as in JavaScript).
     pub fn get(&self, key: &str) -> Option<Raw<'a>> {
-        self.members().into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.members()
+            .into_iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// Elements of an array value; empty for non-arrays.
@@ -127,7 +131,13 @@ impl<'a> Raw<'a> {
             Kind::Array => self
                 .elements()
                 .iter()
-                .map(|e| if e.is_null() { String::new() } else { e.js_string() })
+                .map(|e| {
+                    if e.is_null() {
+                        String::new()
+                    } else {
+                        e.js_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join(","),
         }
@@ -183,7 +193,8 @@ fn value_end(b: &[u8], i: usize) -> usize {
         }
         _ => {
             let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+            while j < b.len() && !matches!(b[j], b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
+            {
                 j += 1;
             }
             j
@@ -193,7 +204,10 @@ fn value_end(b: &[u8], i: usize) -> usize {
 
 /// JavaScript's `Number(text)` for a valid JSON number literal.
 pub fn parse_number(text: &[u8]) -> f64 {
-    std::str::from_utf8(text).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN)
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// JavaScript's `String(n)`.
@@ -202,7 +216,11 @@ pub fn format_number(n: f64) -> String {
         return "NaN".into();
     }
     if n.is_infinite() {
-        return if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if n == 0.0 {
         return "0".into();
@@ -240,7 +258,10 @@ mod tests {
 
     #[test]
     fn strings_decode_escapes_and_surrogate_pairs() {
-        assert_eq!(raw(r#""a\n\u00e9\ud83d\ude00\/""#).as_str().unwrap(), "a\né😀/");
+        assert_eq!(
+            raw(r#""a\n\u00e9\ud83d\ude00\/""#).as_str().unwrap(),
+            "a\né😀/"
+        );
         assert_eq!(raw(r#""\ud800x""#).as_str().unwrap(), "\u{fffd}x");
     }
 
@@ -249,7 +270,10 @@ mod tests {
         let r = raw(r#"{"a":1,"b":[1,"x,]",{"c":[]}],"a":2}"#);
         assert_eq!(r.get("a").unwrap().text(), "2");
         let els = r.get("b").unwrap().elements();
-        assert_eq!(els.iter().map(|e| e.text()).collect::<Vec<_>>(), ["1", "\"x,]\"", "{\"c\":[]}"]);
+        assert_eq!(
+            els.iter().map(|e| e.text()).collect::<Vec<_>>(),
+            ["1", "\"x,]\"", "{\"c\":[]}"]
+        );
         assert!(raw("[ ]").elements().is_empty());
     }
 

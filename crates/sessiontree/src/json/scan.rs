@@ -125,7 +125,9 @@ pub(crate) fn skip_string(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
                 match e {
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
                     b'u' => {
-                        let hex = b.get(i + 2..i + 6).ok_or_else(|| err(i, "bad \\u escape"))?;
+                        let hex = b
+                            .get(i + 2..i + 6)
+                            .ok_or_else(|| err(i, "bad \\u escape"))?;
                         if !hex.iter().all(u8::is_ascii_hexdigit) {
                             return Err(err(i, "bad \\u escape"));
                         }
@@ -256,7 +258,16 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
                     stack.pop();
                     i += 1;
                 }
-                Some(_) => return Err(err(i, if is_obj { "expected ',' or '}'" } else { "expected ',' or ']'" })),
+                Some(_) => {
+                    return Err(err(
+                        i,
+                        if is_obj {
+                            "expected ',' or '}'"
+                        } else {
+                            "expected ',' or ']'"
+                        },
+                    ))
+                }
                 None => return Err(err(i, "unexpected end")),
             }
         }
@@ -311,13 +322,22 @@ fn close_member(
     }
     if stack.len() == 1 {
         if let Some((key, start)) = open1.take() {
-            out.members.push(Member { key, value: start..end });
+            out.members.push(Member {
+                key,
+                value: start..end,
+            });
         }
     } else if stack.len() == 2 && stack[1] {
         if let Some((key, start)) = open2.take() {
             // The depth-1 member that holds this object is still open: it is the next pushed.
             let parent = out.members.len() as u32;
-            out.inner.push((parent, Member { key, value: start..end }));
+            out.inner.push((
+                parent,
+                Member {
+                    key,
+                    value: start..end,
+                },
+            ));
         }
     }
 }
@@ -336,8 +356,18 @@ mod tests {
     #[test]
     fn accepts_what_json_parse_accepts() {
         for s in [
-            "null", "0", "-0", "1.5e+3", "-12.25E-2", "\"a\\u00e9\\n\"", "[]", "{}", " [1, [2, [3]]] ",
-            "{\"a\":{\"b\":[{\"c\":null}]}}", "\"\\ud800\"", "\t{\"x\" : true}\r",
+            "null",
+            "0",
+            "-0",
+            "1.5e+3",
+            "-12.25E-2",
+            "\"a\\u00e9\\n\"",
+            "[]",
+            "{}",
+            " [1, [2, [3]]] ",
+            "{\"a\":{\"b\":[{\"c\":null}]}}",
+            "\"\\ud800\"",
+            "\t{\"x\" : true}\r",
         ] {
             ok(s);
         }
@@ -346,8 +376,27 @@ mod tests {
     #[test]
     fn rejects_what_json_parse_rejects() {
         for s in [
-            "", "  ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "+1", "1e", "\"\t\"", "\"\\x\"",
-            "\"\\u12g4\"", "{a:1}", "[1] 2", "tru", "nul", "{\"a\" 1}", "'a'", "\u{a0}1", "NaN",
+            "",
+            "  ",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "1e",
+            "\"\t\"",
+            "\"\\x\"",
+            "\"\\u12g4\"",
+            "{a:1}",
+            "[1] 2",
+            "tru",
+            "nul",
+            "{\"a\" 1}",
+            "'a'",
+            "\u{a0}1",
+            "NaN",
         ] {
             bad(s);
         }
@@ -359,10 +408,22 @@ mod tests {
         let r = ok(s);
         let keys: Vec<&str> = r.members.iter().map(|m| &s[m.key.clone()]).collect();
         assert_eq!(keys, ["\"type\"", "\"id\"", "\"message\"", "\"n\""]);
-        assert_eq!(&s[r.members[2].value.clone()], r#"{"role":"user","content":[{"x":1}]}"#);
-        let inner: Vec<(u32, &str, &str)> =
-            r.inner.iter().map(|(p, m)| (*p, &s[m.key.clone()], &s[m.value.clone()])).collect();
-        assert_eq!(inner, [(2, "\"role\"", "\"user\""), (2, "\"content\"", "[{\"x\":1}]")]);
+        assert_eq!(
+            &s[r.members[2].value.clone()],
+            r#"{"role":"user","content":[{"x":1}]}"#
+        );
+        let inner: Vec<(u32, &str, &str)> = r
+            .inner
+            .iter()
+            .map(|(p, m)| (*p, &s[m.key.clone()], &s[m.value.clone()]))
+            .collect();
+        assert_eq!(
+            inner,
+            [
+                (2, "\"role\"", "\"user\""),
+                (2, "\"content\"", "[{\"x\":1}]")
+            ]
+        );
     }
 
     #[test]

@@ -1,0 +1,67 @@
+//! Output: stdout that treats a closed pipe as the end, colour only on a terminal.
+
+use std::io::{IsTerminal, Write};
+
+/// Stdout, buffered. A closed pipe (`| head`) ends the program quietly with success.
+pub struct Out {
+    w: std::io::BufWriter<std::io::Stdout>,
+    pub color: bool,
+}
+
+impl Out {
+    pub fn new() -> Out {
+        let color = std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        Out {
+            w: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            color,
+        }
+    }
+
+    pub fn write_str(&mut self, s: &str) -> anyhow::Result<()> {
+        if let Err(e) = self.w.write_all(s.as_bytes()) {
+            closed_pipe(e)?;
+        }
+        Ok(())
+    }
+
+    pub fn line(&mut self, s: &str) -> anyhow::Result<()> {
+        self.write_str(s)?;
+        self.write_str("\n")
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        if let Err(e) = self.w.flush() {
+            closed_pipe(e)?;
+        }
+        Ok(())
+    }
+
+    /// Wraps text in an SGR colour when colour is on.
+    pub fn paint(&self, code: &str, s: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+fn closed_pipe(e: std::io::Error) -> anyhow::Result<()> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    Err(e.into())
+}
+
+/// One line of preview text: whitespace folded, cut to `max` characters.
+pub fn preview(s: &str, max: usize) -> String {
+    let folded: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() <= max {
+        folded
+    } else {
+        let mut t: String = folded.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}

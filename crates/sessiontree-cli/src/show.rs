@@ -1,0 +1,439 @@
+//! Human and JSON renderings of sessions.
+
+use crate::out::{preview, Out};
+use anyhow::Result;
+use sessiontree::{Context, Entry, EntryType, Loaded, SessionTree};
+use std::path::Path;
+
+fn json_str(s: &str) -> String {
+    let mut o = String::new();
+    sessiontree::json::write_js_string(&mut o, s);
+    o
+}
+
+/// A one-line description of an entry: kind, role and a preview of its text.
+pub fn describe(e: &Entry) -> (String, String) {
+    let kind = match e.entry_type {
+        EntryType::Message => e.role().unwrap_or("message").to_string(),
+        ref t => t.name().to_string(),
+    };
+    let text = match e.entry_type {
+        EntryType::Message => match e.role() {
+            Some("bashExecution") => format!(
+                "$ {}",
+                e.message_field("command")
+                    .map(|c| c.js_string())
+                    .unwrap_or_default()
+            ),
+            Some("toolResult") => {
+                let name = e
+                    .message_field("toolName")
+                    .map(|c| c.js_string())
+                    .unwrap_or_default();
+                format!("{name}: {}", sessiontree::session::message_text(e, " "))
+            }
+            Some("assistant") => {
+                let text = sessiontree::session::message_text(e, " ");
+                let calls: Vec<String> = e
+                    .message_field("content")
+                    .map(|c| c.elements())
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|b| {
+                        b.get("type").and_then(|t| t.as_str()).as_deref() == Some("toolCall")
+                    })
+                    .map(|b| b.get("name").map(|n| n.js_string()).unwrap_or_default())
+                    .collect();
+                if calls.is_empty() {
+                    text
+                } else if text.is_empty() {
+                    format!("→ {}", calls.join(", "))
+                } else {
+                    format!("{text} → {}", calls.join(", "))
+                }
+            }
+            _ => sessiontree::session::message_text(e, " "),
+        },
+        EntryType::CustomMessage => sessiontree::session::message_text(e, " "),
+        EntryType::Compaction | EntryType::BranchSummary => e
+            .field("summary")
+            .map(|s| s.js_string())
+            .unwrap_or_default(),
+        EntryType::ModelChange => format!(
+            "{}/{}",
+            e.field("provider")
+                .map(|s| s.js_string())
+                .unwrap_or_default(),
+            e.field("modelId")
+                .map(|s| s.js_string())
+                .unwrap_or_default()
+        ),
+        EntryType::ThinkingLevelChange => e
+            .field("thinkingLevel")
+            .map(|s| s.js_string())
+            .unwrap_or_default(),
+        EntryType::Label => format!(
+            "{} ← {}",
+            e.str_field("targetId").unwrap_or_default(),
+            e.field("label")
+                .map(|s| s.js_string())
+                .unwrap_or_else(|| "(cleared)".into())
+        ),
+        EntryType::SessionInfo => e.field("name").map(|s| s.js_string()).unwrap_or_default(),
+        EntryType::Custom => e
+            .str_field("customType")
+            .map(|s| s.into_owned())
+            .unwrap_or_default(),
+        EntryType::ContextEdit => format!(
+            "edit {}{}",
+            e.str_field("targetId").unwrap_or_default(),
+            if e.field("replacement").is_some_and(|r| r.is_null()) {
+                " (dropped)"
+            } else {
+                ""
+            }
+        ),
+        EntryType::Usage => format!(
+            "{} {}",
+            e.field("kind").map(|s| s.js_string()).unwrap_or_default(),
+            e.field("model").map(|s| s.js_string()).unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
+    (kind, text)
+}
+
+fn role_color(kind: &str) -> &'static str {
+    match kind {
+        "user" => "1;36",
+        "assistant" => "1;32",
+        "toolResult" => "33",
+        "system" => "35",
+        "compaction" | "branch_summary" => "1;35",
+        "bashExecution" => "34",
+        _ => "2",
+    }
+}
+
+pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
+    let t = &l.tree;
+    if json {
+        let mut s = String::from("{\"path\":");
+        s.push_str(&json_str(&file.display().to_string()));
+        s.push_str(",\"header\":");
+        s.push_str(t.header().raw().text());
+        s.push_str(",\"sessionId\":");
+        s.push_str(&json_str(t.session_id()));
+        s.push_str(",\"leafId\":");
+        s.push_str(&t.leaf_id().map_or("null".into(), json_str));
+        s.push_str(",\"name\":");
+        s.push_str(&t.name().map_or("null".into(), |n| json_str(&n)));
+        s.push_str(&format!(
+            ",\"entryCount\":{},\"lines\":{},\"bytes\":{},\"migrated\":{}",
+            t.entry_count(),
+            t.entries().len(),
+            l.len,
+            l.migrated
+        ));
+        s.push_str(",\"diagnostics\":");
+        s.push_str(&serde_json::to_string(t.diagnostics())?);
+        s.push('}');
+        return out.line(&s);
+    }
+    let h = t.header();
+    let label = |k: &str| format!("{:<13}", format!("{k}:"));
+    out.line(&format!("{}{}", label("session"), t.session_id()))?;
+    out.line(&format!("{}{}", label("file"), file.display()))?;
+    if let Some(n) = t.name() {
+        out.line(&format!("{}{}", label("name"), n))?;
+    }
+    out.line(&format!("{}{}", label("cwd"), h.cwd().unwrap_or_default()))?;
+    out.line(&format!(
+        "{}{}",
+        label("created"),
+        h.timestamp().map(|t| t.js_string()).unwrap_or_default()
+    ))?;
+    if let Some(p) = h.parent_session() {
+        out.line(&format!("{}{}", label("forked from"), p))?;
+    }
+    let version = h
+        .field("version")
+        .map(|v| v.js_string())
+        .unwrap_or_else(|| "1".into());
+    out.line(&format!(
+        "{}{}{}",
+        label("version"),
+        version,
+        if l.migrated {
+            " (migrated to 3 in memory)"
+        } else {
+            ""
+        }
+    ))?;
+    out.line(&format!(
+        "{}{} ({} bytes)",
+        label("entries"),
+        t.entry_count(),
+        l.len
+    ))?;
+    let messages = t
+        .entries()
+        .iter()
+        .filter(|e| e.entry_type == EntryType::Message)
+        .count();
+    out.line(&format!("{}{}", label("messages"), messages))?;
+    out.line(&format!(
+        "{}{}",
+        label("leaf"),
+        t.leaf_id().unwrap_or("(none)")
+    ))?;
+    out.line(&format!(
+        "{}{}",
+        label("on branch"),
+        t.get_branch(None).len()
+    ))?;
+    let diags = t.diagnostics();
+    if diags.is_empty() {
+        out.line(&format!("{}{}", label("problems"), out.paint("32", "none")))?;
+    } else {
+        out.line(&format!(
+            "{}{}",
+            label("problems"),
+            out.paint("1;31", &diags.len().to_string())
+        ))?;
+        for d in diags {
+            out.line(&format!("  {d}"))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn entries(out: &mut Out, t: &SessionTree, json: bool) -> Result<()> {
+    let all: Vec<&Entry> = t.entries().iter().collect();
+    entry_list(out, t, &all, json)
+}
+
+pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -> Result<()> {
+    if json {
+        out.write_str("[")?;
+        for (i, e) in list.iter().enumerate() {
+            if i > 0 {
+                out.write_str(",")?;
+            }
+            out.write_str(e.raw().text())?;
+        }
+        return out.line("]");
+    }
+    let leaf = t.leaf_id();
+    for e in list {
+        let (kind, text) = describe(e);
+        let id = e.id().unwrap_or("?");
+        let mark = if Some(id) == leaf {
+            out.paint("1;33", " ◀ leaf")
+        } else {
+            String::new()
+        };
+        let label = t
+            .get_label(id)
+            .map(|l| {
+                out.paint(
+                    "1;33",
+                    &format!(
+                        " [{}]",
+                        sessiontree::json::Raw::new_unchecked(l.label.as_bytes()).js_string()
+                    ),
+                )
+            })
+            .unwrap_or_default();
+        out.line(&format!(
+            "{:>6}  {}  {:<13} {}{}{}",
+            e.line,
+            out.paint("2", &format!("{id:<8}")),
+            out.paint(role_color(&kind), &kind),
+            preview(&text, 90),
+            label,
+            mark
+        ))?;
+    }
+    Ok(())
+}
+
+pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
+    if json {
+        let mut s = String::new();
+        ctx.write_json(&mut s);
+        return out.line(&s);
+    }
+    let model = ctx
+        .model
+        .as_ref()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m.provider.map(|p| p.js_string()).unwrap_or_default(),
+                m.model_id.map(|p| p.js_string()).unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| "(none)".into());
+    let thinking = ctx
+        .thinking_level
+        .map(|t| t.js_string())
+        .unwrap_or_else(|| "(unset)".into());
+    out.line(&out.paint(
+        "2",
+        &format!(
+            "model {model} · thinking {thinking} · {} messages",
+            ctx.messages.len()
+        ),
+    ))?;
+    for m in &ctx.messages {
+        let raw = m.raw();
+        let role = m.role().unwrap_or_else(|| "?".into());
+        let body = match role.as_str() {
+            "branchSummary" | "compactionSummary" => raw
+                .get("summary")
+                .map(|s| s.js_string())
+                .unwrap_or_default(),
+            "bashExecution" => sessiontree::context::bash_execution_text(raw),
+            _ => match raw.get("content") {
+                Some(c) if c.kind() == sessiontree::json::Kind::String => c.js_string(),
+                Some(c) => c
+                    .elements()
+                    .iter()
+                    .map(|b| {
+                        let ty = b
+                            .get("type")
+                            .and_then(|t| t.as_str())
+                            .map(|t| t.into_owned())
+                            .unwrap_or_default();
+                        match ty.as_str() {
+                            "text" => b.get("text").map(|t| t.js_string()).unwrap_or_default(),
+                            "thinking" => format!(
+                                "(thinking) {}",
+                                preview(
+                                    &b.get("thinking").map(|t| t.js_string()).unwrap_or_default(),
+                                    200
+                                )
+                            ),
+                            "toolCall" => format!(
+                                "→ {}({})",
+                                b.get("name").map(|t| t.js_string()).unwrap_or_default(),
+                                preview(b.get("arguments").map(|a| a.text()).unwrap_or(""), 200)
+                            ),
+                            "image" => "[image]".into(),
+                            other => format!("[{other}]"),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                None => String::new(),
+            },
+        };
+        out.line(&out.paint(role_color(&role), &format!("── {role} ──")))?;
+        let lines: Vec<&str> = body.lines().collect();
+        for l in lines.iter().take(12) {
+            out.line(&format!("  {}", preview(l, 160)))?;
+        }
+        if lines.len() > 12 {
+            out.line(&out.paint("2", &format!("  … {} more lines", lines.len() - 12)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Draws the tree with box-drawing characters; the path to the leaf is highlighted.
+pub fn tree(out: &mut Out, t: &SessionTree) -> Result<()> {
+    let view = t.get_tree();
+    let on_path: std::collections::HashSet<*const Entry> = t
+        .get_branch(None)
+        .into_iter()
+        .map(|e| e as *const Entry)
+        .collect();
+    let leaf = t.leaf_id();
+    if let Some(n) = t.name() {
+        out.line(&out.paint("1", &format!("{n}  ({})", t.session_id())))?;
+    } else {
+        out.line(&out.paint("1", t.session_id()))?;
+    }
+    // Stack of (node, prefix, is_last, depth). A single child continues the same column.
+    let mut stack: Vec<(u32, String, bool, bool)> = Vec::new();
+    for (i, &r) in view.roots.iter().enumerate().rev() {
+        stack.push((r, String::new(), i == view.roots.len() - 1, true));
+    }
+    while let Some((node, prefix, last, branch_point)) = stack.pop() {
+        let e = t.entry_at(node);
+        let (kind, text) = describe(e);
+        let id = e.id().unwrap_or("?");
+        let connector = if branch_point {
+            if last {
+                "└─ "
+            } else {
+                "├─ "
+            }
+        } else {
+            "   "
+        };
+        let connector = if branch_point { connector } else { "│  " };
+        let _ = connector;
+        let conn = if branch_point {
+            if last {
+                "└─ "
+            } else {
+                "├─ "
+            }
+        } else {
+            ""
+        };
+        let path_here = on_path.contains(&(e as *const Entry));
+        let dot = if path_here {
+            out.paint("1;33", "●")
+        } else {
+            out.paint("2", "○")
+        };
+        let label = t
+            .get_label(id)
+            .map(|l| {
+                out.paint(
+                    "1;33",
+                    &format!(
+                        " [{}]",
+                        sessiontree::json::Raw::new_unchecked(l.label.as_bytes()).js_string()
+                    ),
+                )
+            })
+            .unwrap_or_default();
+        let mark = if Some(id) == leaf {
+            out.paint("1;33", " ◀ leaf")
+        } else {
+            String::new()
+        };
+        let body = preview(&text, 70);
+        let body = if path_here {
+            body
+        } else {
+            out.paint("2", &body)
+        };
+        out.line(&format!(
+            "{prefix}{conn}{dot} {} {} {}{}{}",
+            out.paint("2", id),
+            out.paint(role_color(&kind), &kind),
+            body,
+            label,
+            mark
+        ))?;
+        let kids = &view.children[node as usize];
+        let child_prefix = if branch_point {
+            format!("{prefix}{}", if last { "   " } else { "│  " })
+        } else {
+            prefix.clone()
+        };
+        if kids.len() == 1 {
+            stack.push((kids[0], child_prefix, true, false));
+        } else {
+            for (i, &k) in kids.iter().enumerate().rev() {
+                stack.push((k, child_prefix.clone(), i == kids.len() - 1, true));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,576 @@
+//! What the model sees: the path to the leaf, projected through compactions and context
+//! edits (FORMAT.md section 9), and the role mapping for a model request (9.6).
+//!
+//! Messages are JSON texts: borrowed from the entry lines when a message is passed through
+//! as stored, built when the rules make a new object.
+
+use crate::date::js_date_ms;
+use crate::entry::{Entry, EntryType};
+use crate::json::{canonicalize, format_number, write_js_string, Kind, Raw};
+use crate::tree::{LeafArg, SessionTree};
+use std::borrow::Cow;
+
+/// One message of the context, as JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// Exactly as stored in the entry.
+    Stored(Raw<'a>),
+    /// Built by the projection rules.
+    Built(String),
+}
+
+impl<'a> Message<'a> {
+    pub fn json(&self) -> &str {
+        match self {
+            Message::Stored(r) => r.text(),
+            Message::Built(s) => s,
+        }
+    }
+
+    pub fn raw(&self) -> Raw<'_> {
+        Raw::new_unchecked(self.json().as_bytes())
+    }
+
+    /// `role`, if the message is an object with a string role.
+    pub fn role(&self) -> Option<String> {
+        let r = self.raw();
+        (r.kind() == Kind::Object)
+            .then(|| r.get("role").and_then(|v| v.as_str()).map(Cow::into_owned))
+            .flatten()
+    }
+}
+
+/// The model's current provider and id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Model<'a> {
+    pub provider: Option<Raw<'a>>,
+    pub model_id: Option<Raw<'a>>,
+}
+
+/// `buildSessionContext`'s result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Context<'a> {
+    pub messages: Vec<Message<'a>>,
+    /// `None` when the last thinking-level change has no value (JSON leaves the key out).
+    pub thinking_level: Option<Raw<'a>>,
+    pub model: Option<Model<'a>>,
+}
+
+const OFF: &[u8] = b"\"off\"";
+
+/// A provenance-preserving projection: each selected entry with the messages it gives.
+pub struct Projection<'a> {
+    pub entries: Vec<(&'a Entry, Vec<Message<'a>>)>,
+    pub thinking_level: Option<Raw<'a>>,
+    pub model: Option<Model<'a>>,
+}
+
+/// `getSessionContextSettings`: thinking level and model over the whole path.
+fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
+    let mut thinking = Some(Raw::new_unchecked(OFF));
+    let mut model = None;
+    for e in path {
+        match e.entry_type {
+            EntryType::ThinkingLevelChange => thinking = e.field("thinkingLevel"),
+            EntryType::ModelChange => {
+                model = Some(Model {
+                    provider: e.field("provider"),
+                    model_id: e.field("modelId"),
+                })
+            }
+            EntryType::Message if e.role() == Some("assistant") => {
+                model = Some(Model {
+                    provider: e.message_field("provider"),
+                    model_id: e.message_field("model"),
+                })
+            }
+            _ => {}
+        }
+    }
+    (thinking, model)
+}
+
+/// `buildContextEntries`: the last compaction, its kept range (without system messages),
+/// then everything after it.
+pub fn context_entries<'a>(path: Vec<&'a Entry>) -> Vec<&'a Entry> {
+    let Some(ci) = path
+        .iter()
+        .rposition(|e| e.entry_type == EntryType::Compaction)
+    else {
+        return path;
+    };
+    let c = path[ci];
+    let first_kept = c.str_field("firstKeptEntryId");
+    let mut out = Vec::with_capacity(path.len() - ci);
+    out.push(c);
+    let mut found = false;
+    for e in &path[..ci] {
+        if !found && first_kept.is_some() && e.id() == first_kept.as_deref() {
+            found = true;
+        }
+        if found && !e.is_role("system") {
+            out.push(e);
+        }
+    }
+    out.extend_from_slice(&path[ci + 1..]);
+    out
+}
+
+fn ms_json(ts: Option<Raw<'_>>) -> String {
+    match js_date_ms(ts) {
+        Some(ms) => format_number(ms),
+        None => "null".into(),
+    }
+}
+
+/// Writes `{"k":v,...}` leaving out absent values, as `JSON.stringify` drops `undefined`.
+fn object(fields: &[(&str, Option<&str>)]) -> String {
+    let mut s = String::from("{");
+    for (k, v) in fields {
+        if let Some(v) = v {
+            if s.len() > 1 {
+                s.push(',');
+            }
+            write_js_string(&mut s, k);
+            s.push(':');
+            s.push_str(v);
+        }
+    }
+    s.push('}');
+    s
+}
+
+fn js_str(s: &str) -> String {
+    let mut out = String::new();
+    write_js_string(&mut out, s);
+    out
+}
+
+/// `{...object, key: value}` on JSON text: first position kept, `None` drops the key.
+pub(crate) fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String {
+    let members = obj.members();
+    let mut order: Vec<(Cow<'_, str>, String)> = Vec::new();
+    for (k, v) in members {
+        match order.iter_mut().find(|(ok, _)| *ok == k) {
+            Some(slot) => slot.1 = v.text().to_string(),
+            None => order.push((k, v.text().to_string())),
+        }
+    }
+    match order.iter().position(|(k, _)| k == key) {
+        Some(i) => match value {
+            Some(v) => order[i].1 = v.to_string(),
+            None => {
+                order.remove(i);
+            }
+        },
+        None => {
+            if let Some(v) = value {
+                order.push((Cow::Borrowed(key), v.to_string()));
+            }
+        }
+    }
+    let mut s = String::from("{");
+    for (i, (k, v)) in order.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        write_js_string(&mut s, k);
+        s.push(':');
+        s.push_str(v);
+    }
+    s.push('}');
+    canonicalize(s.as_bytes()).unwrap_or(s)
+}
+
+/// `sessionEntryToContextMessages`.
+pub fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
+    match e.entry_type {
+        EntryType::Message => {
+            let Some(m) = e.message() else {
+                return Vec::new();
+            };
+            if m.kind() != Kind::Object {
+                return if m.is_null() {
+                    Vec::new()
+                } else {
+                    vec![Message::Stored(m)]
+                };
+            }
+            let content_missing = e.message_field("content").is_none_or(|c| c.is_null());
+            match e.role() {
+                Some("system") if content_missing => {
+                    vec![Message::Built(with_field(m, "content", Some("\"\"")))]
+                }
+                Some("user" | "assistant" | "toolResult") if content_missing => {
+                    vec![Message::Built(with_field(m, "content", Some("[]")))]
+                }
+                _ => vec![Message::Stored(m)],
+            }
+        }
+        EntryType::CustomMessage => {
+            let content = e
+                .field("content")
+                .filter(|c| !c.is_null())
+                .map(|c| c.text())
+                .unwrap_or("[]");
+            let ts = ms_json(e.timestamp());
+            vec![Message::Built(object(&[
+                ("role", Some("\"custom\"")),
+                ("customType", e.field("customType").map(|v| v.text())),
+                ("content", Some(content)),
+                ("display", e.field("display").map(|v| v.text())),
+                ("details", e.field("details").map(|v| v.text())),
+                ("timestamp", Some(&ts)),
+            ]))]
+        }
+        EntryType::BranchSummary if e.field("summary").is_some_and(|s| s.truthy()) => {
+            let ts = ms_json(e.timestamp());
+            vec![Message::Built(object(&[
+                ("role", Some("\"branchSummary\"")),
+                ("summary", e.field("summary").map(|v| v.text())),
+                ("fromId", e.field("fromId").map(|v| v.text())),
+                ("timestamp", Some(&ts)),
+            ]))]
+        }
+        EntryType::Compaction => {
+            let ts = ms_json(e.timestamp());
+            let summary = Message::Built(object(&[
+                ("role", Some("\"compactionSummary\"")),
+                ("summary", e.field("summary").map(|v| v.text())),
+                ("tokensBefore", e.field("tokensBefore").map(|v| v.text())),
+                ("timestamp", Some(&ts)),
+            ]));
+            match e.field("systemMessage").filter(|s| s.truthy()) {
+                Some(sys) => vec![Message::Stored(sys), summary],
+                None => vec![summary],
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `projectContextEntry`: an entry's messages with its latest context edit applied.
+fn project_entry<'a>(e: &'a Entry, edit: Option<&'a Entry>) -> Vec<Message<'a>> {
+    let messages = entry_messages(e);
+    let Some(edit) = edit else { return messages };
+    let Some(replacement) = edit.field("replacement") else {
+        return messages;
+    };
+    if replacement.is_null() {
+        return Vec::new();
+    }
+    let content = replacement.get("content");
+    messages
+        .into_iter()
+        .map(|m| {
+            let role = m.role();
+            match role.as_deref() {
+                Some(r @ ("user" | "assistant" | "toolResult" | "custom")) => {
+                    let value = match content {
+                        Some(c)
+                            if c.kind() == Kind::String
+                                && matches!(r, "assistant" | "toolResult") =>
+                        {
+                            Some(format!("[{{\"type\":\"text\",\"text\":{}}}]", c.text()))
+                        }
+                        Some(c) => Some(c.text().to_string()),
+                        None => None,
+                    };
+                    Message::Built(with_field(m.raw(), "content", value.as_deref()))
+                }
+                _ => m,
+            }
+        })
+        .collect()
+}
+
+/// `buildSessionProjection`.
+pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
+    let path = tree.context_path(leaf);
+    let (thinking_level, model) = settings(&path);
+    let selected = context_entries(path);
+    let mut edits: std::collections::HashMap<Cow<'a, str>, &'a Entry> =
+        std::collections::HashMap::new();
+    for e in &selected {
+        if e.entry_type == EntryType::ContextEdit {
+            if let Some(t) = e.str_field("targetId") {
+                edits.insert(t, e);
+            }
+        }
+    }
+    let entries = selected
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let msgs = if e.entry_type == EntryType::Compaction && i > 0 {
+                Vec::new()
+            } else {
+                project_entry(e, e.id().and_then(|id| edits.get(id).copied()))
+            };
+            (*e, msgs)
+        })
+        .collect();
+    Projection {
+        entries,
+        thinking_level,
+        model,
+    }
+}
+
+/// `buildSessionContext(leaf)`.
+pub fn build_context<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Context<'a> {
+    let p = project(tree, leaf);
+    Context {
+        messages: p.entries.into_iter().flat_map(|(_, m)| m).collect(),
+        thinking_level: p.thinking_level,
+        model: p.model,
+    }
+}
+
+impl Context<'_> {
+    /// The context as the reference's JSON: `{messages, thinkingLevel, model}`.
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(
+            self.messages
+                .iter()
+                .map(|m| m.json().len() + 1)
+                .sum::<usize>()
+                + 64,
+        );
+        self.write_json(&mut s);
+        s
+    }
+
+    pub fn write_json(&self, s: &mut String) {
+        s.push_str("{\"messages\":[");
+        for (i, m) in self.messages.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            s.push_str(m.json());
+        }
+        s.push(']');
+        if let Some(t) = &self.thinking_level {
+            s.push_str(",\"thinkingLevel\":");
+            s.push_str(t.text());
+        }
+        s.push_str(",\"model\":");
+        match &self.model {
+            None => s.push_str("null"),
+            Some(m) => s.push_str(&object(&[
+                ("provider", m.provider.map(|v| v.text())),
+                ("modelId", m.model_id.map(|v| v.text())),
+            ])),
+        }
+        s.push('}');
+    }
+}
+
+/// The text a bash execution becomes for the model (`bashExecutionToText`).
+pub fn bash_execution_text(m: Raw<'_>) -> String {
+    let get = |k: &str| m.get(k);
+    let js = |v: Option<Raw<'_>>| v.map_or_else(|| "undefined".to_string(), |v| v.js_string());
+    let mut text = format!("Ran `{}`\n", js(get("command")));
+    match get("output").filter(|o| o.truthy()) {
+        Some(o) => text.push_str(&format!("```\n{}\n```", o.js_string())),
+        None => text.push_str("(no output)"),
+    }
+    let exit = get("exitCode");
+    if get("cancelled").is_some_and(|c| c.truthy()) {
+        text.push_str("\n\n(command cancelled)");
+    } else if let Some(code) =
+        exit.filter(|c| !c.is_null() && !(c.kind() == Kind::Number && c.as_f64() == Some(0.0)))
+    {
+        text.push_str(&format!(
+            "\n\nCommand exited with code {}",
+            code.js_string()
+        ));
+    }
+    if get("truncated").is_some_and(|t| t.truthy()) {
+        if let Some(p) = get("fullOutputPath").filter(|p| p.truthy()) {
+            text.push_str(&format!(
+                "\n\n[Output truncated. Full output: {}]",
+                p.js_string()
+            ));
+        }
+    }
+    text
+}
+
+const COMPACTION_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+const COMPACTION_SUFFIX: &str = "\n</summary>";
+const BRANCH_PREFIX: &str =
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+const BRANCH_SUFFIX: &str = "</summary>";
+
+fn user_text(text: &str, ts: Option<Raw<'_>>) -> String {
+    let content = format!("[{{\"type\":\"text\",\"text\":{}}}]", js_str(text));
+    object(&[
+        ("role", Some("\"user\"")),
+        ("content", Some(&content)),
+        ("timestamp", ts.map(|t| t.text())),
+    ])
+}
+
+/// `convertToLlm`: the messages of a context as a model request carries them.
+pub fn to_llm<'a>(messages: &[Message<'a>]) -> Vec<Message<'a>> {
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let raw = m.raw();
+        let role = m.role();
+        let ts = raw.get("timestamp");
+        match role.as_deref() {
+            Some("bashExecution") => {
+                if raw.get("excludeFromContext").is_some_and(|x| x.truthy()) {
+                    continue;
+                }
+                out.push(Message::Built(user_text(&bash_execution_text(raw), ts)));
+            }
+            Some("custom") => {
+                let content = match raw.get("content") {
+                    Some(c) if c.kind() == Kind::String => {
+                        Some(format!("[{{\"type\":\"text\",\"text\":{}}}]", c.text()))
+                    }
+                    Some(c) => Some(c.text().to_string()),
+                    None => None,
+                };
+                out.push(Message::Built(object(&[
+                    ("role", Some("\"user\"")),
+                    ("content", content.as_deref()),
+                    ("timestamp", ts.map(|t| t.text())),
+                ])));
+            }
+            Some("branchSummary") => {
+                let s = raw
+                    .get("summary")
+                    .map_or("undefined".into(), |v| v.js_string());
+                out.push(Message::Built(user_text(
+                    &format!("{BRANCH_PREFIX}{s}{BRANCH_SUFFIX}"),
+                    ts,
+                )));
+            }
+            Some("compactionSummary") => {
+                let s = raw
+                    .get("summary")
+                    .map_or("undefined".into(), |v| v.js_string());
+                out.push(Message::Built(user_text(
+                    &format!("{COMPACTION_PREFIX}{s}{COMPACTION_SUFFIX}"),
+                    ts,
+                )));
+            }
+            Some("system" | "user" | "assistant" | "toolResult") => out.push(m.clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `getCurrentSystemMessage`: every system message of a list folded into one (9.5).
+pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
+    let mut content: Vec<String> = Vec::new();
+    let mut sections: Vec<(String, String)> = Vec::new();
+    let mut tools: Vec<(String, String)> = Vec::new();
+    let mut timestamp: Option<String> = None;
+    for m in messages {
+        if m.role().as_deref() != Some("system") {
+            continue;
+        }
+        let raw = m.raw();
+        if timestamp.is_none() {
+            timestamp = raw
+                .get("timestamp")
+                .filter(|t| !t.is_null())
+                .map(|t| t.text().to_string());
+        }
+        let text = match raw.get("content") {
+            Some(c) if c.kind() == Kind::String => c.as_str().unwrap_or_default().into_owned(),
+            Some(c) => c
+                .elements()
+                .iter()
+                .filter(|b| b.get("type").and_then(|t| t.as_str()).as_deref() == Some("text"))
+                .map(|b| b.get("text").map_or("undefined".into(), |t| t.js_string()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => String::new(),
+        };
+        if !text.is_empty() {
+            content.push(text);
+        }
+        if let Some(secs) = raw.get("sections").filter(|s| s.kind() == Kind::Object) {
+            // Object.entries order: canonical JSON orders index keys first, as JavaScript does.
+            let canon = canonicalize(secs.bytes()).unwrap_or_default();
+            for (k, v) in Raw::new_unchecked(canon.as_bytes()).members() {
+                let k = k.into_owned();
+                if v.is_null() {
+                    sections.retain(|(n, _)| *n != k);
+                } else {
+                    match sections.iter_mut().find(|(n, _)| *n == k) {
+                        Some(slot) => slot.1 = v.text().to_string(),
+                        None => sections.push((k, v.text().to_string())),
+                    }
+                }
+            }
+        }
+        for t in raw
+            .get("toolsRemoved")
+            .map(|r| r.elements())
+            .unwrap_or_default()
+        {
+            let name = t
+                .get("name")
+                .map(|n| canonicalize(n.bytes()).unwrap_or_default())
+                .unwrap_or_default();
+            tools.retain(|(n, _)| *n != name);
+        }
+        for t in raw
+            .get("toolsAdded")
+            .map(|r| r.elements())
+            .unwrap_or_default()
+        {
+            let name = t
+                .get("name")
+                .map(|n| canonicalize(n.bytes()).unwrap_or_default())
+                .unwrap_or_default();
+            match tools.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = t.text().to_string(),
+                None => tools.push((name, t.text().to_string())),
+            }
+        }
+    }
+    if timestamp.is_none() && tools.is_empty() {
+        return None;
+    }
+    let content_json = js_str(&content.join("\n\n"));
+    let sections_json = (!sections.is_empty()).then(|| {
+        let mut s = String::from("{");
+        for (i, (k, v)) in sections.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            write_js_string(&mut s, k);
+            s.push(':');
+            s.push_str(v);
+        }
+        s.push('}');
+        s
+    });
+    let tools_json = (!tools.is_empty()).then(|| {
+        format!(
+            "[{}]",
+            tools
+                .iter()
+                .map(|(_, t)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    });
+    let ts = timestamp.unwrap_or_else(|| "0".into());
+    let s = object(&[
+        ("role", Some("\"system\"")),
+        ("content", Some(&content_json)),
+        ("sections", sections_json.as_deref()),
+        ("toolsAdded", tools_json.as_deref()),
+        ("timestamp", Some(&ts)),
+    ]);
+    Some(canonicalize(s.as_bytes()).unwrap_or(s))
+}

@@ -1,0 +1,253 @@
+//! Times as JavaScript's `Date` reads and writes them: `toISOString()` and
+//! `new Date(x).getTime()` for the ISO forms session files hold.
+//!
+//! Date-times without an offset are read as UTC (JavaScript reads them as local time; the
+//! reference writes only `Z` times, and this keeps results independent of `TZ`).
+
+use crate::json::{Kind, Raw};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the epoch, now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// `new Date().toISOString()`.
+pub fn now_iso() -> String {
+    iso_from_ms(now_ms())
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = if y >= 0 { y } else { y - 399 } / 400;
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146097 + doe - 719468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719468;
+    let era = if z >= 0 { z } else { z - 146096 } / 146097;
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `new Date(ms).toISOString()` (years 0..=9999 as four digits, others expanded).
+pub fn iso_from_ms(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
+    format!(
+        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn digits(s: &[u8], i: &mut usize, n: usize) -> Option<i64> {
+    let part = s.get(*i..*i + n)?;
+    if !part.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    *i += n;
+    std::str::from_utf8(part).ok()?.parse().ok()
+}
+
+const MAX_MS: f64 = 8.64e15;
+
+/// `Date.parse(s)` for the ECMAScript date-time string format; `None` is NaN.
+pub fn parse_iso(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let year = match b.first()? {
+        b'+' | b'-' => {
+            let neg = b[0] == b'-';
+            i = 1;
+            let y = digits(b, &mut i, 6)?;
+            if neg && y == 0 {
+                return None;
+            }
+            if neg {
+                -y
+            } else {
+                y
+            }
+        }
+        _ => digits(b, &mut i, 4)?,
+    };
+    let (mut month, mut day) = (1, 1);
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+        month = digits(b, &mut i, 2)?;
+        if b.get(i) == Some(&b'-') {
+            i += 1;
+            day = digits(b, &mut i, 2)?;
+        }
+    }
+    let (mut h, mut min, mut sec, mut ms) = (0, 0, 0, 0);
+    let mut offset_min = 0;
+    if matches!(b.get(i), Some(b'T' | b't')) {
+        i += 1;
+        h = digits(b, &mut i, 2)?;
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        min = digits(b, &mut i, 2)?;
+        if b.get(i) == Some(&b':') {
+            i += 1;
+            sec = digits(b, &mut i, 2)?;
+            if b.get(i) == Some(&b'.') {
+                i += 1;
+                let start = i;
+                while matches!(b.get(i), Some(b'0'..=b'9')) {
+                    i += 1;
+                }
+                if i == start {
+                    return None;
+                }
+                let frac = &s[start..i.min(start + 3)];
+                ms = frac.parse::<i64>().ok()? * 10_i64.pow(3 - frac.len() as u32);
+            }
+        }
+        match b.get(i) {
+            Some(b'Z' | b'z') => i += 1,
+            Some(b'+' | b'-') => {
+                let sign = if b[i] == b'-' { -1 } else { 1 };
+                i += 1;
+                let oh = digits(b, &mut i, 2)?;
+                if b.get(i) != Some(&b':') {
+                    return None;
+                }
+                i += 1;
+                let om = digits(b, &mut i, 2)?;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                offset_min = sign * (oh * 60 + om);
+            }
+            _ => {}
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    let dim = [
+        31,
+        if is_leap(year) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&month) || day < 1 || day > dim[(month - 1) as usize] {
+        return None;
+    }
+    if h > 24 || min > 59 || sec > 59 || (h == 24 && (min, sec, ms) != (0, 0, 0)) {
+        return None;
+    }
+    let t = days_from_civil(year, month, day) * 86_400_000
+        + h * 3_600_000
+        + min * 60_000
+        + sec * 1000
+        + ms
+        - offset_min * 60_000;
+    let t = t as f64;
+    (t.abs() <= MAX_MS).then_some(t)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+/// `new Date(x).getTime()` for a JSON value; `None` is NaN (JSON prints it as `null`).
+pub fn js_date_ms(x: Option<Raw<'_>>) -> Option<f64> {
+    let Some(x) = x else { return None };
+    match x.kind() {
+        Kind::String => parse_iso(&x.as_str()?),
+        Kind::Number => {
+            let n = x.as_f64()?;
+            (n.is_finite() && n.abs() <= MAX_MS).then(|| n.trunc() + 0.0)
+        }
+        Kind::Null | Kind::False => Some(0.0),
+        Kind::True => Some(1.0),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_round_trips() {
+        for ms in [
+            0,
+            1_733_234_400_000,
+            1_763_681_581_544,
+            -1,
+            253_402_300_799_999,
+            253_402_300_800_000,
+        ] {
+            let s = iso_from_ms(ms);
+            assert_eq!(parse_iso(&s), Some(ms as f64), "{s}");
+        }
+        assert_eq!(iso_from_ms(1_733_234_400_000), "2024-12-03T14:00:00.000Z");
+        assert_eq!(
+            iso_from_ms(253_402_300_800_000),
+            "+010000-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn parses_the_ecmascript_forms() {
+        assert_eq!(parse_iso("2024"), Some(1_704_067_200_000.0));
+        assert_eq!(parse_iso("2024-02-29"), Some(1_709_164_800_000.0));
+        assert_eq!(parse_iso("2024-12-03T14:00Z"), Some(1_733_234_400_000.0));
+        assert_eq!(
+            parse_iso("2024-12-03T15:00:00.5+01:00"),
+            Some(1_733_234_400_500.0)
+        );
+        assert_eq!(
+            parse_iso("2024-12-03T14:00:00.123456Z"),
+            Some(1_733_234_400_123.0)
+        );
+        for bad in [
+            "",
+            "2023-02-29",
+            "2024-13-01",
+            "2024-12-03T25:00Z",
+            "x",
+            "2024-12-03 14:00Z",
+            "-000000",
+        ] {
+            assert_eq!(parse_iso(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,396 @@
+//! Entries and the header, kept as their original bytes plus the few fields that the tree
+//! and the context rules need. Everything else is read on demand from the bytes, so unknown
+//! fields and unknown entry types survive untouched.
+
+use crate::json::{self, decode_string, Member, Raw};
+use std::borrow::Cow;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Bytes that entries point into: a whole file read at once, or one line of its own.
+pub type Backing = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// One line's text inside a shared backing buffer.
+#[derive(Clone)]
+pub struct Text {
+    buf: Backing,
+    range: Range<usize>,
+}
+
+impl Text {
+    pub fn new(buf: Backing, range: Range<usize>) -> Self {
+        Text { buf, range }
+    }
+
+    pub fn owned(s: String) -> Self {
+        let len = s.len();
+        Text {
+            buf: Arc::new(s.into_bytes()),
+            range: 0..len,
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &(*self.buf).as_ref()[self.range.clone()]
+    }
+
+    /// The line as text (loading guarantees UTF-8).
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+/// The entry types of format version 3, and any other.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryType {
+    Message,
+    ThinkingLevelChange,
+    ModelChange,
+    Compaction,
+    BranchSummary,
+    Custom,
+    CustomMessage,
+    Label,
+    SessionInfo,
+    Usage,
+    ContextEdit,
+    /// A type this version does not know (kept verbatim).
+    Other(Box<str>),
+    /// No `type`, or one that is not a string.
+    Untyped,
+}
+
+impl EntryType {
+    pub fn from_name(s: &str) -> EntryType {
+        match s {
+            "message" => EntryType::Message,
+            "thinking_level_change" => EntryType::ThinkingLevelChange,
+            "model_change" => EntryType::ModelChange,
+            "compaction" => EntryType::Compaction,
+            "branch_summary" => EntryType::BranchSummary,
+            "custom" => EntryType::Custom,
+            "custom_message" => EntryType::CustomMessage,
+            "label" => EntryType::Label,
+            "session_info" => EntryType::SessionInfo,
+            "usage" => EntryType::Usage,
+            "context_edit" => EntryType::ContextEdit,
+            other => EntryType::Other(other.into()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            EntryType::Message => "message",
+            EntryType::ThinkingLevelChange => "thinking_level_change",
+            EntryType::ModelChange => "model_change",
+            EntryType::Compaction => "compaction",
+            EntryType::BranchSummary => "branch_summary",
+            EntryType::Custom => "custom",
+            EntryType::CustomMessage => "custom_message",
+            EntryType::Label => "label",
+            EntryType::SessionInfo => "session_info",
+            EntryType::Usage => "usage",
+            EntryType::ContextEdit => "context_edit",
+            EntryType::Other(s) => s,
+            EntryType::Untyped => "",
+        }
+    }
+}
+
+/// An entry's `parentId`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parent {
+    /// `null`: a root.
+    Null,
+    /// A string (possibly naming no entry: an orphan).
+    Id(Box<str>),
+    /// Absent, or a value that is neither null nor a string.
+    Invalid,
+}
+
+impl Parent {
+    /// The parent id the walk follows (JavaScript: a truthy `parentId`).
+    pub fn walk_id(&self) -> Option<&str> {
+        match self {
+            Parent::Id(s) if !s.is_empty() => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// One entry line.
+#[derive(Clone)]
+pub struct Entry {
+    text: Text,
+    /// 1-based line number in the file it was read from (0 for entries made in memory).
+    pub line: u64,
+    /// Byte offset of the line in that file.
+    pub offset: u64,
+    /// Position among the file's parsed values (header = 0), as the reference counts them.
+    pub(crate) ordinal: u32,
+    pub entry_type: EntryType,
+    pub id: Option<Box<str>>,
+    pub parent: Parent,
+    members: Box<[Member]>,
+    /// `message.role`, for message entries.
+    pub role: Option<Box<str>>,
+    message_members: Box<[Member]>,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("line", &self.line)
+            .field("text", &self.text)
+            .finish()
+    }
+}
+
+fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
+    members
+        .iter()
+        .rev()
+        .find(|m| decode_string(&text[m.key.clone()]) == key)
+        .map(|m| Raw::new_unchecked(&text[m.value.clone()]))
+}
+
+impl Entry {
+    /// Builds an entry from one scanned object line. `None` when the line is not an object.
+    pub fn from_scanned(text: Text, scanned: json::Scanned, line: u64, offset: u64) -> Entry {
+        let bytes = text.as_bytes();
+        let members = scanned.members;
+        let get = |k: &str| last(bytes, &members, k);
+        let entry_type = match get("type").and_then(|t| t.as_str()) {
+            Some(t) => EntryType::from_name(&t),
+            None => EntryType::Untyped,
+        };
+        let id = get("id")
+            .and_then(|v| v.as_str())
+            .map(|s| s.into_owned().into_boxed_str());
+        let parent = match get("parentId") {
+            Some(v) if v.is_null() => Parent::Null,
+            Some(v) => match v.as_str() {
+                Some(s) => Parent::Id(s.into_owned().into_boxed_str()),
+                None => Parent::Invalid,
+            },
+            None => Parent::Invalid,
+        };
+        // Members of `message` (the last `message` member, as JavaScript keeps).
+        let msg_index = members
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, m)| decode_string(&bytes[m.key.clone()]) == "message")
+            .map(|(i, _)| i as u32);
+        let message_members: Box<[Member]> = match msg_index {
+            Some(i) => scanned
+                .inner
+                .into_iter()
+                .filter(|(p, _)| *p == i)
+                .map(|(_, m)| m)
+                .collect(),
+            None => Box::new([]),
+        };
+        let role = if entry_type == EntryType::Message {
+            last(bytes, &message_members, "role")
+                .and_then(|r| r.as_str())
+                .map(|s| s.into_owned().into_boxed_str())
+        } else {
+            None
+        };
+        Entry {
+            id,
+            parent,
+            entry_type,
+            role,
+            message_members,
+            members: members.into_boxed_slice(),
+            text,
+            line,
+            offset,
+            ordinal: 0,
+        }
+    }
+
+    /// Parses one line of JSON text into an entry (for lines made in memory).
+    pub fn parse(s: String) -> Result<Entry, json::ScanError> {
+        let scanned = json::scan::scan(s.as_bytes())?;
+        Ok(Entry::from_scanned(Text::owned(s), scanned, 0, 0))
+    }
+
+    /// The entry's line, exactly as stored.
+    pub fn text(&self) -> &str {
+        self.text.as_str()
+    }
+
+    /// The whole entry as a JSON value.
+    pub fn raw(&self) -> Raw<'_> {
+        let b = self.text.as_bytes();
+        let start = b
+            .iter()
+            .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+            .unwrap_or(0);
+        let end = b.len()
+            - b.iter()
+                .rev()
+                .position(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+                .unwrap_or(0);
+        Raw::new_unchecked(&b[start..end])
+    }
+
+    /// A top-level field (the last occurrence, as JavaScript keeps).
+    pub fn field(&self, key: &str) -> Option<Raw<'_>> {
+        last(self.text.as_bytes(), &self.members, key)
+    }
+
+    /// A string field, decoded.
+    pub fn str_field(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.field(key).and_then(|v| v.as_str())
+    }
+
+    /// `message`, for message entries.
+    pub fn message(&self) -> Option<Raw<'_>> {
+        self.field("message")
+    }
+
+    /// A field of `message`.
+    pub fn message_field(&self, key: &str) -> Option<Raw<'_>> {
+        last(self.text.as_bytes(), &self.message_members, key)
+    }
+
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    pub fn role(&self) -> Option<&str> {
+        self.role.as_deref()
+    }
+
+    /// True for a message entry whose message has this role.
+    pub fn is_role(&self, role: &str) -> bool {
+        self.entry_type == EntryType::Message && self.role() == Some(role)
+    }
+
+    /// `timestamp`, as stored.
+    pub fn timestamp(&self) -> Option<Raw<'_>> {
+        self.field("timestamp")
+    }
+}
+
+/// The header line (`type: "session"`).
+#[derive(Clone, Debug)]
+pub struct Header {
+    text: Text,
+    pub line: u64,
+    pub id: String,
+    members: Box<[Member]>,
+}
+
+impl Header {
+    /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
+    pub fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
+        let b = text.as_bytes();
+        if last(b, &scanned.members, "type")?.as_str()? != "session" {
+            return None;
+        }
+        let id = last(b, &scanned.members, "id")?.as_str()?.into_owned();
+        Some(Header {
+            id,
+            line,
+            members: scanned.members.clone().into_boxed_slice(),
+            text,
+        })
+    }
+
+    pub fn parse(s: String) -> Option<Header> {
+        let scanned = json::scan::scan(s.as_bytes()).ok()?;
+        Header::from_scanned(Text::owned(s), &scanned, 1)
+    }
+
+    pub fn text(&self) -> &str {
+        self.text.as_str()
+    }
+
+    pub fn raw(&self) -> Raw<'_> {
+        Raw::new_unchecked(
+            self.text()
+                .trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'))
+                .as_bytes(),
+        )
+    }
+
+    pub fn field(&self, key: &str) -> Option<Raw<'_>> {
+        last(self.text.as_bytes(), &self.members, key)
+    }
+
+    /// `version` as JavaScript compares it (`header.version ?? 1`); `None` when not a number.
+    pub fn version(&self) -> Option<f64> {
+        match self.field("version") {
+            None => Some(1.0),
+            Some(v) if v.is_null() => Some(1.0),
+            Some(v) => match v.kind() {
+                json::Kind::Number => v.as_f64(),
+                json::Kind::String => v.as_str().and_then(|s| {
+                    let t = s.trim();
+                    if t.is_empty() {
+                        Some(0.0)
+                    } else {
+                        t.parse::<f64>().ok()
+                    }
+                }),
+                json::Kind::True => Some(1.0),
+                json::Kind::False => Some(0.0),
+                _ => None,
+            },
+        }
+    }
+
+    pub fn cwd(&self) -> Option<String> {
+        self.field("cwd")
+            .and_then(|v| v.as_str())
+            .map(Cow::into_owned)
+    }
+
+    pub fn parent_session(&self) -> Option<String> {
+        self.field("parentSession")
+            .and_then(|v| v.as_str())
+            .map(Cow::into_owned)
+    }
+
+    pub fn timestamp(&self) -> Option<Raw<'_>> {
+        self.field("timestamp")
+    }
+}
+
+/// JavaScript's `String.prototype.trim`.
+pub fn js_trim(s: &str) -> &str {
+    fn ws(c: char) -> bool {
+        matches!(
+            c,
+            '\u{9}'
+                | '\u{a}'
+                | '\u{b}'
+                | '\u{c}'
+                | '\u{d}'
+                | ' '
+                | '\u{a0}'
+                | '\u{1680}'
+                | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
+        )
+    }
+    s.trim_matches(ws)
+}

@@ -1,0 +1,115 @@
+//! Session folders: finding sessions without reading their bodies.
+
+use crate::dirs;
+use crate::entry::Header;
+use crate::json::scan;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// How far into a file the header is looked for.
+pub const HEADER_SCAN_LIMIT: usize = 1024 * 1024;
+
+/// The header of a session file: the first line that parses, if it is a valid header,
+/// looked for within the first MiB. `None` for anything else (best effort, as discovery is).
+pub fn read_header(path: &Path) -> Option<Header> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    f.take(HEADER_SCAN_LIMIT as u64 + 1)
+        .read_to_end(&mut buf)
+        .ok()?;
+    let mut pos = 0;
+    let mut line_no = 0;
+    while pos < buf.len() {
+        let end = memchr::memchr(b'\n', &buf[pos..]).map(|i| pos + i);
+        let line_end = match end {
+            Some(e) => e,
+            None if buf.len() > HEADER_SCAN_LIMIT => return None,
+            None => buf.len(),
+        };
+        line_no += 1;
+        let line = String::from_utf8_lossy(&buf[pos..line_end]).into_owned();
+        pos = line_end + 1;
+        if scan::is_blank(line.as_bytes()) {
+            continue;
+        }
+        let Ok(s) = scan::scan(line.as_bytes()) else {
+            continue;
+        };
+        if !crate::json::Raw::new_unchecked(&line.as_bytes()[s.top.clone()]).truthy() {
+            continue;
+        }
+        let mut h = Header::parse(line)?;
+        h.line = line_no;
+        return Some(h);
+    }
+    None
+}
+
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".jsonl"))
+        })
+        .collect()
+}
+
+/// The folder sessions of `cwd` live in, and whether headers must be filtered by cwd
+/// (a custom folder may hold sessions of several cwds).
+fn folder_for(cwd: &str, session_dir: Option<&Path>) -> (PathBuf, bool) {
+    let default = dirs::default_session_dir(cwd);
+    match session_dir {
+        Some(d) => {
+            let d = dirs::resolve(&d.to_string_lossy());
+            let filter = d != default;
+            (d, filter)
+        }
+        None => (default, false),
+    }
+}
+
+fn cwd_matches(header: &Header, resolved_cwd: &Path) -> bool {
+    match header.cwd() {
+        Some(c) if !c.is_empty() => dirs::resolve(&c) == resolved_cwd,
+        _ => false,
+    }
+}
+
+/// The valid session file with the newest mtime (`continueRecent`).
+pub fn most_recent(cwd: &str, session_dir: Option<&Path>) -> Option<PathBuf> {
+    let (dir, filter) = folder_for(cwd, session_dir);
+    let resolved = dirs::resolve(cwd);
+    let mut files: Vec<(PathBuf, std::time::SystemTime)> = jsonl_files(&dir)
+        .into_iter()
+        .filter_map(|p| {
+            std::fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|t| (p, t))
+        })
+        .collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1));
+    files
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| match read_header(p) {
+            Some(h) => !filter || cwd_matches(&h, &resolved),
+            None => false,
+        })
+}
+
+/// The file of the session with exactly this id (`findById`).
+pub fn find_by_id(cwd: &str, id: &str, session_dir: Option<&Path>) -> Option<PathBuf> {
+    let (dir, filter) = folder_for(cwd, session_dir);
+    let resolved = dirs::resolve(cwd);
+    jsonl_files(&dir)
+        .into_iter()
+        .find(|p| match read_header(p) {
+            Some(h) => h.id == id && (!filter || cwd_matches(&h, &resolved)),
+            None => false,
+        })
+}

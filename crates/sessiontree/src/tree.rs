@@ -1,0 +1,510 @@
+//! The session as a tree: index by id, leaf, labels, name, branches and the tree view.
+//! Pure: no I/O. Every walk is iterative and stops at a cycle.
+
+use crate::diag::{Diagnostic, DiagnosticKind};
+use crate::entry::{js_trim, Entry, EntryType, Header, Parent};
+use crate::json::Raw;
+use crate::parse::{diag, Parsed};
+use std::collections::HashMap;
+
+/// A label currently set on an entry.
+#[derive(Clone, Debug)]
+pub struct Label {
+    /// The label value as stored (a JSON value, normally a string).
+    pub label: String,
+    /// The label entry's `timestamp`, as stored (JSON text), if any.
+    pub timestamp: Option<String>,
+    seq: u64,
+}
+
+/// Which leaf a context or branch is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafArg<'a> {
+    /// The last entry in file order (the reference's "not given").
+    Default,
+    /// Explicitly none: an empty path.
+    Null,
+    /// This entry (an unknown id falls back to the last entry, as the reference does).
+    Id(&'a str),
+}
+
+/// Entries in a tree, with their index.
+#[derive(Clone, Debug)]
+pub struct SessionTree {
+    header: Header,
+    entries: Vec<Entry>,
+    /// id -> slot; slots keep the reference's `Map` order (first insertion, last value).
+    by_id: HashMap<Box<str>, u32>,
+    slots: Vec<u32>,
+    leaf: Option<u32>,
+    labels: HashMap<Box<str>, Label>,
+    label_seq: u64,
+    name_entry: Option<u32>,
+    diagnostics: Vec<Diagnostic>,
+    children: Option<HashMap<Box<str>, Vec<u32>>>,
+    has_cycle: bool,
+}
+
+/// The tree view: roots and children lists (by entry index), iterative to walk.
+#[derive(Clone, Debug, Default)]
+pub struct TreeView {
+    pub roots: Vec<u32>,
+    pub children: Vec<Vec<u32>>,
+}
+
+impl SessionTree {
+    /// A session with only a header.
+    pub fn new(header: Header) -> Self {
+        SessionTree {
+            header,
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            slots: Vec::new(),
+            leaf: None,
+            labels: HashMap::new(),
+            label_seq: 0,
+            name_entry: None,
+            diagnostics: Vec::new(),
+            children: None,
+            has_cycle: false,
+        }
+    }
+
+    /// Indexes parsed entries and reports duplicate ids, orphans and cycles.
+    pub fn from_parsed(parsed: Parsed) -> Self {
+        let Parsed {
+            header,
+            entries,
+            diagnostics,
+            ..
+        } = parsed;
+        let mut t = SessionTree::new(header);
+        t.diagnostics = diagnostics;
+        t.entries.reserve(entries.len());
+        for e in entries {
+            t.index_entry(e, true);
+        }
+        t.check_structure();
+        t.diagnostics.sort_by_key(|d| (d.line, d.offset));
+        t
+    }
+
+    fn index_entry(&mut self, e: Entry, report: bool) {
+        let idx = self.entries.len() as u32;
+        match e.id.as_deref() {
+            Some(id) => {
+                match self.by_id.get(id) {
+                    Some(&slot) => {
+                        if report {
+                            let first = &self.entries[self.slots[slot as usize] as usize];
+                            self.diagnostics.push(diag(
+                                e.line,
+                                e.offset,
+                                DiagnosticKind::DuplicateId,
+                                format!(
+                                    "id {id:?} is already used on line {} (this later line wins)",
+                                    first.line
+                                ),
+                            ));
+                        }
+                        self.slots[slot as usize] = idx;
+                    }
+                    None => {
+                        self.by_id.insert(id.into(), self.slots.len() as u32);
+                        self.slots.push(idx);
+                    }
+                }
+                self.leaf = Some(idx);
+                if let Some(children) = &mut self.children {
+                    if let Some(p) = e.parent.walk_id() {
+                        children.entry(p.into()).or_default().push(idx);
+                    }
+                }
+            }
+            None => {
+                if report {
+                    self.diagnostics.push(diag(
+                        e.line,
+                        e.offset,
+                        DiagnosticKind::MissingId,
+                        "entry has no string id (kept in file order, not in the tree)".into(),
+                    ));
+                }
+                self.children = None;
+            }
+        }
+        if report {
+            if let Parent::Invalid = e.parent {
+                self.diagnostics.push(diag(
+                    e.line,
+                    e.offset,
+                    DiagnosticKind::InvalidParent,
+                    "parentId is missing or not a string/null (the entry is a root)".into(),
+                ));
+            }
+        }
+        match e.entry_type {
+            EntryType::Label => {
+                if let Some(target) = e.str_field("targetId") {
+                    let label = e.field("label").filter(|l| l.truthy());
+                    match label {
+                        Some(l) => {
+                            let ts = e.timestamp().map(|t| t.text().to_owned());
+                            let seq = match self.labels.get(target.as_ref()) {
+                                Some(old) => old.seq,
+                                None => {
+                                    self.label_seq += 1;
+                                    self.label_seq
+                                }
+                            };
+                            self.labels.insert(
+                                target.as_ref().into(),
+                                Label {
+                                    label: l.text().to_owned(),
+                                    timestamp: ts,
+                                    seq,
+                                },
+                            );
+                        }
+                        None => {
+                            self.labels.remove(target.as_ref());
+                        }
+                    }
+                }
+            }
+            EntryType::SessionInfo => self.name_entry = Some(idx),
+            _ => {}
+        }
+        self.entries.push(e);
+    }
+
+    /// Orphans, cycles and compactions that keep a missing entry.
+    fn check_structure(&mut self) {
+        let n = self.entries.len();
+        // 0 = unvisited, 1 = on the current walk, 2 = done.
+        let mut state = vec![0u8; n];
+        let mut walk = Vec::new();
+        let mut found = Vec::new();
+        for start in 0..n {
+            if state[start] != 0 || self.entries[start].id.is_none() {
+                continue;
+            }
+            walk.clear();
+            let mut cur = Some(start);
+            while let Some(i) = cur {
+                if state[i] == 2 {
+                    break;
+                }
+                if state[i] == 1 {
+                    found.push(i);
+                    break;
+                }
+                state[i] = 1;
+                walk.push(i);
+                cur = self.entries[i]
+                    .parent
+                    .walk_id()
+                    .and_then(|p| self.index_of(p))
+                    .map(|x| x as usize);
+                // A parent that is a duplicate id's loser still resolves to the winner.
+            }
+            for &i in &walk {
+                state[i] = 2;
+            }
+        }
+        self.has_cycle = !found.is_empty();
+        for i in found {
+            let e = &self.entries[i];
+            let msg = if e.parent.walk_id() == e.id() {
+                "entry is its own parent (treated as a root)".to_string()
+            } else {
+                format!(
+                    "parentId chain from {:?} loops back to it (the walk stops there)",
+                    e.id().unwrap_or("")
+                )
+            };
+            self.diagnostics
+                .push(diag(e.line, e.offset, DiagnosticKind::Cycle, msg));
+        }
+        for e in &self.entries {
+            if let Parent::Id(p) = &e.parent {
+                if !self.by_id.contains_key(p.as_ref()) {
+                    self.diagnostics.push(diag(
+                        e.line,
+                        e.offset,
+                        DiagnosticKind::OrphanParent,
+                        format!("parentId {p:?} names no entry (the entry is a root)"),
+                    ));
+                }
+            }
+            if e.entry_type == EntryType::Compaction {
+                if let Some(k) = e.str_field("firstKeptEntryId") {
+                    if !self.by_id.contains_key(k.as_ref()) {
+                        self.diagnostics.push(diag(
+                            e.line,
+                            e.offset,
+                            DiagnosticKind::MissingFirstKept,
+                            format!("compaction keeps from {k:?}, which names no entry"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// Problems found on load.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Every entry in file order, all branches (`getEntries`).
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Entries with an id (`getEntryCount`).
+    pub fn entry_count(&self) -> usize {
+        self.by_id.len()
+    }
+
+    fn index_of(&self, id: &str) -> Option<u32> {
+        self.by_id.get(id).map(|&s| self.slots[s as usize])
+    }
+
+    pub fn get_entry(&self, id: &str) -> Option<&Entry> {
+        self.index_of(id).map(|i| &self.entries[i as usize])
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// The current leaf (`getLeafId`); `None` when the leaf is null.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.and_then(|i| self.entries[i as usize].id())
+    }
+
+    pub fn leaf_entry(&self) -> Option<&Entry> {
+        self.leaf.map(|i| &self.entries[i as usize])
+    }
+
+    /// Moves the leaf to an entry (`branch`).
+    pub fn branch(&mut self, id: &str) -> Result<(), crate::Error> {
+        let i = self
+            .index_of(id)
+            .ok_or_else(|| crate::Error::EntryNotFound(id.to_string()))?;
+        self.leaf = Some(i);
+        Ok(())
+    }
+
+    /// The leaf becomes null: the next entry is a new root (`resetLeaf`).
+    pub fn reset_leaf(&mut self) {
+        self.leaf = None;
+    }
+
+    /// The label on an entry (`getLabel`).
+    pub fn get_label(&self, id: &str) -> Option<&Label> {
+        self.labels.get(id)
+    }
+
+    /// Labels currently set, in the reference's map order.
+    pub fn labels(&self) -> Vec<(&str, &Label)> {
+        let mut v: Vec<(&str, &Label)> = self.labels.iter().map(|(k, l)| (k.as_ref(), l)).collect();
+        v.sort_by_key(|(_, l)| l.seq);
+        v
+    }
+
+    /// The session's name: the last `session_info` in file order, trimmed; empty clears.
+    pub fn name(&self) -> Option<String> {
+        let e = &self.entries[self.name_entry? as usize];
+        let n = e.str_field("name")?;
+        let t = js_trim(&n);
+        (!t.is_empty()).then(|| t.to_string())
+    }
+
+    /// Children of an entry, in the reference's order (`getChildren`).
+    pub fn get_children(&mut self, id: &str) -> Vec<&Entry> {
+        if self.children.is_none() {
+            let mut map: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+            for &i in &self.slots {
+                if let Some(p) = self.entries[i as usize].parent.walk_id() {
+                    map.entry(p.into()).or_default().push(i);
+                }
+            }
+            self.children = Some(map);
+        }
+        let map = self.children.as_ref().expect("built above");
+        map.get(id)
+            .map(|v| v.iter().map(|&i| &self.entries[i as usize]).collect())
+            .unwrap_or_default()
+    }
+
+    /// Entry indices from the root to `start` (root first); stops at a cycle.
+    fn path_from(&self, start: Option<u32>) -> Vec<u32> {
+        let mut path = Vec::new();
+        let mut seen = self.has_cycle.then(std::collections::HashSet::new);
+        let mut cur = start;
+        while let Some(i) = cur {
+            if let Some(seen) = &mut seen {
+                if !seen.insert(i) {
+                    break;
+                }
+            }
+            path.push(i);
+            if path.len() > self.entries.len() {
+                break;
+            }
+            cur = self.entries[i as usize]
+                .parent
+                .walk_id()
+                .and_then(|p| self.index_of(p));
+        }
+        path.reverse();
+        path
+    }
+
+    /// The path from the root to `from` (default: the leaf), root first (`getBranch`).
+    pub fn get_branch(&self, from: Option<&str>) -> Vec<&Entry> {
+        let start = match from {
+            Some(id) => self.index_of(id),
+            None => self.leaf,
+        };
+        self.path_from(start)
+            .into_iter()
+            .map(|i| &self.entries[i as usize])
+            .collect()
+    }
+
+    /// The path the context is built from (`buildSessionPath`).
+    pub fn context_path(&self, leaf: LeafArg<'_>) -> Vec<&Entry> {
+        let start = match leaf {
+            LeafArg::Null => return Vec::new(),
+            LeafArg::Id(id) => self.index_of(id).or_else(|| self.last_index()),
+            LeafArg::Default => self.last_index(),
+        };
+        self.path_from(start)
+            .into_iter()
+            .map(|i| &self.entries[i as usize])
+            .collect()
+    }
+
+    fn last_index(&self) -> Option<u32> {
+        (!self.entries.is_empty()).then(|| self.entries.len() as u32 - 1)
+    }
+
+    /// The whole session as a tree (`getTree`): roots are entries whose parent is null,
+    /// themselves, or unknown; children sorted by time, oldest first, ties in file order.
+    pub fn get_tree(&self) -> TreeView {
+        let n = self.entries.len();
+        let mut view = TreeView {
+            roots: Vec::new(),
+            children: vec![Vec::new(); n],
+        };
+        for (i, e) in self.entries.iter().enumerate() {
+            let parent = match &e.parent {
+                Parent::Null => None,
+                Parent::Id(p) if Some(p.as_ref()) == e.id() => None,
+                Parent::Id(p) => self.index_of(p),
+                Parent::Invalid => None,
+            };
+            match parent {
+                // The reference's node map holds the last entry per id, but pushes each line.
+                Some(pi) => view.children[pi as usize].push(i as u32),
+                None => view.roots.push(i as u32),
+            }
+        }
+        let key = |i: &u32| -> f64 {
+            crate::date::js_date_ms(self.entries[*i as usize].timestamp()).unwrap_or(f64::INFINITY)
+        };
+        for list in view.children.iter_mut() {
+            if list.len() > 1 {
+                list.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            }
+        }
+        view
+    }
+
+    /// The entry at an index.
+    pub fn entry_at(&self, i: u32) -> &Entry {
+        &self.entries[i as usize]
+    }
+
+    /// Generates an id not used in this session: 8 hex characters, a full UUID after 100 collisions.
+    pub fn generate_id(&self) -> String {
+        for _ in 0..100 {
+            let u = uuid::Uuid::new_v4().simple().to_string();
+            let id = &u[..8];
+            if !self.by_id.contains_key(id) {
+                return id.to_string();
+            }
+        }
+        uuid::Uuid::new_v4().hyphenated().to_string()
+    }
+
+    /// Adds a new entry at the end and moves the leaf to it (no I/O).
+    pub fn commit(&mut self, entry: Entry) {
+        self.index_entry(entry, false);
+    }
+
+    /// Raw value helper for callers that need a field of the entry with an id.
+    pub fn field_of(&self, id: &str, key: &str) -> Option<Raw<'_>> {
+        self.get_entry(id).and_then(|e| e.field(key))
+    }
+
+    /// `getTree()` as the reference's JSON: `[{entry, children, label?, labelTimestamp?}]`.
+    /// Written iteratively, so a 200,000-deep chain is fine.
+    pub fn tree_json(&self) -> String {
+        let view = self.get_tree();
+        let mut out = String::with_capacity(
+            self.entries
+                .iter()
+                .map(|e| e.text().len() + 48)
+                .sum::<usize>()
+                + 2,
+        );
+        out.push('[');
+        // Stack of (children list, next position).
+        let mut stack: Vec<(&[u32], usize)> = vec![(&view.roots, 0)];
+        while let Some((list, pos)) = stack.last_mut() {
+            if *pos == list.len() {
+                stack.pop();
+                out.push(']');
+                if let Some(((l, p), _)) = stack.last().map(|x| (x, ())) {
+                    // Close the node whose children we just wrote.
+                    let node = l[*p - 1];
+                    if let Some(lbl) = self
+                        .labels
+                        .get(self.entries[node as usize].id().unwrap_or("\u{0}"))
+                    {
+                        out.push_str(",\"label\":");
+                        out.push_str(&lbl.label);
+                        if let Some(ts) = &lbl.timestamp {
+                            out.push_str(",\"labelTimestamp\":");
+                            out.push_str(ts);
+                        }
+                    }
+                    out.push('}');
+                }
+                continue;
+            }
+            let node = list[*pos];
+            if *pos > 0 {
+                out.push(',');
+            }
+            *pos += 1;
+            out.push_str("{\"entry\":");
+            out.push_str(self.entries[node as usize].raw().text());
+            out.push_str(",\"children\":[");
+            stack.push((&view.children[node as usize], 0));
+        }
+        out
+    }
+}
