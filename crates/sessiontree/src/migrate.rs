@@ -78,12 +78,17 @@ pub fn migrate(parsed: &mut Parsed) -> bool {
             else {
                 continue;
             };
-            let target = idx.as_f64().and_then(|n| {
-                ids_by_ordinal
-                    .binary_search_by(|(o, _)| (*o as f64).total_cmp(&n))
-                    .ok()
-                    .map(|k| ids_by_ordinal[k].1.clone())
-            });
+            // The reference assigns ids in file order while it converts indices, so an index
+            // naming a later entry finds no id yet and stores none.
+            let target = idx
+                .as_f64()
+                .filter(|&n| n <= e.ordinal as f64)
+                .and_then(|n| {
+                    ids_by_ordinal
+                        .binary_search_by(|(o, _)| (*o as f64).total_cmp(&n))
+                        .ok()
+                        .map(|k| ids_by_ordinal[k].1.clone())
+                });
             let mut text = out[i].clone();
             if let Some(t) = target {
                 text = with_field(

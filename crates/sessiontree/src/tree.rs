@@ -422,11 +422,19 @@ impl SessionTree {
             }
         }
         let key = |i: &u32| -> f64 {
-            crate::date::js_date_ms(self.entries[*i as usize].timestamp()).unwrap_or(f64::INFINITY)
+            crate::date::js_date_ms(self.entries[*i as usize].timestamp()).unwrap_or(f64::NAN)
         };
         for list in view.children.iter_mut() {
             if list.len() > 1 {
-                list.sort_by(|a, b| key(a).total_cmp(&key(b)));
+                let keys: Vec<f64> = list.iter().map(key).collect();
+                if keys.iter().any(|k| k.is_nan()) {
+                    v8_sort(list, &keys);
+                } else {
+                    let mut pairs: Vec<(f64, u32)> =
+                        keys.into_iter().zip(list.iter().copied()).collect();
+                    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    *list = pairs.into_iter().map(|p| p.1).collect();
+                }
             }
         }
         view
@@ -506,5 +514,109 @@ impl SessionTree {
             stack.push((&view.children[node as usize], 0));
         }
         out
+    }
+}
+
+/// V8's `Array.prototype.sort` (TimSort's run detection and binary insertion) with the
+/// reference's comparator `a - b`, where a NaN difference counts as equal. Only used when a
+/// timestamp is invalid: then the comparator is inconsistent and the order is whatever V8's
+/// algorithm makes of it, which this reproduces exactly for lists under 64 entries.
+fn v8_sort(list: &mut [u32], keys: &[f64]) {
+    let n = list.len();
+    let mut work: Vec<(u32, f64)> = list.iter().copied().zip(keys.iter().copied()).collect();
+    let cmp = |a: f64, b: f64| -> f64 {
+        let d = a - b;
+        if d.is_nan() {
+            0.0
+        } else {
+            d
+        }
+    };
+    let mut min_run = n;
+    let mut r = 0;
+    while min_run >= 64 {
+        r |= min_run & 1;
+        min_run >>= 1;
+    }
+    min_run += r;
+    let mut low = 0;
+    let mut run_bounds = vec![0];
+    while low < n {
+        let high = n;
+        // Count the run at `low`, reversing a strictly descending one.
+        let mut run = 1;
+        if low + 1 < high {
+            run = 2;
+            let descending = cmp(work[low + 1].1, work[low].1) < 0.0;
+            let mut prev = work[low + 1].1;
+            for idx in low + 2..high {
+                let order = cmp(work[idx].1, prev);
+                if (descending && order >= 0.0) || (!descending && order < 0.0) {
+                    break;
+                }
+                prev = work[idx].1;
+                run += 1;
+            }
+            if descending {
+                work[low..low + run].reverse();
+            }
+        }
+        if run < min_run {
+            let forced = min_run.min(n - low);
+            let mut start = if run == 0 { low + 1 } else { low + run };
+            while start < low + forced {
+                let pivot = work[start];
+                let (mut left, mut right) = (low, start);
+                while left < right {
+                    let mid = left + ((right - left) >> 1);
+                    if cmp(pivot.1, work[mid].1) < 0.0 {
+                        right = mid;
+                    } else {
+                        left = mid + 1;
+                    }
+                }
+                work.copy_within(left..start, left + 1);
+                work[left] = pivot;
+                start += 1;
+            }
+            run = forced;
+        }
+        low += run;
+        run_bounds.push(low);
+    }
+    // Adjacent runs are merged stably (as V8's merges do for a consistent comparator).
+    let mut bounds = run_bounds;
+    while bounds.len() > 2 {
+        let mut next = vec![0];
+        let mut i = 0;
+        while i + 2 < bounds.len() {
+            let (a, m, b) = (bounds[i], bounds[i + 1], bounds[i + 2]);
+            let merged = {
+                let (mut x, mut y) = (a, m);
+                let mut out = Vec::with_capacity(b - a);
+                while x < m && y < b {
+                    if cmp(work[y].1, work[x].1) < 0.0 {
+                        out.push(work[y]);
+                        y += 1;
+                    } else {
+                        out.push(work[x]);
+                        x += 1;
+                    }
+                }
+                out.extend_from_slice(&work[x..m]);
+                out.extend_from_slice(&work[y..b]);
+                out
+            };
+            work[a..b].copy_from_slice(&merged);
+            next.push(b);
+            i += 2;
+        }
+        if i + 1 < bounds.len() {
+            next.push(bounds[bounds.len() - 1]);
+        }
+        bounds = next;
+    }
+    for (slot, (id, _)) in list.iter_mut().zip(work) {
+        *slot = id;
     }
 }
