@@ -445,6 +445,12 @@ impl Session {
         }
     }
 
+    /// Bytes of the file written or seen by this handle, and how many of them it has
+    /// fsynced: `(len, synced)`. `None` while the session has no file.
+    pub fn durable_state(&self) -> Option<(u64, u64)> {
+        self.appender.as_ref().map(|a| (a.len(), a.synced_len()))
+    }
+
     /// Reads lines other writers appended since we last looked, so that the next entry
     /// goes under the latest leaf instead of starting a sibling branch blind.
     pub fn refresh(&mut self) -> Result<usize> {

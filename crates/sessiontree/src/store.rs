@@ -235,6 +235,8 @@ pub struct Appender {
     durability: Durability,
     last_sync: Instant,
     unsynced: bool,
+    /// Bytes this appender knows to be on stable storage (after its last fsync).
+    synced_len: u64,
     poisoned: Option<String>,
 }
 
@@ -259,6 +261,7 @@ impl Appender {
             durability,
             last_sync: Instant::now(),
             unsynced: false,
+            synced_len: 0,
             poisoned: None,
         })
     }
@@ -273,6 +276,12 @@ impl Appender {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// How many bytes of the file this appender has fsynced (0 until its first fsync).
+    /// Under [`Durability::Entry`] it equals [`Appender::len`] after every append.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
     }
 
     fn check(&self) -> Result<()> {
@@ -375,6 +384,7 @@ impl Appender {
             });
         }
         self.unsynced = false;
+        self.synced_len = self.len;
         self.last_sync = Instant::now();
         Ok(())
     }
