@@ -100,7 +100,11 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
             }
             bad += 1;
             if let Some(e) = &r.error {
-                out.line(&format!("{}: {}", r.path.display(), out.paint("31", "error")))?;
+                out.line(&format!(
+                    "{}: {}",
+                    r.path.display(),
+                    out.paint("31", "error")
+                ))?;
                 out.line(&format!("  {e}"))?;
             } else {
                 let n = r.diagnostics.len();
@@ -171,7 +175,10 @@ pub fn repair(
         if a.line == 0 {
             out.line(&format!("  {}", a.what))?;
         } else {
-            out.line(&format!("  line {} (byte {}): {}", a.line, a.offset, a.what))?;
+            out.line(&format!(
+                "  line {} (byte {}): {}",
+                a.line, a.offset, a.what
+            ))?;
         }
     }
     if dry_run {

@@ -62,7 +62,10 @@ fn concurrent_cli_appends_form_one_chain() {
     assert_eq!(entries.len(), n + 1);
     let mut seen = std::collections::HashSet::new();
     for e in entries {
-        assert!(seen.insert(e["id"].as_str().unwrap().to_string()), "duplicate id");
+        assert!(
+            seen.insert(e["id"].as_str().unwrap().to_string()),
+            "duplicate id"
+        );
     }
     for id in &ids {
         assert!(seen.contains(id), "acknowledged id {id} missing");
@@ -72,12 +75,24 @@ fn concurrent_cli_appends_form_one_chain() {
         .map(|e| e["data"]["n"].as_u64().unwrap())
         .collect();
     ns.sort();
-    assert_eq!(ns, (0..n as u64).collect::<Vec<_>>(), "every append present once");
+    assert_eq!(
+        ns,
+        (0..n as u64).collect::<Vec<_>>(),
+        "every append present once"
+    );
     assert!(entries[0]["parentId"].is_null());
     for w in entries.windows(2) {
-        assert_eq!(w[1]["parentId"], w[0]["id"], "the appends must form one chain");
+        assert_eq!(
+            w[1]["parentId"], w[0]["id"],
+            "the appends must form one chain"
+        );
     }
     // and the file verifies clean
     let o = Command::new(BIN).args(["verify", &file]).output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }

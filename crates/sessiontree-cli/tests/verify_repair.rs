@@ -4,7 +4,8 @@ use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
-const H: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+const H: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
 const E1: &str = r#"{"type":"custom","customType":"x","id":"a1","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z"}"#;
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -51,7 +52,15 @@ fn verify_exit_codes_and_json() {
 
     let (c, out, _) = run(&["verify", d.path().to_str().unwrap()]);
     assert_eq!(c, 1, "{out}");
-    for want in ["malformed-line", "extra-header", "duplicate-id", "torn-tail", "unknown-version", "not a session", "4 files checked"] {
+    for want in [
+        "malformed-line",
+        "extra-header",
+        "duplicate-id",
+        "torn-tail",
+        "unknown-version",
+        "not a session",
+        "4 files checked",
+    ] {
         assert!(out.contains(want), "missing {want} in\n{out}");
     }
     assert!(out.contains("line 2 "), "{out}");
@@ -61,14 +70,36 @@ fn verify_exit_codes_and_json() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let fs = v["files"].as_array().unwrap();
     assert_eq!(fs.len(), 4);
-    let bad = fs.iter().find(|f| f["path"].as_str().unwrap().ends_with("bad.jsonl")).unwrap();
+    let bad = fs
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("bad.jsonl"))
+        .unwrap();
     assert_eq!(bad["ok"], false);
-    let kinds: Vec<&str> = bad["diagnostics"].as_array().unwrap().iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["malformed-line", "extra-header", "duplicate-id", "torn-tail"]);
+    let kinds: Vec<&str> = bad["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "malformed-line",
+            "extra-header",
+            "duplicate-id",
+            "torn-tail"
+        ]
+    );
     assert_eq!(bad["diagnostics"][0]["line"], 2);
-    let nohdr = fs.iter().find(|f| f["path"].as_str().unwrap().ends_with("nohdr.jsonl")).unwrap();
+    let nohdr = fs
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("nohdr.jsonl"))
+        .unwrap();
     assert!(nohdr["error"].is_string());
-    let good = fs.iter().find(|f| f["path"].as_str().unwrap().ends_with("good.jsonl")).unwrap();
+    let good = fs
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("good.jsonl"))
+        .unwrap();
     assert_eq!(good["ok"], true);
     assert!(good.get("error").is_none());
 
@@ -86,8 +117,15 @@ fn repair_keeps_a_backup_and_replaces_atomically() {
 
     let (c, out, _) = run(&["repair", fs, "--dry-run"]);
     assert_eq!(c, 0);
-    assert!(out.contains("would") && out.contains("torn") && out.contains("extra session header"), "{out}");
-    assert_eq!(std::fs::read_to_string(&f).unwrap(), original, "dry run wrote");
+    assert!(
+        out.contains("would") && out.contains("torn") && out.contains("extra session header"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        original,
+        "dry run wrote"
+    );
     assert_eq!(files(d.path()), ["r.jsonl"]);
 
     use std::os::unix::fs::MetadataExt;
@@ -95,11 +133,21 @@ fn repair_keeps_a_backup_and_replaces_atomically() {
     let (c, out, err) = run(&["repair", fs]);
     assert_eq!(c, 0, "{out}{err}");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), format!("{H}\n{E1}\n"));
-    assert_ne!(std::fs::metadata(&f).unwrap().ino(), ino, "replaced, not rewritten in place");
+    assert_ne!(
+        std::fs::metadata(&f).unwrap().ino(),
+        ino,
+        "replaced, not rewritten in place"
+    );
     let names = files(d.path());
     assert_eq!(names.len(), 2, "{names:?}");
-    let bak = names.iter().find(|n| n.starts_with("r.jsonl.bak-")).unwrap();
-    assert_eq!(std::fs::read_to_string(d.path().join(bak)).unwrap(), original);
+    let bak = names
+        .iter()
+        .find(|n| n.starts_with("r.jsonl.bak-"))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(d.path().join(bak)).unwrap(),
+        original
+    );
     assert_eq!(run(&["verify", fs]).0, 0);
 
     // nothing more to do: no second backup
@@ -112,7 +160,9 @@ fn repair_keeps_a_backup_and_replaces_atomically() {
 #[test]
 fn repair_rebuilds_or_refuses_a_lost_header() {
     let d = tempfile::tempdir().unwrap();
-    let f = d.path().join("2024-12-03T14-00-00-000Z_0193b7a2-aaaa-7bbb-8ccc-123456789abc.jsonl");
+    let f = d
+        .path()
+        .join("2024-12-03T14-00-00-000Z_0193b7a2-aaaa-7bbb-8ccc-123456789abc.jsonl");
     std::fs::write(&f, format!("{{\"type\":\"sess\n{E1}\n")).unwrap();
     let fs = f.to_str().unwrap();
     let (c, _, err) = run(&["repair", fs]);

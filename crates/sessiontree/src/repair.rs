@@ -47,7 +47,10 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Empty => write!(f, "no line of the file is a session entry; nothing to repair"),
+            Refusal::Empty => write!(
+                f,
+                "no line of the file is a session entry; nothing to repair"
+            ),
             Refusal::NoHeader { reason } => write!(f, "{reason}"),
         }
     }
@@ -97,7 +100,8 @@ fn recover_string(line: &[u8], key: &str) -> Option<String> {
 fn id_from_file_name(path: Option<&Path>) -> Option<String> {
     let name = path?.file_stem()?.to_string_lossy().into_owned();
     let id = name.rsplit('_').next()?;
-    (id.len() >= 8 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')).then(|| id.to_string())
+    (id.len() >= 8 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        .then(|| id.to_string())
 }
 
 /// Plans the repair of `bytes` (the content of `path`, used for naming only). Pure.
@@ -106,7 +110,11 @@ fn id_from_file_name(path: Option<&Path>) -> Option<String> {
 /// objects, and extra headers; ends the last line with `\n`; and rebuilds the header when
 /// the first object is not one, if a working directory is known (recovered from the
 /// damaged header line or given in `opts`). Entries are kept byte for byte.
-pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::result::Result<Plan, Refusal> {
+pub fn plan(
+    path: Option<&Path>,
+    bytes: &[u8],
+    opts: &PlanOptions,
+) -> std::result::Result<Plan, Refusal> {
     let mut actions = Vec::new();
     let mut kept: Vec<&[u8]> = Vec::new();
     let mut header_found = false;
@@ -125,7 +133,11 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
         let offset = pos as u64;
         pos = next;
         let act = |actions: &mut Vec<Action>, what: String| {
-            actions.push(Action { line: line_no, offset, what })
+            actions.push(Action {
+                line: line_no,
+                offset,
+                what,
+            })
         };
         if scan::is_blank(line) {
             if !line.is_empty() {
@@ -134,7 +146,11 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
             continue;
         }
         let utf8 = std::str::from_utf8(line).is_ok();
-        let value = if utf8 { json::Raw::parse(line).ok() } else { None };
+        let value = if utf8 {
+            json::Raw::parse(line).ok()
+        } else {
+            None
+        };
         let Some(value) = value else {
             if !header_found && kept.is_empty() && damaged_header.is_none() {
                 damaged_header = Some(line);
@@ -142,7 +158,10 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
             let what = if !utf8 {
                 format!("drop a line of {} bytes that are not UTF-8", line.len())
             } else if !has_nl {
-                format!("drop the torn last line ({} bytes, an interrupted write)", line.len())
+                format!(
+                    "drop the torn last line ({} bytes, an interrupted write)",
+                    line.len()
+                )
             } else {
                 format!("drop a line that is not JSON ({} bytes)", line.len())
             };
@@ -150,7 +169,10 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
             continue;
         };
         if !is_truthy_object(&value) {
-            act(&mut actions, format!("drop `{}`: not an entry", short(value.text())));
+            act(
+                &mut actions,
+                format!("drop `{}`: not an entry", short(value.text())),
+            );
             continue;
         }
         let is_session = value.get("type").and_then(|t| t.as_str()).as_deref() == Some("session");
@@ -167,14 +189,20 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
             if !header_found && kept.is_empty() {
                 bad_header_reason = Some("the header has no string \"id\"".into());
                 damaged_header = Some(line);
-                act(&mut actions, "replace the header, which has no string \"id\"".into());
+                act(
+                    &mut actions,
+                    "replace the header, which has no string \"id\"".into(),
+                );
                 continue;
             }
             act(&mut actions, "drop an extra session header".into());
             continue;
         }
         if first_entry_ts.is_none() {
-            first_entry_ts = value.get("timestamp").and_then(|t| t.as_str()).map(|t| t.into_owned());
+            first_entry_ts = value
+                .get("timestamp")
+                .and_then(|t| t.as_str())
+                .map(|t| t.into_owned());
         }
         kept.push(line);
         if !has_nl {
@@ -193,7 +221,8 @@ pub fn plan(path: Option<&Path>, bytes: &[u8], opts: &PlanOptions) -> std::resul
             return Err(Refusal::NoHeader {
                 reason: format!(
                     "{}; its working directory cannot be recovered: pass one to rebuild the header",
-                    bad_header_reason.unwrap_or_else(|| "the session header is missing or unreadable".into())
+                    bad_header_reason
+                        .unwrap_or_else(|| "the session header is missing or unreadable".into())
                 ),
             });
         };
@@ -344,11 +373,18 @@ mod tests {
         let p = plan(
             None,
             f.as_bytes(),
-            &PlanOptions { cwd: Some("/w".into()), id: Some("s1".into()) },
+            &PlanOptions {
+                cwd: Some("/w".into()),
+                id: Some("s1".into()),
+            },
         )
         .unwrap();
         let l = crate::session::load_bytes(Path::new("x"), p.content).unwrap();
         assert_eq!(l.tree.entries().len(), 1);
-        assert!(l.tree.diagnostics().is_empty(), "{:?}", l.tree.diagnostics());
+        assert!(
+            l.tree.diagnostics().is_empty(),
+            "{:?}",
+            l.tree.diagnostics()
+        );
     }
 }

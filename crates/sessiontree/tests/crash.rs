@@ -106,8 +106,10 @@ fn campaign(policy: &str, runs: u32, seed: u64) -> Tally {
     let file = d.path().join("crash.jsonl");
     {
         let mut s = Session::open(&file, opts()).unwrap();
-        s.append_message(&Json::from(serde_json::json!({"role":"user","content":"start","timestamp":1})))
-            .unwrap();
+        s.append_message(&Json::from(
+            serde_json::json!({"role":"user","content":"start","timestamp":1}),
+        ))
+        .unwrap();
     }
     let bin = writer_bin();
     let mut rng = Rng(seed | 1);
@@ -154,6 +156,9 @@ fn crash_campaign_sigkill() {
         total.push((policy, t));
     }
     for (policy, t) in &total {
-        assert_eq!(t.lost, 0, "policy {policy} lost acknowledged entries after SIGKILL");
+        assert_eq!(
+            t.lost, 0,
+            "policy {policy} lost acknowledged entries after SIGKILL"
+        );
     }
 }

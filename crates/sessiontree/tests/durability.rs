@@ -10,7 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const H: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+const H: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
 
 fn entry(id: &str, parent: Option<&str>) -> String {
     let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
@@ -59,11 +60,18 @@ fn torn_tail_is_moved_to_sidecar_and_next_append_is_on_its_own_line() {
     drop(s);
 
     let side = d.path().join(format!("t.jsonl.torn-{torn_at}"));
-    assert_eq!(std::fs::read_to_string(&side).unwrap(), frag, "fragment saved aside");
+    assert_eq!(
+        std::fs::read_to_string(&side).unwrap(),
+        frag,
+        "fragment saved aside"
+    );
     let ls = lines(&p);
     let last: serde_json::Value = serde_json::from_str(ls.last().unwrap()).unwrap();
     assert_eq!(last["id"], id.as_str());
-    assert_eq!(last["parentId"], "a1", "the new entry hangs under the last intact entry");
+    assert_eq!(
+        last["parentId"], "a1",
+        "the new entry hangs under the last intact entry"
+    );
     let l = load(&p).unwrap();
     assert!(l.tree.contains(&id));
     // The fragment is still in the file (never rewritten in place), now a terminated
@@ -87,12 +95,25 @@ fn last_line_without_newline_that_parses_gets_its_newline() {
     assert_eq!(ls.len(), 3);
     assert_eq!(ls[1], entry("a1", None));
     let l = load(&p).unwrap();
-    assert!(l.tree.diagnostics().is_empty(), "{:?}", l.tree.diagnostics());
-    assert_eq!(l.tree.get_entry(&id).unwrap().str_field("parentId").unwrap(), "a1");
+    assert!(
+        l.tree.diagnostics().is_empty(),
+        "{:?}",
+        l.tree.diagnostics()
+    );
+    assert_eq!(
+        l.tree
+            .get_entry(&id)
+            .unwrap()
+            .str_field("parentId")
+            .unwrap(),
+        "a1"
+    );
     // no sidecar for a line that was whole
-    assert!(std::fs::read_dir(d.path())
+    assert!(std::fs::read_dir(d.path()).unwrap().all(|e| !e
         .unwrap()
-        .all(|e| !e.unwrap().file_name().to_string_lossy().contains(".torn-")));
+        .file_name()
+        .to_string_lossy()
+        .contains(".torn-")));
 }
 
 // ---- FORMAT.md 12: "No fsync" ------------------------------------------------------------
@@ -142,7 +163,11 @@ fn weakness_glued_append_after_a_torn_line_written_while_open() {
     // Another (unlocked) writer tears a line while our handle is open: our next append
     // must first move the fragment aside and end the line, never glue onto it.
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "g.jsonl", format!("{H}\n{}\n", entry("a1", None)).as_bytes());
+    let p = write(
+        d.path(),
+        "g.jsonl",
+        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
+    );
     let mut o = opts(Durability::Entry);
     o.lock = false;
     let mut s = Session::open(&p, o).unwrap();
@@ -167,7 +192,11 @@ fn weakness_no_more_appends_after_a_failed_write() {
     // After the handle saw the file in a state it cannot trust (here: shrunk under it),
     // it refuses every further write instead of appending blind.
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "s.jsonl", format!("{H}\n{}\n", entry("a1", None)).as_bytes());
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
+    );
     let mut s = Session::open(&p, opts(Durability::Entry)).unwrap();
     std::fs::OpenOptions::new()
         .write(true)
@@ -188,7 +217,12 @@ fn weakness_no_more_appends_after_a_failed_write() {
 
 fn snapshot(p: &Path) -> (Vec<u8>, i64, i64, u64) {
     let m = std::fs::metadata(p).unwrap();
-    (std::fs::read(p).unwrap(), m.mtime(), m.mtime_nsec(), m.ino())
+    (
+        std::fs::read(p).unwrap(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ino(),
+    )
 }
 
 #[test]
@@ -240,7 +274,11 @@ fn weakness_migration_writes_a_new_file_and_leaves_the_old_one_whole() {
     let mut old = std::fs::File::open(&p).unwrap();
     let s = Session::open(&p, opts(Durability::Entry)).unwrap();
     drop(s);
-    assert_ne!(std::fs::metadata(&p).unwrap().ino(), ino, "migration must rename a new file in");
+    assert_ne!(
+        std::fs::metadata(&p).unwrap().ino(),
+        ino,
+        "migration must rename a new file in"
+    );
     let mut seen = String::new();
     std::io::Read::read_to_string(&mut old, &mut seen).unwrap();
     assert_eq!(seen, v1, "the old file's bytes were touched");
@@ -312,7 +350,11 @@ fn weakness_cycle_or_self_parent_does_not_hang() {
         let _ = build_context(&l.tree, LeafArg::Default);
         let _ = l.tree.get_tree();
         let _ = l.tree.tree_json();
-        l.tree.diagnostics().iter().map(|d| d.kind).collect::<Vec<_>>()
+        l.tree
+            .diagnostics()
+            .iter()
+            .map(|d| d.kind)
+            .collect::<Vec<_>>()
     });
     assert!(kinds.contains(&DiagnosticKind::Cycle), "{kinds:?}");
     // and a writer can still append to it
@@ -340,7 +382,10 @@ fn bad_header_file_is_never_touched_by_open() {
         let before = snapshot(&p);
         let r = Session::open(&p, opts(Durability::Entry));
         assert!(
-            matches!(r, Err(Error::NotASession { .. }) | Err(Error::NoHeader { .. })),
+            matches!(
+                r,
+                Err(Error::NotASession { .. }) | Err(Error::NoHeader { .. })
+            ),
             "case {i}: {:?}",
             r.err()
         );
@@ -381,7 +426,10 @@ fn weakness_no_lock_second_writer_is_refused_with_holder() {
     second.append_message(&user("second")).unwrap();
     t.join().unwrap();
     drop(second);
-    assert!(!sessiontree::store::lock_path(&p).exists(), "lock file removed on drop");
+    assert!(
+        !sessiontree::store::lock_path(&p).exists(),
+        "lock file removed on drop"
+    );
 }
 
 // ---- simulated power loss (prefix model) -----------------------------------------------
@@ -401,7 +449,12 @@ fn power_loss_prefix_model() {
     };
     for (name, policy) in [
         ("entry", Durability::Entry),
-        ("batch", Durability::Batch { interval: Duration::from_millis(20) }),
+        (
+            "batch",
+            Durability::Batch {
+                interval: Duration::from_millis(20),
+            },
+        ),
         ("none", Durability::None),
     ] {
         let dir = d.path().join(name);
@@ -414,7 +467,10 @@ fn power_loss_prefix_model() {
         for i in 0..60 {
             let pad = "y".repeat((rnd() % 20_000) as usize);
             let id = s
-                .append_custom_entry("p", Some(&Json::from(serde_json::json!({"i": i, "pad": pad}))))
+                .append_custom_entry(
+                    "p",
+                    Some(&Json::from(serde_json::json!({"i": i, "pad": pad}))),
+                )
                 .unwrap();
             if i % 7 == 0 {
                 std::thread::sleep(Duration::from_millis(3));

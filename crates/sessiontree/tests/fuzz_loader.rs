@@ -26,7 +26,14 @@ const LINES: &[&str] = &[
     r#"{"type":"message","id":"b4","parentId":"b5","timestamp":"x","message":{"role":"user","content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}"#,
     r#"{"type":"message","id":"b5","parentId":"b4","timestamp":"x","message":{"role":"bashExecution","command":"ls","output":"o","exitCode":0}}"#,
     r#"{"type":"message","id":"a1","parentId":7,"timestamp":"x","message":null}"#,
-    "null", "42", "[1,2]", "false", "\"s\"", "{}", "", "   ",
+    "null",
+    "42",
+    "[1,2]",
+    "false",
+    "\"s\"",
+    "{}",
+    "",
+    "   ",
 ];
 
 const IDS: &[&str] = &["a1", "a2", "a3", "a4", "a5", "b3", "b4", "b5", "zz", ""];
@@ -102,7 +109,11 @@ fn exercise(bytes: &[u8]) {
     if let Ok(mut parsed) = parse(backing(bytes.to_vec())) {
         sessiontree::migrate::migrate(&mut parsed);
         let mut tree = SessionTree::from_parsed(parsed);
-        let ids: Vec<String> = tree.entries().iter().filter_map(|e| e.id().map(str::to_string)).collect();
+        let ids: Vec<String> = tree
+            .entries()
+            .iter()
+            .filter_map(|e| e.id().map(str::to_string))
+            .collect();
         let ctx = build_context(&tree, LeafArg::Default);
         let _ = ctx.to_json();
         let _ = to_llm(&ctx.messages);
@@ -158,10 +169,7 @@ fn loader_survives_20000_generated_inputs() {
         let input = generate(&mut r);
         let res = std::panic::catch_unwind(|| exercise(&input));
         if res.is_err() {
-            panic!(
-                "input #{i} panicked: {:?}",
-                String::from_utf8_lossy(&input)
-            );
+            panic!("input #{i} panicked: {:?}", String::from_utf8_lossy(&input));
         }
     }
 }
