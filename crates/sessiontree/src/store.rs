@@ -151,6 +151,21 @@ pub fn read_holder(lock_file: &Path) -> LockHolder {
     }
 }
 
+/// The real location of a session file: symlinks resolved for an existing file, or for
+/// the folder of one that does not exist yet. Falls back to the path as given.
+fn canonical_target(session: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(session) {
+        return p;
+    }
+    match (session.parent(), session.file_name()) {
+        (Some(_), Some(name)) => match std::fs::canonicalize(parent_of(session)) {
+            Ok(d) => d.join(name),
+            Err(_) => session.to_path_buf(),
+        },
+        _ => session.to_path_buf(),
+    }
+}
+
 /// An exclusive advisory lock (flock) on a session's lock file, held while writing.
 /// The kernel releases it when the holder dies, so a crashed writer never blocks others.
 #[derive(Debug)]
@@ -161,8 +176,11 @@ pub struct WriterLock {
 
 impl WriterLock {
     /// Takes the lock for `session`, waiting up to `wait` for another holder.
+    ///
+    /// The lock file sits beside the file the path resolves to (symlinks followed), so two
+    /// writers reaching one file through different paths still exclude each other.
     pub fn acquire(session: &Path, wait: Option<Duration>) -> Result<WriterLock> {
-        let path = lock_path(session);
+        let path = lock_path(&canonical_target(session));
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
             let file = OpenOptions::new()

@@ -537,3 +537,28 @@ fn power_loss_prefix_model() {
         }
     }
 }
+
+#[test]
+fn lock_holds_across_symlinked_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let real = d.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let p = write(&real, "s.jsonl", format!("{H}\n").as_bytes());
+    let via_dir = d.path().join("alias");
+    std::os::unix::fs::symlink(&real, &via_dir).unwrap();
+    let via_file = d.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&p, &via_file).unwrap();
+    let first = Session::open(&p, opts(Durability::Entry)).unwrap();
+    for other in [via_dir.join("s.jsonl"), via_file] {
+        assert!(
+            matches!(
+                Session::open(&other, opts(Durability::Entry)),
+                Err(Error::Locked { .. })
+            ),
+            "{} got a second writer",
+            other.display()
+        );
+    }
+    drop(first);
+    assert!(Session::open(&via_dir.join("s.jsonl"), opts(Durability::Entry)).is_ok());
+}
