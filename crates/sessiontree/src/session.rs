@@ -291,19 +291,23 @@ impl Session {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if !path.exists() {
             std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-            let cwd = std::env::current_dir()
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut s = Session::blank(cwd, dir, true, options, None, None)?;
-            s.path = Some(path);
-            s.start_writing()?;
-            return Ok(s);
         }
+        // Lock first, then look: a writer we waited for may have created the file.
         let lock = if options.lock {
             Some(WriterLock::acquire(&path, options.lock_wait)?)
         } else {
             None
         };
+        if !path.exists() {
+            let cwd = std::env::current_dir()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut s = Session::blank(cwd, dir, true, options, None, None)?;
+            s.path = Some(path);
+            s.lock = lock;
+            s.start_writing()?;
+            return Ok(s);
+        }
         let bytes = std::fs::read(&path).map_err(io(&path))?;
         let len = bytes.len() as u64;
         let lines_seen = memchr::memchr_iter(b'\n', &bytes).count() as u64;

@@ -562,3 +562,35 @@ fn lock_holds_across_symlinked_paths() {
     drop(first);
     assert!(Session::open(&via_dir.join("s.jsonl"), opts(Durability::Entry)).is_ok());
 }
+
+#[test]
+fn second_writer_waiting_on_a_new_file_sees_what_the_first_wrote() {
+    // A opens a path that does not exist yet (file appears at the first message); B opens
+    // the same path and waits for the lock. When B gets in, the file exists: B must load
+    // it and continue the chain, not try to create it again.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("new.jsonl");
+    let mut o = opts(Durability::Entry);
+    o.creation = Creation::OnFirstMessage;
+    let mut a = Session::open(&p, o).unwrap();
+    let p2 = p.clone();
+    let b = std::thread::spawn(move || {
+        let mut o = opts(Durability::Entry);
+        o.lock_wait = Some(Duration::from_secs(10));
+        let mut b = Session::open(&p2, o).unwrap();
+        b.append_message(&user("from b"))
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let a_id = a.append_message(&user("from a")).unwrap();
+    drop(a);
+    let b_id = b.join().unwrap().expect("B appends after A");
+    let l = load(&p).unwrap();
+    assert_eq!(
+        l.tree
+            .get_entry(&b_id)
+            .unwrap()
+            .str_field("parentId")
+            .unwrap(),
+        a_id
+    );
+}
