@@ -49,7 +49,7 @@ fn main() {
             2 => 1 + rnd() % 60_000,
             _ => 1 + rnd() % 300_000,
         } as usize;
-        let pad: String = std::iter::repeat_n('x', size).collect();
+        let pad = "x".repeat(size);
         let data = Json::from(serde_json::json!({ "n": n, "pad": pad }));
         let id = s.append_custom_entry("crash", Some(&data)).expect("append");
         let mut out = stdout.lock();
