@@ -191,3 +191,49 @@ fn repair_respects_the_writer_lock() {
     drop(s);
     assert_eq!(run(&["repair", f.to_str().unwrap()]).0, 0);
 }
+
+#[test]
+fn verify_reports_structure_problems_with_line_numbers() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("s.jsonl");
+    let mut b = format!("{H}\n").into_bytes();
+    for l in [
+        r#"{"type":"custom","customType":"x","id":"c1","parentId":"c2","timestamp":"t"}"#,
+        r#"{"type":"custom","customType":"x","id":"c2","parentId":"c1","timestamp":"t"}"#,
+        r#"{"type":"custom","customType":"x","id":"o1","parentId":"nope","timestamp":"t"}"#,
+        r#"{"type":"compaction","id":"k1","parentId":"o1","timestamp":"t","summary":"s","firstKeptEntryId":"gone","tokensBefore":1}"#,
+    ] {
+        b.extend_from_slice(l.as_bytes());
+        b.push(b'\n');
+    }
+    b.extend_from_slice(b"{\"type\":\"custom\",\"customType\":\"\xff\",\"id\":\"u1\",\"parentId\":\"k1\",\"timestamp\":\"t\"}\n");
+    std::fs::write(&f, b).unwrap();
+    let (c, out, _) = run(&["verify", f.to_str().unwrap(), "--json"]);
+    assert_eq!(c, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ds: Vec<(u64, String)> = v["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for want in [
+        (4, "orphan-parent"),
+        (5, "missing-first-kept"),
+        (6, "invalid-utf8"),
+    ] {
+        assert!(
+            ds.contains(&(want.0, want.1.to_string())),
+            "{want:?} not in {ds:?}"
+        );
+    }
+    assert!(
+        ds.iter().any(|(l, k)| k == "cycle" && (*l == 2 || *l == 3)),
+        "{ds:?}"
+    );
+}
