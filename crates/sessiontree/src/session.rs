@@ -190,6 +190,15 @@ pub struct Session {
     lines_seen: u64,
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Close the appender (its final fsync under Batch) before the lock is released, so
+        // the next writer never starts while our last entries are still being synced.
+        drop(self.appender.take());
+        drop(self.lock.take());
+    }
+}
+
 impl std::ops::Deref for Session {
     type Target = SessionTree;
     fn deref(&self) -> &SessionTree {
