@@ -2,6 +2,7 @@
 
 mod out;
 mod show;
+mod verify;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -150,6 +151,25 @@ enum Cmd {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Check session files (a file, or every *.jsonl below a folder): exit 0 clean, 1 problems, 2 unreadable.
+    Verify {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop malformed, torn and extra-header lines (original kept as <file>.bak-<time>).
+    Repair {
+        file: PathBuf,
+        /// Only say what would be done.
+        #[arg(long)]
+        dry_run: bool,
+        /// Working directory for a rebuilt header, when the file's header is unreadable.
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        /// Wait up to this many seconds for another writer to finish.
+        #[arg(long, value_name = "SECONDS")]
+        wait: Option<f64>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -162,6 +182,7 @@ enum Position {
 enum Outcome {
     Done,
     NothingFound,
+    Code(u8),
 }
 
 fn main() -> ExitCode {
@@ -169,6 +190,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NothingFound) => ExitCode::from(1),
+        Ok(Outcome::Code(c)) => ExitCode::from(c),
         Err(e) => {
             eprintln!("sessiontree: {e:#}");
             ExitCode::from(2)
@@ -334,6 +356,19 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
             Outcome::Done
         }
+        Cmd::Verify { path, json } => Outcome::Code(verify::verify(&mut out, &path, json)?),
+        Cmd::Repair {
+            file,
+            dry_run,
+            cwd,
+            wait,
+        } => Outcome::Code(verify::repair(
+            &mut out,
+            &file,
+            dry_run,
+            cwd,
+            wait.map(Duration::from_secs_f64),
+        )?),
     };
     out.finish()?;
     Ok(outcome)

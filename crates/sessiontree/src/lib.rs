@@ -28,6 +28,7 @@ pub mod folder;
 pub mod json;
 pub mod migrate;
 pub mod parse;
+pub mod repair;
 pub mod session;
 pub mod store;
 pub mod tree;

@@ -140,6 +140,20 @@ pub fn parse_from(
             ordinal = 0;
             match Header::from_scanned(text.clone(), &scanned, this_line) {
                 Some(h) => {
+                    if let Some(v) = h.version() {
+                        if v > crate::migrate::CURRENT_VERSION as f64 {
+                            diagnostics.push(diag(
+                                this_line,
+                                offset,
+                                DiagnosticKind::UnknownVersion,
+                                format!(
+                                    "header version {} is newer than this library knows ({}); entries may be misread",
+                                    crate::json::format_number(v),
+                                    crate::migrate::CURRENT_VERSION
+                                ),
+                            ));
+                        }
+                    }
                     header = Some(h);
                     continue;
                 }

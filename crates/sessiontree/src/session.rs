@@ -190,6 +190,15 @@ pub struct Session {
     lines_seen: u64,
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Close the appender (its final fsync under Batch) before the lock is released, so
+        // the next writer never starts while our last entries are still being synced.
+        drop(self.appender.take());
+        drop(self.lock.take());
+    }
+}
+
 impl std::ops::Deref for Session {
     type Target = SessionTree;
     fn deref(&self) -> &SessionTree {
@@ -291,19 +300,23 @@ impl Session {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         if !path.exists() {
             std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-            let cwd = std::env::current_dir()
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut s = Session::blank(cwd, dir, true, options, None, None)?;
-            s.path = Some(path);
-            s.start_writing()?;
-            return Ok(s);
         }
+        // Lock first, then look: a writer we waited for may have created the file.
         let lock = if options.lock {
             Some(WriterLock::acquire(&path, options.lock_wait)?)
         } else {
             None
         };
+        if !path.exists() {
+            let cwd = std::env::current_dir()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut s = Session::blank(cwd, dir, true, options, None, None)?;
+            s.path = Some(path);
+            s.lock = lock;
+            s.start_writing()?;
+            return Ok(s);
+        }
         let bytes = std::fs::read(&path).map_err(io(&path))?;
         let len = bytes.len() as u64;
         let lines_seen = memchr::memchr_iter(b'\n', &bytes).count() as u64;
@@ -443,6 +456,12 @@ impl Session {
             Some(a) => a.sync(),
             None => Ok(()),
         }
+    }
+
+    /// Bytes of the file written or seen by this handle, and how many of them it has
+    /// fsynced: `(len, synced)`. `None` while the session has no file.
+    pub fn durable_state(&self) -> Option<(u64, u64)> {
+        self.appender.as_ref().map(|a| (a.len(), a.synced_len()))
     }
 
     /// Reads lines other writers appended since we last looked, so that the next entry

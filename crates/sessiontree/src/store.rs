@@ -151,6 +151,21 @@ pub fn read_holder(lock_file: &Path) -> LockHolder {
     }
 }
 
+/// The real location of a session file: symlinks resolved for an existing file, or for
+/// the folder of one that does not exist yet. Falls back to the path as given.
+fn canonical_target(session: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(session) {
+        return p;
+    }
+    match (session.parent(), session.file_name()) {
+        (Some(_), Some(name)) => match std::fs::canonicalize(parent_of(session)) {
+            Ok(d) => d.join(name),
+            Err(_) => session.to_path_buf(),
+        },
+        _ => session.to_path_buf(),
+    }
+}
+
 /// An exclusive advisory lock (flock) on a session's lock file, held while writing.
 /// The kernel releases it when the holder dies, so a crashed writer never blocks others.
 #[derive(Debug)]
@@ -161,8 +176,11 @@ pub struct WriterLock {
 
 impl WriterLock {
     /// Takes the lock for `session`, waiting up to `wait` for another holder.
+    ///
+    /// The lock file sits beside the file the path resolves to (symlinks followed), so two
+    /// writers reaching one file through different paths still exclude each other.
     pub fn acquire(session: &Path, wait: Option<Duration>) -> Result<WriterLock> {
-        let path = lock_path(session);
+        let path = lock_path(&canonical_target(session));
         let deadline = wait.map(|w| Instant::now() + w);
         loop {
             let file = OpenOptions::new()
@@ -235,6 +253,8 @@ pub struct Appender {
     durability: Durability,
     last_sync: Instant,
     unsynced: bool,
+    /// Bytes this appender knows to be on stable storage (after its last fsync).
+    synced_len: u64,
     poisoned: Option<String>,
 }
 
@@ -259,6 +279,7 @@ impl Appender {
             durability,
             last_sync: Instant::now(),
             unsynced: false,
+            synced_len: 0,
             poisoned: None,
         })
     }
@@ -273,6 +294,12 @@ impl Appender {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// How many bytes of the file this appender has fsynced (0 until its first fsync).
+    /// Under [`Durability::Entry`] it equals [`Appender::len`] after every append.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
     }
 
     fn check(&self) -> Result<()> {
@@ -375,6 +402,7 @@ impl Appender {
             });
         }
         self.unsynced = false;
+        self.synced_len = self.len;
         self.last_sync = Instant::now();
         Ok(())
     }
