@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod interrupted;
 mod out;
 mod show;
 
@@ -147,6 +148,20 @@ enum Cmd {
         /// `at` keeps the entry; `before` (a user message) keeps its parent and prints the message text on stderr.
         #[arg(long, value_enum, default_value = "at")]
         position: Position,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
+    /// Work a crash left half done: tool calls without results, orphan results, an aborted last reply, a compaction keeping a missing entry. Exit 1 when any.
+    Interrupted {
+        file: PathBuf,
+        #[arg(long)]
+        all_branches: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Append an error result for every tool call on the current branch that has none; prints their ids.
+    CloseInterrupted {
+        file: PathBuf,
         #[command(flatten)]
         write: WriteArgs,
     },
@@ -332,6 +347,18 @@ fn run(cli: Cli) -> Result<Outcome> {
             if let Some(t) = f.text {
                 eprintln!("{t}");
             }
+            Outcome::Done
+        }
+        Cmd::Interrupted {
+            file,
+            all_branches,
+            json,
+        } => match interrupted::list(&mut out, &file, all_branches, json)? {
+            true => Outcome::NothingFound,
+            false => Outcome::Done,
+        },
+        Cmd::CloseInterrupted { file, write } => {
+            interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
         }
     };
