@@ -22,8 +22,15 @@ fn lists_then_closes_interrupted_calls() {
     let o = bin().arg("interrupted").arg(&f).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.contains("a1: tool call call_1 (bash) has no result"), "{text}");
-    let o = bin().args(["interrupted", "--json"]).arg(&f).output().unwrap();
+    assert!(
+        text.contains("a1: tool call call_1 (bash) has no result"),
+        "{text}"
+    );
+    let o = bin()
+        .args(["interrupted", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["kind"], "danglingToolCall");
     assert_eq!(v[0]["toolCallId"], "call_1");
@@ -31,7 +38,12 @@ fn lists_then_closes_interrupted_calls() {
     assert_eq!(v[0]["leaf"], "a1");
 
     let o = bin().arg("close-interrupted").arg(&f).output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let ids = String::from_utf8(o.stdout).unwrap();
     assert_eq!(ids.lines().count(), 1);
     let o = bin().arg("interrupted").arg(&f).output().unwrap();
@@ -39,6 +51,9 @@ fn lists_then_closes_interrupted_calls() {
     assert!(o.stdout.is_empty());
     let last = std::fs::read_to_string(&f).unwrap();
     let last = last.lines().last().unwrap();
-    assert!(last.contains(r#""role":"toolResult","toolCallId":"call_1","toolName":"bash""#), "{last}");
+    assert!(
+        last.contains(r#""role":"toolResult","toolCallId":"call_1","toolName":"bash""#),
+        "{last}"
+    );
     assert!(last.contains(r#""isError":true"#));
 }

@@ -223,4 +223,3 @@ fn main() -> sessiontree::Result<()> {
     }
     Ok(())
 }
-

@@ -245,7 +245,11 @@ pub fn detect_path(tree: &SessionTree, path: &[&Entry]) -> Vec<Problem> {
         });
     }
     out.extend(result_problems);
-    if let Some(last) = path.iter().rev().find(|e| e.entry_type == EntryType::Message) {
+    if let Some(last) = path
+        .iter()
+        .rev()
+        .find(|e| e.entry_type == EntryType::Message)
+    {
         if last.is_role("assistant") {
             if let Some(r) = s(last.message_field("stopReason")) {
                 if r == "aborted" || r == "error" {
@@ -338,13 +342,18 @@ pub enum CallState {
 pub enum RunEvent {
     TurnStarted,
     /// `turn` is the id of the `turnStarted` entry.
-    TurnFinished { turn: Option<String> },
+    TurnFinished {
+        turn: Option<String>,
+    },
     ToolStarted {
         tool_call_id: String,
         tool_name: String,
         replay_safe: bool,
     },
-    ToolFinished { tool_call_id: String, is_error: bool },
+    ToolFinished {
+        tool_call_id: String,
+        is_error: bool,
+    },
 }
 
 impl RunEvent {

@@ -20,7 +20,14 @@ fn example_binary() -> PathBuf {
         .unwrap_or_else(|| manifest.join("../../target"))
         .join("crash-example");
     let st = Command::new(env!("CARGO"))
-        .args(["build", "-j1", "--quiet", "--example", "agent_loop", "--manifest-path"])
+        .args([
+            "build",
+            "-j1",
+            "--quiet",
+            "--example",
+            "agent_loop",
+            "--manifest-path",
+        ])
         .arg(manifest.join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
         .status()
@@ -166,7 +173,14 @@ fn killed_at_random_points_resumes_correctly() {
         }
         if got.is_empty() {
             *tally
-                .entry(if got_turn { "turn open, no call" } else { "nothing open" }.into())
+                .entry(
+                    if got_turn {
+                        "turn open, no call"
+                    } else {
+                        "nothing open"
+                    }
+                    .into(),
+                )
                 .or_default() += 1;
         }
     }
@@ -188,13 +202,21 @@ fn killed_at_random_points_resumes_correctly() {
     let users: Vec<String> = path
         .iter()
         .filter(|e| e.is_role("user"))
-        .map(|e| e.message_field("content").unwrap().as_str().unwrap().into_owned())
+        .map(|e| {
+            e.message_field("content")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .into_owned()
+        })
         .collect();
     let want: Vec<String> = (0..STEPS).map(|k| format!("step {k}")).collect();
     assert_eq!(users, want, "seed {seed}");
     for k in 0..STEPS {
         assert!(
-            texts.iter().any(|t| t.contains(&format!("\"step {k} done\""))),
+            texts
+                .iter()
+                .any(|t| t.contains(&format!("\"step {k} done\""))),
             "step {k} answered (seed {seed})"
         );
     }
@@ -206,16 +228,25 @@ fn killed_at_random_points_resumes_correctly() {
     }
     for k in 0..STEPS {
         if k % 2 == 0 {
-            assert!(work.join(format!("safe_{k}.txt")).exists(), "step {k} (seed {seed})");
+            assert!(
+                work.join(format!("safe_{k}.txt")).exists(),
+                "step {k} (seed {seed})"
+            );
         } else {
-            let n = counts.get(format!("step {k}").as_str()).copied().unwrap_or(0);
+            let n = counts
+                .get(format!("step {k}").as_str())
+                .copied()
+                .unwrap_or(0);
             assert!(n <= 1, "step {k} ran {n} times (seed {seed})");
         }
     }
     let closed = path
         .iter()
         .filter(|e| e.is_role("toolResult"))
-        .filter(|e| e.message_field("isError").is_some_and(|v| v.text() == "true"))
+        .filter(|e| {
+            e.message_field("isError")
+                .is_some_and(|v| v.text() == "true")
+        })
         .count();
     eprintln!(
         "crash test: {KILLS} kills ({finished_early} runs had already finished), states seen {tally:?}, \

@@ -1,11 +1,11 @@
 //! Interrupted work: detection, repair and the run journal.
 
+use serde_json::json;
 use sessiontree::interrupted::{
     self, calls_and_results_match, close_interrupted, detect, open_operations, CallState,
     OpenOperation, Problem, RunEvent, Scope,
 };
 use sessiontree::{Json, LeafArg, Session};
-use serde_json::json;
 
 fn msg(s: &mut Session, v: serde_json::Value) -> String {
     s.append_message(&Json::from(v)).unwrap()
@@ -36,7 +36,10 @@ fn result(s: &mut Session, call: &str, name: &str) -> String {
 }
 
 fn problems(s: &Session, scope: Scope) -> Vec<Problem> {
-    detect(s.tree(), scope).into_iter().map(|f| f.problem).collect()
+    detect(s.tree(), scope)
+        .into_iter()
+        .map(|f| f.problem)
+        .collect()
 }
 
 #[test]
@@ -76,7 +79,9 @@ fn result_before_call_is_orphan_and_call_dangles() {
     let a = assistant_calls(&mut s, &[("c1", "bash")], "toolUse");
     let p = problems(&s, Scope::CurrentBranch);
     assert_eq!(p.len(), 2, "{p:?}");
-    assert!(matches!(&p[0], Problem::OrphanToolResult { entry_id, tool_call_id, .. } if *entry_id == r && tool_call_id == "c1"));
+    assert!(
+        matches!(&p[0], Problem::OrphanToolResult { entry_id, tool_call_id, .. } if *entry_id == r && tool_call_id == "c1")
+    );
     assert!(matches!(&p[1], Problem::DanglingToolCall { entry_id, .. } if *entry_id == a));
 }
 
@@ -158,14 +163,20 @@ fn all_branches_finds_problems_off_the_current_branch() {
     let all = detect(s.tree(), Scope::AllBranches);
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].leaf.as_deref(), Some(bad_leaf.as_str()));
-    assert!(matches!(&all[0].problem, Problem::DanglingToolCall { entry_id, .. } if *entry_id == a));
+    assert!(
+        matches!(&all[0].problem, Problem::DanglingToolCall { entry_id, .. } if *entry_id == a)
+    );
 }
 
 #[test]
 fn close_interrupted_appends_one_result_per_dangling_call_and_checker_passes() {
     let mut s = Session::in_memory("/tmp");
     user(&mut s, "hi");
-    assistant_calls(&mut s, &[("c1", "bash"), ("c2", "read"), ("c3", "edit")], "toolUse");
+    assistant_calls(
+        &mut s,
+        &[("c1", "bash"), ("c2", "read"), ("c3", "edit")],
+        "toolUse",
+    );
     result(&mut s, "c2", "read");
     let before = s.tree().entries().len();
     assert!(!calls_and_results_match(&s.tree().get_branch(None)));
@@ -176,8 +187,14 @@ fn close_interrupted_appends_one_result_per_dangling_call_and_checker_passes() {
     assert!(calls_and_results_match(&path));
     assert!(problems(&s, Scope::CurrentBranch).is_empty());
     let e = s.tree().get_entry(&ids[0]).unwrap();
-    assert_eq!(e.message_field("toolCallId").unwrap().as_str().unwrap(), "c1");
-    assert_eq!(e.message_field("toolName").unwrap().as_str().unwrap(), "bash");
+    assert_eq!(
+        e.message_field("toolCallId").unwrap().as_str().unwrap(),
+        "c1"
+    );
+    assert_eq!(
+        e.message_field("toolName").unwrap().as_str().unwrap(),
+        "bash"
+    );
     assert_eq!(e.message_field("isError").unwrap().text(), "true");
     let text = e.message_field("content").unwrap().elements()[0]
         .get("text")
@@ -198,7 +215,11 @@ fn journal_round_trip_and_open_operations() {
     let mut s = Session::in_memory("/tmp");
     let turn = interrupted::journal_turn_started(&mut s).unwrap();
     user(&mut s, "hi");
-    assistant_calls(&mut s, &[("c1", "bash"), ("c2", "bash"), ("c3", "read"), ("c4", "x")], "toolUse");
+    assistant_calls(
+        &mut s,
+        &[("c1", "bash"), ("c2", "bash"), ("c3", "read"), ("c4", "x")],
+        "toolUse",
+    );
     interrupted::journal_tool_started(&mut s, "c1", "bash", false).unwrap();
     result(&mut s, "c1", "bash");
     interrupted::journal_tool_finished(&mut s, "c1", false).unwrap();
@@ -216,24 +237,49 @@ fn journal_round_trip_and_open_operations() {
         events,
         vec![
             RunEvent::TurnStarted,
-            RunEvent::ToolStarted { tool_call_id: "c1".into(), tool_name: "bash".into(), replay_safe: false },
-            RunEvent::ToolFinished { tool_call_id: "c1".into(), is_error: false },
-            RunEvent::ToolStarted { tool_call_id: "c2".into(), tool_name: "bash".into(), replay_safe: false },
-            RunEvent::ToolStarted { tool_call_id: "c4".into(), tool_name: "x".into(), replay_safe: true },
-            RunEvent::ToolFinished { tool_call_id: "c4".into(), is_error: true },
+            RunEvent::ToolStarted {
+                tool_call_id: "c1".into(),
+                tool_name: "bash".into(),
+                replay_safe: false
+            },
+            RunEvent::ToolFinished {
+                tool_call_id: "c1".into(),
+                is_error: false
+            },
+            RunEvent::ToolStarted {
+                tool_call_id: "c2".into(),
+                tool_name: "bash".into(),
+                replay_safe: false
+            },
+            RunEvent::ToolStarted {
+                tool_call_id: "c4".into(),
+                tool_name: "x".into(),
+                replay_safe: true
+            },
+            RunEvent::ToolFinished {
+                tool_call_id: "c4".into(),
+                is_error: true
+            },
         ]
     );
     let ops = open_operations(s.tree());
     let summary: Vec<(String, CallState, bool)> = ops
         .iter()
         .filter_map(|o| match o {
-            OpenOperation::ToolCall { call, state, replay_safe } => {
-                Some((call.tool_call_id.clone(), *state, *replay_safe))
-            }
+            OpenOperation::ToolCall {
+                call,
+                state,
+                replay_safe,
+            } => Some((call.tool_call_id.clone(), *state, *replay_safe)),
             _ => None,
         })
         .collect();
-    assert_eq!(ops[0], OpenOperation::Turn { started_entry_id: turn.clone() });
+    assert_eq!(
+        ops[0],
+        OpenOperation::Turn {
+            started_entry_id: turn.clone()
+        }
+    );
     assert_eq!(
         summary,
         vec![
@@ -249,8 +295,17 @@ fn journal_round_trip_and_open_operations() {
     let texts: Vec<String> = ids
         .iter()
         .map(|id| {
-            s.tree().get_entry(id).unwrap().message_field("content").unwrap().elements()[0]
-                .get("text").unwrap().as_str().unwrap().into_owned()
+            s.tree()
+                .get_entry(id)
+                .unwrap()
+                .message_field("content")
+                .unwrap()
+                .elements()[0]
+                .get("text")
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .into_owned()
         })
         .collect();
     assert!(texts[0].contains("may have run"), "{}", texts[0]);
