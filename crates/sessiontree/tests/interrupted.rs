@@ -325,3 +325,29 @@ fn journal_entry_shape_is_as_documented() {
         "{text}"
     );
 }
+
+#[test]
+fn journal_entries_do_not_change_the_context() {
+    let mut plain = Session::in_memory("/tmp");
+    let mut journaled = Session::in_memory("/tmp");
+    for (s, j) in [(&mut plain, false), (&mut journaled, true)] {
+        let t = j.then(|| interrupted::journal_turn_started(s).unwrap());
+        user(s, "hi");
+        assistant_calls(s, &[("c1", "bash")], "toolUse");
+        if j {
+            interrupted::journal_tool_started(s, "c1", "bash", true).unwrap();
+        }
+        result(s, "c1", "bash");
+        if j {
+            interrupted::journal_tool_finished(s, "c1", false).unwrap();
+        }
+        assistant_calls(s, &[], "stop");
+        if j {
+            interrupted::journal_turn_finished(s, t.as_deref()).unwrap();
+        }
+    }
+    let a = sessiontree::build_context(plain.tree(), LeafArg::Default).to_json();
+    let b = sessiontree::build_context(journaled.tree(), LeafArg::Default).to_json();
+    assert_eq!(a, b);
+    assert!(open_operations(journaled.tree()).is_empty());
+}
