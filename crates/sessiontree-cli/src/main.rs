@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod interrupted;
 mod out;
 mod show;
 mod verify;
@@ -169,6 +170,20 @@ enum Cmd {
         /// Wait up to this many seconds for another writer to finish.
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
+    },
+    /// Work a crash left half done: tool calls without results, orphan results, an aborted last reply, a compaction keeping a missing entry. Exit 1 when any.
+    Interrupted {
+        file: PathBuf,
+        #[arg(long)]
+        all_branches: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Append an error result for every tool call on the current branch that has none; prints their ids.
+    CloseInterrupted {
+        file: PathBuf,
+        #[command(flatten)]
+        write: WriteArgs,
     },
 }
 
@@ -369,6 +384,18 @@ fn run(cli: Cli) -> Result<Outcome> {
             cwd,
             wait.map(Duration::from_secs_f64),
         )?),
+        Cmd::Interrupted {
+            file,
+            all_branches,
+            json,
+        } => match interrupted::list(&mut out, &file, all_branches, json)? {
+            true => Outcome::Code(1),
+            false => Outcome::Done,
+        },
+        Cmd::CloseInterrupted { file, write } => {
+            interrupted::close(&mut out, &file, write.options())?;
+            Outcome::Done
+        }
     };
     out.finish()?;
     Ok(outcome)

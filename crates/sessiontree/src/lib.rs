@@ -25,6 +25,7 @@ pub mod dirs;
 pub mod entry;
 mod error;
 pub mod folder;
+pub mod interrupted;
 pub mod json;
 pub mod migrate;
 pub mod parse;

@@ -1,0 +1,55 @@
+//! `sessiontree interrupted` and `sessiontree close-interrupted`: work a crash left half
+//! done, found and made safe (appends only). Reusable by `verify` and `repair`.
+
+use crate::out::Out;
+use anyhow::{Context as _, Result};
+use sessiontree::interrupted::{self, Finding, Scope};
+use sessiontree::{Session, SessionTree, WriteOptions};
+use std::path::Path;
+
+/// The findings on a tree, for `verify` and friends.
+pub fn findings(tree: &SessionTree, all_branches: bool) -> Vec<Finding> {
+    let scope = if all_branches {
+        Scope::AllBranches
+    } else {
+        Scope::CurrentBranch
+    };
+    interrupted::detect(tree, scope)
+}
+
+/// Prints findings: one line each, or a JSON array. Returns how many there were.
+pub fn print_findings(out: &mut Out, found: &[Finding], json: bool) -> Result<usize> {
+    if json {
+        out.line(&serde_json::to_string(found)?)?;
+    } else {
+        for f in found {
+            match &f.leaf {
+                Some(l) => out.line(&format!("{} (branch to {l})", f.problem.describe()))?,
+                None => out.line(&f.problem.describe())?,
+            }
+        }
+    }
+    Ok(found.len())
+}
+
+/// `sessiontree interrupted FILE`: true when something was found.
+pub fn list(out: &mut Out, file: &Path, all_branches: bool, json: bool) -> Result<bool> {
+    let l = sessiontree::load(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let found = findings(&l.tree, all_branches);
+    Ok(print_findings(out, &found, json)? > 0)
+}
+
+/// `sessiontree close-interrupted FILE`: appends the results, prints their ids.
+pub fn close(out: &mut Out, file: &Path, options: WriteOptions) -> Result<Vec<String>> {
+    if !file.exists() {
+        anyhow::bail!("{}: no such file", file.display());
+    }
+    let mut s = Session::open(file, options)
+        .with_context(|| format!("cannot open {} for writing", file.display()))?;
+    let ids = interrupted::close_interrupted(&mut s)
+        .with_context(|| format!("cannot append to {}", file.display()))?;
+    for id in &ids {
+        out.line(id)?;
+    }
+    Ok(ids)
+}
