@@ -71,14 +71,35 @@ pub struct Loaded {
 
 /// Reads a session file without writing anything (no lock, no repair, no migration on disk).
 pub fn load(path: &Path) -> Result<Loaded> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    load_bytes(path, bytes)
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let size = file.metadata().map_err(io(path))?.len();
+    if size < MMAP_MIN {
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io(path))?;
+        return load_bytes(path, bytes);
+    }
+    // SAFETY: the map is read-only and private. Session files are only ever appended to
+    // (appends past the mapped length are not seen); a file truncated by another program
+    // while mapped would fault, which no writer of this format does.
+    let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io(path))?;
+    let len = map.len() as u64;
+    let backing: crate::entry::Backing = std::sync::Arc::new(Mapped(map));
+    load_backing(path, backing, len)
 }
 
-/// [`load`] for bytes already read; `path` names them in errors.
-pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
-    let len = bytes.len() as u64;
-    let mut parsed = parse::parse(parse::backing(bytes)).map_err(|e| not_session(path, e))?;
+/// Files at least this large are mapped instead of read.
+const MMAP_MIN: u64 = 1 << 20;
+
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+fn load_backing(path: &Path, backing: crate::entry::Backing, len: u64) -> Result<Loaded> {
+    let mut parsed = parse::parse(backing).map_err(|e| not_session(path, e))?;
     let migrated = crate::migrate::migrate(&mut parsed);
     let tail = parsed.tail;
     Ok(Loaded {
@@ -87,6 +108,12 @@ pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
         tail,
         len,
     })
+}
+
+/// [`load`] for bytes already read; `path` names them in errors.
+pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
+    let len = bytes.len() as u64;
+    load_backing(path, parse::backing(bytes), len)
 }
 
 fn not_session(path: &Path, e: NotSession) -> Error {
