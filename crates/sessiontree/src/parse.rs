@@ -122,13 +122,35 @@ pub fn parse_from(
     first_line: u64,
     header: Option<Header>,
 ) -> Result<Parsed, NotSession> {
-    let bytes: &[u8] = (*buf).as_ref();
-    let len = bytes.len();
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
+    let len = (*buf).as_ref().len();
+    let threads = if len - start >= PARALLEL_MIN {
+        threads
+    } else {
+        1
+    };
+    parse_split(buf, start, first_line, header, threads)
+}
+
+/// [`parse`] with the input split into `threads` pieces (for tests: every split must give
+/// the same result).
+pub fn parse_with_threads(buf: Backing, threads: usize) -> Result<Parsed, NotSession> {
+    parse_split(buf, 0, 1, None, threads.max(1))
+}
+
+fn parse_split(
+    buf: Backing,
+    start: usize,
+    first_line: u64,
+    header: Option<Header>,
+    threads: usize,
+) -> Result<Parsed, NotSession> {
+    let bytes: &[u8] = (*buf).as_ref();
+    let len = bytes.len();
     let mut bounds = vec![start];
-    if len - start >= PARALLEL_MIN && threads > 1 {
+    if threads > 1 && len > start {
         let step = (len - start) / threads;
         for k in 1..threads {
             let guess = start + k * step;
