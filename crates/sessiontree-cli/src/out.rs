@@ -82,3 +82,15 @@ pub fn preview(s: &str, max: usize) -> String {
         t
     }
 }
+
+/// A line cut to `max` characters, indentation kept (for showing code and output).
+pub fn cut(s: &str, max: usize) -> String {
+    let s = s.trim_end();
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}

@@ -332,7 +332,7 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
         out.line(&out.paint(role_color(&role), &format!("── {role} ──")))?;
         let lines: Vec<&str> = body.lines().collect();
         for l in lines.iter().take(12) {
-            out.line(&format!("  {}", preview(l, 160)))?;
+            out.line(&format!("  {}", crate::out::cut(l, 160)))?;
         }
         if lines.len() > 12 {
             out.line(&out.paint("2", &format!("  … {} more lines", lines.len() - 12)))?;

@@ -236,6 +236,27 @@ impl Entry {
         Ok(Entry::from_scanned(Text::owned(s), scanned, 0, 0))
     }
 
+    /// Parses one line ending in `\n` (kept in the same buffer, so it can be written as is).
+    pub fn parse_line(mut s: String) -> Result<Entry, json::ScanError> {
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let len = s.len() - 1;
+        let scanned = json::scan::scan(&s.as_bytes()[..len])?;
+        let text = Text {
+            buf: Arc::new(s.into_bytes()),
+            range: 0..len,
+        };
+        Ok(Entry::from_scanned(text, scanned, 0, 0))
+    }
+
+    /// The line with its `\n`, when the buffer holds it right after the text.
+    pub fn line_bytes(&self) -> Option<&[u8]> {
+        let all: &[u8] = (*self.text.buf).as_ref();
+        let r = &self.text.range;
+        (all.get(r.end) == Some(&b'\n')).then(|| &all[r.start..r.end + 1])
+    }
+
     /// The entry's line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()

@@ -25,6 +25,7 @@ pub mod dirs;
 pub mod entry;
 mod error;
 pub mod folder;
+pub(crate) mod ids;
 pub mod interrupted;
 pub mod json;
 pub mod migrate;

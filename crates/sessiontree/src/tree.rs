@@ -448,10 +448,9 @@ impl SessionTree {
     /// Generates an id not used in this session: 8 hex characters, a full UUID after 100 collisions.
     pub fn generate_id(&self) -> String {
         for _ in 0..100 {
-            let u = uuid::Uuid::new_v4().simple().to_string();
-            let id = &u[..8];
-            if !self.by_id.contains_key(id) {
-                return id.to_string();
+            let id = crate::ids::random_hex8();
+            if !self.by_id.contains_key(id.as_str()) {
+                return id;
             }
         }
         uuid::Uuid::new_v4().hyphenated().to_string()
