@@ -43,7 +43,13 @@ pub struct SessionTree {
     diagnostics: Vec<Diagnostic>,
     children: Option<HashMap<Box<str>, Vec<u32>>>,
     has_cycle: bool,
+    /// Each entry's parent index, resolved when the entry was indexed (`NO_PARENT` when
+    /// its parent was unknown then); trusted only while no id has been used twice.
+    parent_of: Vec<u32>,
+    has_duplicates: bool,
 }
+
+const NO_PARENT: u32 = u32::MAX;
 
 /// The tree view: roots and children lists (by entry index), iterative to walk.
 #[derive(Clone, Debug, Default)]
@@ -67,6 +73,8 @@ impl SessionTree {
             diagnostics: Vec::new(),
             children: None,
             has_cycle: false,
+            parent_of: Vec::new(),
+            has_duplicates: false,
         }
     }
 
@@ -91,6 +99,12 @@ impl SessionTree {
 
     fn index_entry(&mut self, e: Entry, report: bool) {
         let idx = self.entries.len() as u32;
+        let parent = e
+            .parent
+            .walk_id()
+            .and_then(|p| self.index_of(p))
+            .unwrap_or(NO_PARENT);
+        self.parent_of.push(parent);
         match e.id.as_deref() {
             Some(id) => {
                 match self.by_id.get(id) {
@@ -108,6 +122,7 @@ impl SessionTree {
                             ));
                         }
                         self.slots[slot as usize] = idx;
+                        self.has_duplicates = true;
                     }
                     None => {
                         self.by_id.insert(id.into(), self.slots.len() as u32);
@@ -347,6 +362,19 @@ impl SessionTree {
             .unwrap_or_default()
     }
 
+    /// The index of an entry's parent, if it names an entry.
+    #[inline]
+    fn parent_index(&self, i: u32) -> Option<u32> {
+        let known = self.parent_of[i as usize];
+        if known != NO_PARENT && !self.has_duplicates {
+            return Some(known);
+        }
+        self.entries[i as usize]
+            .parent
+            .walk_id()
+            .and_then(|p| self.index_of(p))
+    }
+
     /// Entry indices from the root to `start` (root first); stops at a cycle.
     fn path_from(&self, start: Option<u32>) -> Vec<u32> {
         let mut path = Vec::new();
@@ -362,10 +390,7 @@ impl SessionTree {
             if path.len() > self.entries.len() {
                 break;
             }
-            cur = self.entries[i as usize]
-                .parent
-                .walk_id()
-                .and_then(|p| self.index_of(p));
+            cur = self.parent_index(i);
         }
         path.reverse();
         path
