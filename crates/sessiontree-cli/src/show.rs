@@ -217,11 +217,13 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
     if json {
         use std::io::Write;
         out.write_all(b"[")?;
+        let mut releaser = sessiontree::Releaser::new();
         for (i, e) in list.iter().enumerate() {
             if i > 0 {
                 out.write_all(b",")?;
             }
             out.write_all(e.raw().bytes())?;
+            releaser.passed(e);
         }
         return out.line("]");
     }

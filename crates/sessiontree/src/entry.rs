@@ -8,8 +8,17 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Bytes that entries point into: a whole file read at once, or one line of its own.
-pub type Backing = Arc<dyn AsRef<[u8]> + Send + Sync>;
+/// Bytes that entries point into: a whole file read or mapped at once, or one line.
+pub trait Buffer: AsRef<[u8]> + Send + Sync {
+    /// The range has been scanned: its memory may be given back (a mapped file drops the
+    /// pages; they are read again from the page cache if touched later).
+    fn release(&self, _range: Range<usize>) {}
+}
+
+impl Buffer for Vec<u8> {}
+
+/// A shared buffer.
+pub type Backing = Arc<dyn Buffer>;
 
 /// One line's text inside a shared backing buffer.
 #[derive(Clone)]
@@ -257,6 +266,17 @@ impl Entry {
         (all.get(r.end) == Some(&b'\n')).then(|| &all[r.start..r.end + 1])
     }
 
+    /// Tells the buffer this line's bytes are not needed for now (a mapped file drops the
+    /// pages; they are read again if touched). For streaming huge sessions out.
+    pub fn release_bytes(&self) {
+        self.text.buf.release(self.text.range.clone());
+    }
+
+    /// Start of this line in its buffer.
+    pub(crate) fn buffer_offset(&self) -> usize {
+        self.text.range.start
+    }
+
     /// The entry's line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()
@@ -440,4 +460,28 @@ pub fn js_trim(s: &str) -> &str {
         )
     }
     s.trim_matches(ws)
+}
+
+/// Gives a buffer's bytes back behind a cursor that moves forward through it, in steps of a
+/// MiB, while entries are streamed out in (mostly) file order. Giving back too much is never
+/// wrong: dropped pages of a mapped file are read again if touched.
+#[derive(Default)]
+pub struct Releaser {
+    next: usize,
+}
+
+impl Releaser {
+    pub fn new() -> Self {
+        Releaser::default()
+    }
+
+    /// `e` was written out: the bytes before it are not needed any more.
+    pub fn passed(&mut self, e: &Entry) {
+        let start = e.buffer_offset();
+        if start >= self.next + (1 << 20) {
+            e.text.buf.release(self.next..start);
+            self.next = start;
+        }
+        e.release_bytes();
+    }
 }

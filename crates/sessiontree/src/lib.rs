@@ -37,7 +37,7 @@ pub mod tree;
 
 pub use context::{build_context, to_llm, Context, Message};
 pub use diag::{Diagnostic, DiagnosticKind};
-pub use entry::{Entry, EntryType, Header, Parent};
+pub use entry::{Entry, EntryType, Header, Parent, Releaser};
 pub use error::{Error, LockHolder, Result};
 pub use session::{load, Forked, Json, Loaded, Session};
 pub use store::{Creation, Durability, WriteOptions};

@@ -67,11 +67,17 @@ const PARALLEL_MIN: usize = 8 << 20;
 /// relative to the chunk, starting at 0.
 fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
     let bytes: &[u8] = (**buf).as_ref();
-    let all_utf8 = simdutf8::basic::from_utf8(&bytes[from..to]).is_ok();
     let mut out = Vec::new();
     let mut pos = from;
     let mut line: u64 = 0;
+    // Scanned bytes are given back in steps, so a mapped file is never resident whole.
+    const RELEASE_STEP: usize = 8 << 20;
+    let mut released = from;
     while pos < to {
+        if pos - released >= RELEASE_STEP {
+            buf.release(released..pos);
+            released = pos;
+        }
         let (end, next, has_nl) = match memchr::memchr(b'\n', &bytes[pos..to]) {
             Some(i) => (pos + i, pos + i + 1, true),
             None => (to, to, false),
@@ -84,7 +90,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
         if scan::is_blank(raw) {
             continue;
         }
-        let (text, invalid_utf8) = if all_utf8 || simdutf8::basic::from_utf8(raw).is_ok() {
+        let (text, invalid_utf8) = if simdutf8::basic::from_utf8(raw).is_ok() {
             (Text::new(buf.clone(), offset as usize..end), false)
         } else {
             (Text::owned(String::from_utf8_lossy(raw).into_owned()), true)
@@ -110,6 +116,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
             value,
         });
     }
+    buf.release(released..to);
     (out, line)
 }
 

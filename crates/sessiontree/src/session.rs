@@ -98,6 +98,26 @@ impl AsRef<[u8]> for Mapped {
     }
 }
 
+impl crate::entry::Buffer for Mapped {
+    fn release(&self, range: std::ops::Range<usize>) {
+        // Whole pages inside the range only.
+        const PAGE: usize = 4096;
+        let start = range.start.div_ceil(PAGE) * PAGE;
+        let end = range.end / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the map is private and read-only, never written through: dropped pages
+            // are read again from the file (which is only ever appended to) when touched.
+            let _ = unsafe {
+                self.0.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                )
+            };
+        }
+    }
+}
+
 fn load_backing(path: &Path, backing: crate::entry::Backing, len: u64) -> Result<Loaded> {
     let mut parsed = parse::parse(backing).map_err(|e| not_session(path, e))?;
     let migrated = crate::migrate::migrate(&mut parsed);

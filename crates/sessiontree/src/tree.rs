@@ -504,6 +504,7 @@ impl SessionTree {
         w.write_all(b"[")?;
         // Stack of (children list, next position).
         let mut stack: Vec<(&[u32], usize)> = vec![(&view.roots, 0)];
+        let mut releaser = crate::entry::Releaser::new();
         while let Some((list, pos)) = stack.last_mut() {
             if *pos == list.len() {
                 stack.pop();
@@ -532,7 +533,9 @@ impl SessionTree {
             }
             *pos += 1;
             w.write_all(b"{\"entry\":")?;
-            w.write_all(self.entries[node as usize].raw().bytes())?;
+            let e = &self.entries[node as usize];
+            w.write_all(e.raw().bytes())?;
+            releaser.passed(e);
             w.write_all(b",\"children\":[")?;
             stack.push((&view.children[node as usize], 0));
         }

@@ -465,7 +465,7 @@ mod tests {
             b"\\u12",
         ];
         let mut seed = 7u64;
-        for _ in 0..20_000 {
+        for _ in 0..60_000 {
             let mut s = vec![b'"'];
             let n = (seed % 90) as usize;
             for _ in 0..n {
@@ -490,6 +490,27 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(&s)
             );
+        }
+    }
+
+    #[test]
+    fn backslash_runs_across_block_boundaries() {
+        for k in 0..140 {
+            for run in 1..72 {
+                for next in [b'"', b'n', b'u', b'x', 0x01] {
+                    let mut s = vec![b'"'];
+                    s.extend(std::iter::repeat_n(b'a', k));
+                    s.extend(std::iter::repeat_n(b'\\', run));
+                    s.push(next);
+                    s.extend_from_slice(b"00e9 and more text to fill a block or two \" end");
+                    s.extend(std::iter::repeat_n(b' ', 70));
+                    assert_eq!(
+                        skip_string(&s, 0),
+                        skip_string_from(&s, 1),
+                        "k {k} run {run} next {next}"
+                    );
+                }
+            }
         }
     }
 
