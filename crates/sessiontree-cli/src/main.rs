@@ -213,8 +213,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(file: &std::path::Path) -> Result<sessiontree::Loaded> {
-    sessiontree::load(file).with_context(|| format!("cannot read {}", file.display()))
+/// Loads a session for a read command. The session lives until the process ends: it is
+/// leaked on purpose, since freeing a large session's index entry by entry only costs time
+/// when the process is about to exit anyway.
+fn load(file: &std::path::Path) -> Result<&'static sessiontree::Loaded> {
+    let l = sessiontree::load(file).with_context(|| format!("cannot read {}", file.display()))?;
+    Ok(Box::leak(Box::new(l)))
 }
 
 fn read_entry_arg(arg: &str) -> Result<String> {

@@ -65,11 +65,8 @@ pub struct Projection<'a> {
     pub model: Option<Model<'a>>,
 }
 
-/// `getSessionContextSettings`: thinking level and model over the whole path.
-fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
-    settings_releasing(path, false)
-}
-
+/// `getSessionContextSettings`: thinking level and model over the whole path (giving each
+/// entry's bytes back after reading it when `release`).
 fn settings_releasing<'a>(
     path: &[&'a Entry],
     release: bool,

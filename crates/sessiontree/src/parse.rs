@@ -26,6 +26,8 @@ pub struct Parsed {
     pub tail: Tail,
     /// Total bytes parsed.
     pub len: u64,
+    /// Lines that end with `\n` in what was parsed.
+    pub lines: u64,
 }
 
 /// Why the bytes are not a session.
@@ -330,6 +332,7 @@ fn parse_split(
             diagnostics,
             tail,
             len: len as u64,
+            lines: base_line - first_line,
         }),
         None => Err(NotSession::NoContent),
     }

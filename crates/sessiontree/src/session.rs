@@ -71,20 +71,26 @@ pub struct Loaded {
 
 /// Reads a session file without writing anything (no lock, no repair, no migration on disk).
 pub fn load(path: &Path) -> Result<Loaded> {
+    let (backing, len) = read_or_map(path)?;
+    load_backing(path, backing, len)
+}
+
+/// The file's bytes: read when small, mapped when large.
+fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
     let file = std::fs::File::open(path).map_err(io(path))?;
     let size = file.metadata().map_err(io(path))?.len();
     if size < MMAP_MIN {
         let mut bytes = Vec::with_capacity(size as usize);
         std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io(path))?;
-        return load_bytes(path, bytes);
+        let len = bytes.len() as u64;
+        return Ok((parse::backing(bytes), len));
     }
     // SAFETY: the map is read-only and private. Session files are only ever appended to
     // (appends past the mapped length are not seen); a file truncated by another program
     // while mapped would fault, which no writer of this format does.
     let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io(path))?;
     let len = map.len() as u64;
-    let backing: crate::entry::Backing = std::sync::Arc::new(Mapped(map));
-    load_backing(path, backing, len)
+    Ok((std::sync::Arc::new(Mapped(map)), len))
 }
 
 /// Files at least this large are mapped instead of read.
@@ -380,10 +386,7 @@ impl Session {
             s.start_writing()?;
             return Ok(s);
         }
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
-        let len = bytes.len() as u64;
-        let lines_seen = memchr::memchr_iter(b'\n', &bytes).count() as u64;
-        let backing = parse::backing(bytes);
+        let (backing, len) = read_or_map(&path)?;
         let mut parsed = match parse::parse(backing.clone()) {
             Ok(p) => p,
             Err(NotSession::NoContent) if len == 0 => {
@@ -405,12 +408,10 @@ impl Session {
             Err(e) => return Err(not_session(&path, e)),
         };
         let mut len = len;
-        let mut lines_seen = lines_seen;
         if crate::migrate::migrate(&mut parsed) {
             let content = migrated_content((*backing).as_ref(), &parsed);
             store::atomic_replace(&path, &[content.as_bytes()])?;
             len = content.len() as u64;
-            lines_seen = memchr::memchr_iter(b'\n', content.as_bytes()).count() as u64;
             parsed = parse::parse(parse::backing(content.into_bytes()))
                 .map_err(|e| not_session(&path, e))?;
         }
@@ -420,6 +421,7 @@ impl Session {
                 .unwrap_or_default()
         });
         let tail = parsed.tail;
+        let lines_seen = parsed.lines;
         let appender = Appender::open(&path, len, options.durability)?;
         Ok(Session {
             tree: SessionTree::from_parsed(parsed),
