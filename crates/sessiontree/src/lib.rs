@@ -24,6 +24,7 @@ pub mod diag;
 pub mod dirs;
 pub mod entry;
 mod error;
+pub mod export;
 pub mod folder;
 pub mod interrupted;
 pub mod json;
