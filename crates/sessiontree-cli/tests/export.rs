@@ -1,0 +1,374 @@
+//! `sessiontree export`: Markdown and JSONL against expected files, the JSONL branch loads
+//! to the same context (here and in the reference), and the HTML page in headless Chromium.
+//!
+//! The browser test needs /usr/bin/chromium (`apt-get install chromium`) and
+//! `export-tests/node_modules` (`cd export-tests && npm ci`). Without them it says so and
+//! passes, unless `SESSIONTREE_REQUIRE_BROWSER=1`, where it fails. Set
+//! `SESSIONTREE_UPDATE_EXPECTED=1` to rewrite tests/data/export-*, and
+//! `SESSIONTREE_UPDATE_SCREENSHOT=1` to rewrite docs/export-screenshot.png.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example() -> PathBuf {
+    root().join("export-tests/example.jsonl")
+}
+
+fn export(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+        .arg("export")
+        .args(args)
+        .output()
+        .expect("run sessiontree");
+    assert!(
+        out.status.success(),
+        "sessiontree export {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+fn expect_file(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    if std::env::var("SESSIONTREE_UPDATE_EXPECTED").as_deref() == Ok("1") {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (SESSIONTREE_UPDATE_EXPECTED=1 writes it)",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{name} differs from the expected file at line {}:\n expected: {:?}\n actual:   {:?}",
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+#[test]
+fn markdown_of_the_current_branch_matches_the_expected_file() {
+    let f = example();
+    let md = export(&[f.to_str().unwrap(), "--format", "md"]);
+    expect_file("export-example.md", &md);
+    // HTML in text is escaped, fences outgrow the backticks inside.
+    assert!(!md.contains("<script>"));
+    let all = export(&[f.to_str().unwrap(), "--format", "md", "--all-branches"]);
+    expect_file("export-example-all.md", &all);
+    assert!(all.contains("&lt;/script&gt;&lt;script&gt;window.__pwned=1&lt;/script&gt;"));
+    assert!(!all.contains("<script>window") && !all.contains("<img src"));
+}
+
+#[test]
+fn markdown_filters_leave_out_and_redact() {
+    let f = example();
+    let md = export(&[
+        f.to_str().unwrap(),
+        "--format",
+        "md",
+        "--leaf",
+        "b1",
+        "--no-thinking",
+        "--no-tool-output",
+        "--no-images",
+        "--redact",
+        "(?i)verbose",
+        "--redact",
+        "build\\.sh",
+    ]);
+    expect_file("export-example-filtered.md", &md);
+    assert!(!md.to_lowercase().contains("verbose"));
+    assert!(!md.contains("build.sh"));
+    assert!(!md.contains("<summary>Thinking</summary>"));
+    assert!(!md.contains("echo step"));
+    assert!(md.contains("[output omitted]"));
+    assert!(md.contains("[image omitted]"));
+}
+
+/// The JSONL export with its fresh header id, time and label ids replaced by placeholders.
+fn normalized(jsonl: &str) -> (Value, String) {
+    let mut lines = jsonl.lines();
+    let header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let mut out = String::new();
+    let mut n = 0;
+    let mut renames: Vec<(String, String)> = Vec::new();
+    for l in lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let mut line = l.to_string();
+        if v["type"] == "label" {
+            n += 1;
+            renames.push((v["id"].as_str().unwrap().to_string(), format!("LABEL{n}")));
+        }
+        for (from, to) in &renames {
+            line = line.replace(&format!("\"{from}\""), &format!("\"{to}\""));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    (header, out)
+}
+
+#[test]
+fn jsonl_branch_matches_the_expected_file_and_gives_the_same_context() {
+    let f = example();
+    let src = std::fs::canonicalize(&f).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (leaf, expected) in [
+        (None, "export-example-branch.jsonl"),
+        (Some("b1"), "export-example-b1.jsonl"),
+    ] {
+        let out = dir.path().join(expected);
+        let mut args = vec![
+            f.to_str().unwrap(),
+            "--format",
+            "jsonl",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        if let Some(l) = leaf {
+            args.extend(["--leaf", l]);
+        }
+        export(&args);
+        let text = std::fs::read_to_string(&out).unwrap();
+        let (header, body) = normalized(&text);
+        assert_eq!(header["type"], "session");
+        assert_eq!(header["version"], 3);
+        assert_eq!(header["cwd"], "/home/me/demo");
+        assert_eq!(header["parentSession"], json!(src.to_str().unwrap()));
+        let id = header["id"].as_str().unwrap();
+        assert!(id.len() == 36 && id.as_bytes()[14] == b'7', "UUID v7: {id}");
+        assert_ne!(id, "0194262a-0000-7000-8000-00000000d3e0");
+        expect_file(expected, &body);
+        // Every line canonical.
+        for l in text.lines() {
+            assert_eq!(sessiontree::json::canonicalize(l.as_bytes()).unwrap(), l);
+        }
+        // The same context as the source branch.
+        let a = sessiontree::load(&f).unwrap();
+        let b = sessiontree::load(&out).unwrap();
+        let leaf_arg = match leaf {
+            Some(l) => sessiontree::LeafArg::Id(l),
+            None => sessiontree::LeafArg::Default,
+        };
+        let ours = sessiontree::build_context(&a.tree, leaf_arg).to_json();
+        let theirs = sessiontree::build_context(&b.tree, sessiontree::LeafArg::Default).to_json();
+        assert_eq!(ours, theirs);
+        assert_eq!(b.tree.diagnostics().len(), 0, "{:?}", b.tree.diagnostics());
+        // Labels on the path are re-created.
+        let labels: Vec<(String, String)> = b
+            .tree
+            .labels()
+            .into_iter()
+            .map(|(t, l)| (t.to_string(), l.label.clone()))
+            .collect();
+        if leaf.is_none() {
+            assert_eq!(
+                labels,
+                [
+                    ("u1".into(), "\"start\"".into()),
+                    ("a6".into(), "\"final answer\"".into())
+                ]
+            );
+        }
+        // And in the reference, when it is installed.
+        if let Some(ctx) = reference_context(&out) {
+            let ours: Value = serde_json::from_str(&ours).unwrap();
+            assert_eq!(ctx, ours, "the reference reads another context");
+        }
+    }
+}
+
+/// The default context of a file as the reference reads it (`None` without interop/node_modules).
+fn reference_context(file: &Path) -> Option<Value> {
+    let interop = root().join("interop");
+    if !interop.join("node_modules/pi16").exists() {
+        eprintln!("SKIPPED: reference check needs interop/node_modules (cd interop && npm ci)");
+        return None;
+    }
+    let out_json = file.with_extension("oracle.json");
+    let st = Command::new("node")
+        .current_dir(&interop)
+        .args([
+            "oracle.mjs",
+            "dump",
+            file.to_str().unwrap(),
+            "--out",
+            out_json.to_str().unwrap(),
+        ])
+        .status()
+        .ok()?;
+    assert!(st.success(), "oracle failed");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let r = &v["results"][0];
+    assert!(
+        r["error"].is_null(),
+        "the reference cannot read it: {}",
+        r["error"]
+    );
+    r["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "default")
+        .map(|c| c["context"].clone())
+}
+
+#[test]
+fn html_is_one_file_and_the_data_cannot_break_out() {
+    let f = example();
+    let html = export(&[f.to_str().unwrap(), "--format", "html"]);
+    assert_eq!(
+        html.matches("<script").count(),
+        2,
+        "one data block, one script"
+    );
+    assert_eq!(html.matches("</script>").count(), 2);
+    assert!(!html.contains("window.__pwned=1\">"));
+    assert!(html.contains("\\u003c/script\\u003e\\u003cscript\\u003ewindow.__pwned=1"));
+    for bad in ["src=\"http", "href=\"http", "@import", "url(http", "<link"] {
+        assert!(!html.contains(bad), "{bad}");
+    }
+    assert!(html.contains("Content-Security-Policy"));
+    assert!(html.contains("<title>Demo: a verbose flag</title>"));
+    // The embedded data is the whole session.
+    let start = html.find("id=\"session-data\">").unwrap() + "id=\"session-data\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    let data: Value = serde_json::from_str(&html[start..end]).unwrap();
+    assert_eq!(data["entries"].as_array().unwrap().len(), 23);
+    assert_eq!(data["name"], "Demo: a verbose flag");
+    assert_eq!(data["labels"], json!({"3": "start", "19": "final answer"}));
+}
+
+fn browser_available() -> Option<(PathBuf, PathBuf)> {
+    let require = std::env::var("SESSIONTREE_REQUIRE_BROWSER").as_deref() == Ok("1");
+    let chromium =
+        PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
+    let tests = root().join("export-tests");
+    let node_ok = Command::new("node").arg("--version").output().is_ok();
+    let missing = if !chromium.exists() {
+        Some(format!("{} (apt-get install chromium)", chromium.display()))
+    } else if !node_ok {
+        Some("node".to_string())
+    } else if !tests.join("node_modules/playwright-core").exists() {
+        Some("export-tests/node_modules (cd export-tests && npm ci)".to_string())
+    } else {
+        None
+    };
+    match missing {
+        Some(m) if require => panic!("the browser test needs {m}"),
+        Some(m) => {
+            eprintln!("SKIPPED: the browser test needs {m}");
+            None
+        }
+        None => Some((chromium, tests)),
+    }
+}
+
+fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
+    path.iter().map(|e| e.id().unwrap().to_string()).collect()
+}
+
+#[test]
+fn html_in_headless_chromium() {
+    let Some((chromium, tests)) = browser_available() else {
+        return;
+    };
+    let f = example();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("example.html");
+    export(&[
+        f.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let l = sessiontree::load(&f).unwrap();
+    let t = &l.tree;
+    let leaf = t.leaf_id().unwrap().to_string();
+    let clicks: Vec<Value> = ["b1", "r1", "a3", "cm1", "n1"]
+        .iter()
+        .map(|id| json!({"id": id, "path": ids(&t.get_branch(Some(id)))}))
+        .collect();
+    let leaf_path = ids(&t.get_branch(None));
+    let search_ids: Vec<&String> = leaf_path.iter().filter(|i| *i == "cm1").collect();
+    let expect = json!({
+        "name": t.name().unwrap(),
+        "leaf": leaf,
+        "leafPath": leaf_path,
+        "labels": {"u1": "start", "a6": "final answer"},
+        "clicks": clicks,
+        "search": {"term": "posix", "ids": search_ids},
+        "hostileId": "u2",
+    });
+    let expect_path = dir.path().join("expect.json");
+    std::fs::write(&expect_path, expect.to_string()).unwrap();
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("..");
+    let shot = target.join("export-screenshot.png");
+    let out = Command::new("node")
+        .current_dir(&tests)
+        .args([
+            "browser.mjs",
+            "--html",
+            html.to_str().unwrap(),
+            "--expect",
+            expect_path.to_str().unwrap(),
+        ])
+        .args([
+            "--screenshot",
+            shot.to_str().unwrap(),
+            "--chromium",
+            chromium.to_str().unwrap(),
+        ])
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "browser checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(r["failures"], json!([]));
+    assert_eq!(r["requests"], json!([]));
+    eprintln!(
+        "browser: loaded in {} ms, {} clicks checked",
+        r["loadMs"], r["clicks"]
+    );
+    assert!(shot.exists());
+    if std::env::var("SESSIONTREE_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+        let docs = root().join("docs/export-screenshot.png");
+        let st = Command::new("node")
+            .current_dir(&tests)
+            .args([
+                "browser.mjs",
+                "--html",
+                html.to_str().unwrap(),
+                "--only-screenshot",
+            ])
+            .args([
+                "--screenshot",
+                docs.to_str().unwrap(),
+                "--chromium",
+                chromium.to_str().unwrap(),
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+}
