@@ -2,7 +2,7 @@
 // and checks it against expectations computed by the Rust test.
 //
 //   node browser.mjs --html FILE --expect EXPECT.json [--screenshot PNG] [--chromium PATH]
-//   node browser.mjs --html FILE --screenshot PNG --only-screenshot   (README picture)
+//   node browser.mjs --html FILE --screenshot PNG --only-screenshot [--viewport 1024x640]   (docs picture)
 //   node browser.mjs --html FILE --timing                             (load time only)
 //
 // EXPECT.json: {name, leaf, leafPath:[ids], labels:{id:label}, clicks:[{id, path:[ids]}],
@@ -39,7 +39,8 @@ const browser = await chromium.launch({
 });
 const result = {};
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+  const [vw, vh] = (opt('--viewport') || '1280x800').split('x').map(Number);
+  const context = await browser.newContext({ viewport: { width: vw, height: vh }, colorScheme: 'light' });
   const requests = [];
   context.on('request', (r) => { const u = r.url(); if (!u.startsWith('file:') && !u.startsWith('data:')) requests.push(u); });
   await context.route('**/*', (route) => {

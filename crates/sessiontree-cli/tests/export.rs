@@ -360,6 +360,8 @@ fn html_in_headless_chromium() {
                 "--html",
                 html.to_str().unwrap(),
                 "--only-screenshot",
+                "--viewport",
+                "1024x640",
             ])
             .args([
                 "--screenshot",
