@@ -74,6 +74,19 @@ pub fn run(args: Args) -> Result<()> {
             export::jsonl(tree, &source, &opts)?
         }
     };
+    if let Some(out) = &args.output {
+        if let (Ok(a), Ok(b)) = (
+            std::fs::canonicalize(out),
+            std::fs::canonicalize(&args.file),
+        ) {
+            if a == b {
+                anyhow::bail!(
+                    "{}: the output would replace the session itself",
+                    out.display()
+                );
+            }
+        }
+    }
     match &args.output {
         Some(out) => write_atomic(out, text.as_bytes())
             .with_context(|| format!("cannot write {}", out.display()))?,

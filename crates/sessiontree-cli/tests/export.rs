@@ -374,3 +374,24 @@ fn html_in_headless_chromium() {
         assert!(st.success());
     }
 }
+
+#[test]
+fn export_refuses_to_overwrite_its_source_and_unknown_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    std::fs::copy(example(), &f).unwrap();
+    let before = std::fs::read(&f).unwrap();
+    for args in [
+        vec!["--format", "jsonl", "-o", f.to_str().unwrap()],
+        vec!["--format", "md", "--leaf", "nope"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+            .arg("export")
+            .arg(&f)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    assert_eq!(std::fs::read(&f).unwrap(), before);
+}
