@@ -395,3 +395,190 @@ fn export_refuses_to_overwrite_its_source_and_unknown_leaves() {
     }
     assert_eq!(std::fs::read(&f).unwrap(), before);
 }
+
+fn interop_available() -> bool {
+    let ok = root().join("interop/node_modules/pi16").exists()
+        && Command::new("node").arg("--version").output().is_ok();
+    if !ok {
+        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("this test needs node and interop/node_modules (cd interop && npm ci)");
+        }
+        eprintln!("SKIPPED: this test needs node and interop/node_modules (cd interop && npm ci)");
+    }
+    ok
+}
+
+fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            jsonl_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every session the reference's generator writes (all entry types, hostile text, older
+/// releases) exports: the page's data stays inside its script and parses, Markdown renders,
+/// and the JSONL branch gives the source branch's context, here and in the reference.
+#[test]
+fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
+    if !interop_available() {
+        return;
+    }
+    use sessiontree::export::{self, ExportOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let gen = dir.path().join("gen");
+    let st = Command::new("node")
+        .current_dir(root().join("interop"))
+        .args([
+            "gen.mjs",
+            "--out",
+            gen.to_str().unwrap(),
+            "--seed",
+            "6",
+            "--count",
+            "30",
+            "--quiet",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut files = Vec::new();
+    jsonl_files(&gen, &mut files);
+    files.sort();
+    let outdir = dir.path().join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    let mut exported = Vec::new();
+    let opts = ExportOptions::default();
+    for (n, f) in files.iter().enumerate() {
+        let Ok(l) = sessiontree::load(f) else {
+            continue;
+        };
+        let t = &l.tree;
+        let html = export::html(t, &opts).unwrap();
+        assert_eq!(html.matches("</script>").count(), 2, "{}", f.display());
+        let start = html.find("id=\"session-data\">").unwrap() + "id=\"session-data\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        // Valid as JSON.parse sees it (serde_json is stricter: depth, lone surrogates, 1e400).
+        sessiontree::json::Raw::parse(html[start..end].as_bytes())
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        export::markdown(t, &opts).unwrap();
+        let Some(leaf) = t.leaf_id() else { continue };
+        let out = outdir.join(format!("{n}.jsonl"));
+        std::fs::write(&out, export::jsonl(t, &f.to_string_lossy(), &opts).unwrap()).unwrap();
+        let ours = sessiontree::build_context(t, sessiontree::LeafArg::Id(leaf)).to_json();
+        let b = sessiontree::load(&out).unwrap();
+        let again = sessiontree::build_context(&b.tree, sessiontree::LeafArg::Default).to_json();
+        // Equal as JSON values (the export's lines are canonical: `\ud83d\ude00` became 😀).
+        let canon = |s: &str| sessiontree::json::canonicalize(s.as_bytes()).unwrap();
+        assert_eq!(canon(&ours), canon(&again), "{}", f.display());
+        exported.push((out, canon(&ours), f.clone()));
+    }
+    assert!(
+        exported.len() >= 10,
+        "only {} sessions exported",
+        exported.len()
+    );
+    // One reference process for all of them.
+    let list = dir.path().join("files.txt");
+    let names: Vec<String> = exported
+        .iter()
+        .map(|(p, _, _)| p.to_string_lossy().into_owned())
+        .collect();
+    std::fs::write(&list, names.join("\n")).unwrap();
+    let dump = dir.path().join("oracle.json");
+    let st = Command::new("node")
+        .current_dir(root().join("interop"))
+        .args([
+            "oracle.mjs",
+            "dump",
+            "--list-file",
+            list.to_str().unwrap(),
+            "--out",
+            dump.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&dump).unwrap();
+    let mut de = serde_json::Deserializer::from_slice(&bytes);
+    de.disable_recursion_limit();
+    let v: Value = serde::Deserialize::deserialize(&mut de).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), exported.len());
+    let mut mismatches = Vec::new();
+    for ((out, ours, src), r) in exported.iter().zip(results) {
+        assert!(
+            r["error"].is_null(),
+            "the reference cannot read {}: {}",
+            out.display(),
+            r["error"]
+        );
+        let theirs = r["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "default")
+            .map(|c| c["context"].clone())
+            .unwrap();
+        if theirs.is_null() {
+            // The reference throws building this context (a message entry without a
+            // message): it does so for the source file too.
+            continue;
+        }
+        let mut de = serde_json::Deserializer::from_str(ours);
+        de.disable_recursion_limit();
+        let Ok(ours) = <Value as serde::Deserialize>::deserialize(&mut de) else {
+            continue;
+        };
+        if ours != theirs {
+            mismatches.push(format!(
+                "{} (from {}): {}",
+                out.display(),
+                src.display(),
+                first_diff(&ours, &theirs, "")
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "the reference reads other contexts: {mismatches:?}"
+    );
+}
+
+fn first_diff(a: &Value, b: &Value, at: &str) -> String {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) if w == v => {}
+                    Some(w) => return first_diff(v, w, &format!("{at}.{k}")),
+                    None => return format!("{at}.{k} only in ours"),
+                }
+            }
+            format!(
+                "{at}: keys {:?} vs {:?}",
+                x.keys().collect::<Vec<_>>(),
+                y.keys().collect::<Vec<_>>()
+            )
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                if v != w {
+                    return first_diff(v, w, &format!("{at}[{i}]"));
+                }
+            }
+            String::new()
+        }
+        _ => {
+            let (sa, sb) = (a.to_string(), b.to_string());
+            format!(
+                "{at}: {} vs {}",
+                &sa[..sa.len().min(300)],
+                &sb[..sb.len().min(300)]
+            )
+        }
+    }
+}

@@ -69,8 +69,9 @@ impl ExportOptions {
                     Cow::Borrowed(e.text().trim_end_matches(['\r', '\n', ' ', '\t']))
                 }
             }
-            // Deeper than serde_json goes: kept as stored.
-            Err(_) => Cow::Borrowed(e.text().trim_end_matches(['\r', '\n', ' ', '\t'])),
+            // Deeper than serde_json goes: the filters cannot be applied, so nothing of it
+            // is shown; only its place in the tree stays.
+            Err(_) => Cow::Owned(placeholder(e)),
         }
     }
 
@@ -196,6 +197,19 @@ impl ExportOptions {
             _ => false,
         }
     }
+}
+
+/// What stands in for an entry the filters cannot look into.
+fn placeholder(e: &Entry) -> String {
+    let mut s = String::from("{\"type\":");
+    crate::json::write_js_string(&mut s, e.entry_type.name());
+    for key in ["id", "parentId", "timestamp"] {
+        if let Some(v) = e.field(key) {
+            s.push_str(&format!(",\"{key}\":{}", v.text()));
+        }
+    }
+    s.push_str(",\"exportNote\":\"[entry too deeply nested to filter; left out]\"}");
+    s
 }
 
 /// The id of the branch end to export: `--leaf`, else the session's leaf.
