@@ -462,7 +462,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
         let start = html.find("id=\"session-data\">").unwrap() + "id=\"session-data\">".len();
         let end = start + html[start..].find("</script>").unwrap();
         // Valid as JSON.parse sees it (serde_json is stricter: depth, lone surrogates, 1e400).
-        sessiontree::json::Raw::parse(html[start..end].as_bytes())
+        sessiontree::json::Raw::parse(&html.as_bytes()[start..end])
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         export::markdown(t, &opts).unwrap();
         let Some(leaf) = t.leaf_id() else { continue };

@@ -16,7 +16,7 @@
 //!
 //! The layers: [`json`] (JavaScript-exact JSON), [`parse`] and [`tree`] and [`context`]
 //! (pure: bytes in, tree and projections out), [`store`] and [`session`] (files, locks,
-//! fsync). See ARCHITECTURE.md for the invariants.
+//! fsync), [`export`] (HTML, Markdown and JSONL for people). See ARCHITECTURE.md for the invariants.
 
 pub mod context;
 pub mod date;

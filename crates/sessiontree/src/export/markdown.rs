@@ -1,7 +1,7 @@
 //! A branch as Markdown that reads well on GitHub: a heading per message, tool calls and
 //! results in fenced blocks, thinking in `<details>`, HTML in text escaped.
 
-use super::{ExportOptions, REDACTED};
+use super::ExportOptions;
 use crate::entry::{Entry, EntryType};
 use crate::tree::SessionTree;
 use serde_json::Value;
@@ -401,9 +401,6 @@ pub fn escape_html(t: &str) -> String {
     }
     o
 }
-
-#[allow(dead_code)]
-const _: &str = REDACTED;
 
 #[cfg(test)]
 mod tests {

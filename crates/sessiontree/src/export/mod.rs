@@ -239,3 +239,63 @@ fn leaves(tree: &SessionTree) -> Vec<&Entry> {
         .map(|(_, e)| e)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(s: &str) -> Entry {
+        Entry::parse(s.to_string()).unwrap()
+    }
+
+    #[test]
+    fn filters_leave_out_thinking_output_images_and_redact_text_only() {
+        let a = entry(
+            r#"{"type":"message","id":"secret1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"thinking","thinking":"hmm secret"},{"type":"text","text":"a secret"},{"type":"toolCall","id":"secret-call","name":"x","arguments":{"k":"secret"}}]}}"#,
+        );
+        let r = entry(
+            r#"{"type":"message","id":"r","parentId":"secret1","timestamp":"t","message":{"role":"toolResult","toolCallId":"secret-call","toolName":"x","content":[{"type":"text","text":"out"},{"type":"image","data":"AAAA","mimeType":"image/png"}],"details":{"diff":"d"}}}"#,
+        );
+        let none = ExportOptions::default();
+        assert_eq!(none.entry_text(&a), a.text());
+        let o = ExportOptions {
+            no_thinking: true,
+            no_tool_output: true,
+            no_images: true,
+            redact: vec![regex::Regex::new("secret").unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(
+            o.entry_text(&a),
+            r#"{"type":"message","id":"secret1","parentId":null,"timestamp":"t","message":{"role":"assistant","content":[{"type":"text","text":"a [REDACTED]"},{"type":"toolCall","id":"secret-call","name":"x","arguments":{"k":"[REDACTED]"}}]}}"#
+        );
+        assert_eq!(
+            o.entry_text(&r),
+            r#"{"type":"message","id":"r","parentId":"secret1","timestamp":"t","message":{"role":"toolResult","toolCallId":"secret-call","toolName":"x","content":[{"type":"text","text":"[output omitted]"}]}}"#
+        );
+        let images = ExportOptions {
+            no_images: true,
+            ..Default::default()
+        };
+        assert!(images
+            .entry_text(&r)
+            .contains(r#"{"type":"text","text":"[image omitted]"}"#));
+    }
+
+    #[test]
+    fn too_deep_to_filter_leaves_only_a_placeholder() {
+        let deep = format!(
+            r#"{{"type":"message","id":"d","parentId":null,"timestamp":"t","message":{{"role":"user","content":"secret","x":{}1{}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let e = entry(&deep);
+        let o = ExportOptions {
+            redact: vec![regex::Regex::new("secret").unwrap()],
+            ..Default::default()
+        };
+        let t = o.entry_text(&e);
+        assert!(!t.contains("secret"), "{t}");
+        assert!(t.starts_with(r#"{"type":"message","id":"d","parentId":null"#));
+    }
+}
