@@ -4,6 +4,7 @@
 //   node browser.mjs --html FILE --expect EXPECT.json [--screenshot PNG] [--chromium PATH]
 //   node browser.mjs --html FILE --screenshot PNG --only-screenshot [--viewport 1024x640]   (docs picture)
 //   node browser.mjs --html FILE --timing                             (load time only)
+//   node browser.mjs --html FILE --lazy                               (long session: chunks and folds)
 //
 // EXPECT.json: {name, leaf, leafPath:[ids], labels:{id:label}, clicks:[{id, path:[ids]}],
 //               search:{term, ids:[ids]}, hostileId, images}
@@ -58,7 +59,27 @@ try {
   result.loadMs = Date.now() - t0;
   result.entries = await page.evaluate(() => window.__sessiontree.entries);
 
-  if (flag('--only-screenshot') || flag('--timing')) {
+  if (flag('--lazy')) {
+    // A long session: the conversation renders in chunks as it scrolls, the tree folds
+    // long chains and unfolds them on click.
+    const count = (sel) => page.$$eval(sel, (els) => els.length);
+    result.initialMessages = await count('#conv .msg');
+    check(result.initialMessages === 200, `first chunk ${result.initialMessages}`);
+    for (let k = 0; k < 3; k++) {
+      await page.$eval('#conv', (c) => { c.scrollTop = c.scrollHeight; });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    result.afterScroll = await count('#conv .msg');
+    check(result.afterScroll > 200, `after scrolling ${result.afterScroll}`);
+    const rows = await count('#tree .row');
+    check(rows < 200, `tree rows before unfolding ${rows}`);
+    await page.click('#tree .more >> nth=0');
+    const rows2 = await count('#tree .row');
+    check(rows2 === rows + 200, `tree rows after unfolding ${rows2} (was ${rows})`);
+    result.treeRows = [rows, rows2];
+    check(errors.length === 0, 'page errors: ' + errors.join(' | '));
+    check(requests.length === 0, 'network requests: ' + requests.join(' '));
+  } else if (flag('--only-screenshot') || flag('--timing')) {
     if (opt('--screenshot')) await page.screenshot({ path: opt('--screenshot') });
     result.requests = requests;
     result.errors = errors;

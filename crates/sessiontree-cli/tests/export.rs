@@ -582,3 +582,53 @@ fn first_diff(a: &Value, b: &Value, at: &str) -> String {
         }
     }
 }
+
+/// A 3,000-message session: the page renders the path in chunks as it scrolls and folds the
+/// long chain in the tree.
+#[test]
+fn html_long_session_renders_lazily_in_chromium() {
+    let Some((chromium, tests)) = browser_available() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("long.jsonl");
+    let mut s = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"0194262a-0000-7000-8000-000000000010\",\"timestamp\":\"2025-01-02T10:00:00.000Z\",\"cwd\":\"/tmp\"}\n",
+    );
+    for i in 1..=3000u32 {
+        let parent = if i == 1 {
+            "null".to_string()
+        } else {
+            format!("\"{:08x}\"", i - 1)
+        };
+        let role = if i % 2 == 1 { "user" } else { "assistant" };
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{i:08x}\",\"parentId\":{parent},\"timestamp\":\"2025-01-02T10:{:02}:{:02}.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":[{{\"type\":\"text\",\"text\":\"message {i}\"}}],\"timestamp\":{}}}}}\n",
+            i / 60 % 60,
+            i % 60,
+            1735812000000u64 + i as u64 * 1000
+        ));
+    }
+    std::fs::write(&f, s).unwrap();
+    let html = dir.path().join("long.html");
+    export(&[
+        f.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let out = Command::new("node")
+        .current_dir(&tests)
+        .args(["browser.mjs", "--html", html.to_str().unwrap(), "--lazy"])
+        .args(["--chromium", chromium.to_str().unwrap()])
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lazy rendering checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("long session: {}", stdout.trim());
+}
