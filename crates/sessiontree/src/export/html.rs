@@ -20,8 +20,8 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
         }
     }
     let view = tree.get_tree();
-    let size: usize = entries.iter().map(|e| e.text().len() + 16).sum::<usize>() + 4096;
-    let mut data = String::with_capacity(size);
+    let size: usize = entries.iter().map(|e| e.text().len() + 2).sum::<usize>() + 4096;
+    let mut data = String::with_capacity(4096 + entries.len() * 8);
     data.push_str("{\"name\":");
     match tree.name() {
         Some(n) => write_js_string(&mut data, &opts.redact_str(&n)),
@@ -69,13 +69,6 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
         push_list(&mut data, k);
     }
     data.push_str("],\"entries\":[\n");
-    for (i, e) in entries.iter().enumerate() {
-        if i > 0 {
-            data.push_str(",\n");
-        }
-        data.push_str(&opts.entry_text(e));
-    }
-    data.push_str("\n]}");
     let title = tree
         .name()
         .map(|n| opts.redact_str(&n).into_owned())
@@ -83,9 +76,18 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
     let (head, rest) = TEMPLATE
         .split_once("/*DATA*/")
         .expect("the template has a data slot");
-    let mut out = String::with_capacity(data.len() + TEMPLATE.len() + 64);
+    // The entries go straight into the page (escaped one by one): no second copy.
+    let mut out = String::with_capacity(size + data.len() + TEMPLATE.len() + 64);
     out.push_str(&head.replace("<!--TITLE-->", &super::markdown::escape_html(&title)));
     script_escape_into(&mut out, &data);
+    drop(data);
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        script_escape_into(&mut out, &opts.entry_text(e));
+    }
+    out.push_str("\n]}");
     out.push_str(rest);
     Ok(out)
 }
