@@ -5,6 +5,7 @@
 //   node browser.mjs --html FILE --screenshot PNG --only-screenshot [--viewport 1024x640]   (docs picture)
 //   node browser.mjs --html FILE --timing                             (load time only)
 //   node browser.mjs --html FILE --lazy                               (long session: chunks and folds)
+//   node browser.mjs --smoke LIST.txt                                 (many pages: load, click, search)
 //
 // EXPECT.json: {name, leaf, leafPath:[ids], labels:{id:label}, clicks:[{id, path:[ids]}],
 //               search:{term, ids:[ids]}, hostileId, images}
@@ -17,7 +18,7 @@ import path from 'node:path';
 const args = process.argv.slice(2);
 const opt = (k) => { const i = args.indexOf(k); return i >= 0 ? args[i + 1] : undefined; };
 const flag = (k) => args.includes(k);
-const html = path.resolve(opt('--html'));
+const html = opt('--html') ? path.resolve(opt('--html')) : null;
 const exe = opt('--chromium') || process.env.CHROMIUM || '/usr/bin/chromium';
 const failures = [];
 const check = (ok, what) => { if (!ok) failures.push(what); };
@@ -39,6 +40,43 @@ const browser = await chromium.launch({
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
 const result = {};
+if (flag('--smoke')) {
+  // node browser.mjs --smoke LIST.txt: every page in the list (one path a line) loads,
+  // renders without a page error, makes no request, and clicking its first rows works.
+  const files = readFileSync(opt('--smoke'), 'utf8').split('\n').filter(Boolean);
+  const context = await browser.newContext({ viewport: { width: 1024, height: 700 } });
+  const requests = [];
+  context.on('request', (r) => { const u = r.url(); if (!u.startsWith('file:') && !u.startsWith('data:')) requests.push(u); });
+  await context.route('**/*', (route) => {
+    const u = route.request().url();
+    return u.startsWith('file:') || u.startsWith('data:') ? route.continue() : route.abort();
+  });
+  for (const f of files) {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    try {
+      await page.goto(pathToFileURL(f).href, { waitUntil: 'load', timeout: 60000 });
+      await until(page, () => !!(window.__sessiontree && window.__sessiontree.ready), 60000);
+      const rows = await page.$$('#tree .row');
+      for (const r of rows.slice(0, 3)) await r.click();
+      await page.fill('#search', 'a');
+      await until(page, () => document.getElementById('count').textContent !== '');
+      const pwned = await page.evaluate(() => typeof window.__pwned);
+      check(pwned === 'undefined', `${f}: window.__pwned is ${pwned}`);
+    } catch (e) {
+      errors.push(String(e));
+    }
+    check(errors.length === 0, `${f}: ${errors.join(' | ')}`);
+    await page.close();
+  }
+  check(requests.length === 0, 'network requests: ' + requests.join(' '));
+  result.pages = files.length;
+  await browser.close();
+  result.failures = failures;
+  console.log(JSON.stringify(result));
+  process.exit(failures.length ? 1 : 0);
+}
 try {
   const [vw, vh] = (opt('--viewport') || '1280x800').split('x').map(Number);
   const context = await browser.newContext({ viewport: { width: vw, height: vh }, colorScheme: 'light' });

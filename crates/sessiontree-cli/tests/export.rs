@@ -451,6 +451,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
     let outdir = dir.path().join("out");
     std::fs::create_dir(&outdir).unwrap();
     let mut exported = Vec::new();
+    let mut pages = Vec::new();
     let opts = ExportOptions::default();
     for (n, f) in files.iter().enumerate() {
         let Ok(l) = sessiontree::load(f) else {
@@ -464,6 +465,9 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
         // Valid as JSON.parse sees it (serde_json is stricter: depth, lone surrogates, 1e400).
         sessiontree::json::Raw::parse(&html.as_bytes()[start..end])
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let page = outdir.join(format!("{n}.html"));
+        std::fs::write(&page, &html).unwrap();
+        pages.push(page.to_string_lossy().into_owned());
         export::markdown(t, &opts).unwrap();
         let Some(leaf) = t.leaf_id() else { continue };
         let out = outdir.join(format!("{n}.jsonl"));
@@ -481,6 +485,34 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
         "only {} sessions exported",
         exported.len()
     );
+    // Every page opens in the browser without a page error (hostile text, lone surrogates,
+    // 1e400, deep nesting, null messages, cycles).
+    if let Some((chromium, tests)) = browser_available() {
+        let list = dir.path().join("pages.txt");
+        // Every other page keeps this under half a minute.
+        let some: Vec<&String> = pages.iter().step_by(2).collect();
+        std::fs::write(
+            &list,
+            some.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+        .unwrap();
+        let out = Command::new("node")
+            .current_dir(&tests)
+            .args(["browser.mjs", "--smoke", list.to_str().unwrap()])
+            .args(["--chromium", chromium.to_str().unwrap()])
+            .output()
+            .expect("run node");
+        assert!(
+            out.status.success(),
+            "pages failed in the browser:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("browser: {}", String::from_utf8_lossy(&out.stdout).trim());
+    }
     // One reference process for all of them.
     let list = dir.path().join("files.txt");
     let names: Vec<String> = exported
