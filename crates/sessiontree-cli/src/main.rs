@@ -294,7 +294,8 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Tree { file, json } => {
             let l = load(&file)?;
             if json {
-                out.line(&l.tree.tree_json())?;
+                l.tree.write_tree_json(&mut out)?;
+                out.line("")?;
             } else {
                 show::tree(&mut out, &l.tree)?;
             }

@@ -330,39 +330,43 @@ pub fn build_context<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Context<'a
 impl Context<'_> {
     /// The context as the reference's JSON: `{messages, thinkingLevel, model}`.
     pub fn to_json(&self) -> String {
-        let mut s = String::with_capacity(
+        let mut v = Vec::with_capacity(
             self.messages
                 .iter()
                 .map(|m| m.json().len() + 1)
                 .sum::<usize>()
                 + 64,
         );
-        self.write_json(&mut s);
-        s
+        self.write_json(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("JSON text is UTF-8")
     }
 
-    pub fn write_json(&self, s: &mut String) {
-        s.push_str("{\"messages\":[");
+    /// Streams the JSON (no copy of the messages is made).
+    pub fn write_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b"{\"messages\":[")?;
         for (i, m) in self.messages.iter().enumerate() {
             if i > 0 {
-                s.push(',');
+                w.write_all(b",")?;
             }
-            s.push_str(m.json());
+            w.write_all(m.json().as_bytes())?;
         }
-        s.push(']');
+        w.write_all(b"]")?;
         if let Some(t) = &self.thinking_level {
-            s.push_str(",\"thinkingLevel\":");
-            s.push_str(t.text());
+            w.write_all(b",\"thinkingLevel\":")?;
+            w.write_all(t.bytes())?;
         }
-        s.push_str(",\"model\":");
+        w.write_all(b",\"model\":")?;
         match &self.model {
-            None => s.push_str("null"),
-            Some(m) => s.push_str(&object(&[
-                ("provider", m.provider.map(|v| v.text())),
-                ("modelId", m.model_id.map(|v| v.text())),
-            ])),
+            None => w.write_all(b"null")?,
+            Some(m) => w.write_all(
+                object(&[
+                    ("provider", m.provider.map(|v| v.text())),
+                    ("modelId", m.model_id.map(|v| v.text())),
+                ])
+                .as_bytes(),
+            )?,
         }
-        s.push('}');
+        w.write_all(b"}")
     }
 }
 

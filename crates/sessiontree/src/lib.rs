@@ -26,6 +26,7 @@ pub mod entry;
 mod error;
 pub mod export;
 pub mod folder;
+pub(crate) mod ids;
 pub mod interrupted;
 pub mod json;
 pub mod migrate;

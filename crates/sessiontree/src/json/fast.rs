@@ -15,8 +15,124 @@ fn has_zero(x: u64) -> u64 {
 /// Index of the first `"`, `\` or control byte in `b`, or `b.len()`.
 #[inline]
 pub fn find_string_stop(b: &[u8]) -> usize {
-    let table = super::scan::stop_table();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if b.len() >= 32 && has_avx2() {
+            // SAFETY: AVX2 is available (checked at run time).
+            return unsafe { find_avx2(b) };
+        }
+        if b.len() >= 16 {
+            // SAFETY: SSE2 is part of the x86_64 baseline.
+            return unsafe { find_sse2(b) };
+        }
+    }
+    find_swar(b, 0)
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx2() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static STATE: AtomicU8 = AtomicU8::new(0);
+    match STATE.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let yes = std::is_x86_feature_detected!("avx2");
+            STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn find_avx2(b: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let limit = _mm256_set1_epi8(0x1f);
     let mut i = 0;
+    while i + 32 <= b.len() {
+        let v = _mm256_loadu_si256(b.as_ptr().add(i) as *const __m256i);
+        let ctrl = _mm256_cmpeq_epi8(_mm256_max_epu8(v, limit), limit);
+        let hit = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+            ctrl,
+        );
+        let mask = _mm256_movemask_epi8(hit) as u32;
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 32;
+    }
+    find_swar(b, i)
+}
+
+/// Skips a string's inside from `i` (after the opening quote) to after the closing quote,
+/// 32 bytes at a time; escapes are stepped over inside the same block.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, super::ScanError> {
+    use std::arch::x86_64::*;
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let limit = _mm256_set1_epi8(0x1f);
+    'blocks: while i + 32 <= b.len() {
+        let v = _mm256_loadu_si256(b.as_ptr().add(i) as *const __m256i);
+        let ctrl = _mm256_cmpeq_epi8(_mm256_max_epu8(v, limit), limit);
+        let hit = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
+            ctrl,
+        );
+        let mut mask = _mm256_movemask_epi8(hit) as u32;
+        while mask != 0 {
+            let j = i + mask.trailing_zeros() as usize;
+            match b[j] {
+                b'"' => return Ok(j + 1),
+                b'\\' => {
+                    let end = super::scan::escape_end(b, j)?;
+                    if end >= i + 32 {
+                        i = end;
+                        continue 'blocks;
+                    }
+                    mask &= !((1u32 << (end - i)) - 1);
+                }
+                _ => return Err(super::scan::string_error(j, true)),
+            }
+        }
+        i += 32;
+    }
+    super::scan::skip_string_from(b, i)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse2")]
+unsafe fn find_sse2(b: &[u8]) -> usize {
+    use std::arch::x86_64::*;
+    let quote = _mm_set1_epi8(b'"' as i8);
+    let backslash = _mm_set1_epi8(b'\\' as i8);
+    let limit = _mm_set1_epi8(0x1f);
+    let mut i = 0;
+    while i + 16 <= b.len() {
+        let v = _mm_loadu_si128(b.as_ptr().add(i) as *const __m128i);
+        let ctrl = _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit);
+        let hit = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            ctrl,
+        );
+        let mask = _mm_movemask_epi8(hit) as u32;
+        if mask != 0 {
+            return i + mask.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    find_swar(b, i)
+}
+
+/// Eight bytes at a time, from `start`.
+fn find_swar(b: &[u8], start: usize) -> usize {
+    let table = super::scan::stop_table();
+    let mut i = start;
     while i + 8 <= b.len() {
         let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
         let control = w.wrapping_sub(LO * 0x20) & !w & HI;
@@ -42,7 +158,7 @@ mod tests {
 
     #[test]
     fn finds_the_first_stop_byte_anywhere() {
-        for len in 0..40 {
+        for len in (0..40).chain([63, 64, 65, 100, 130]) {
             for pos in 0..=len {
                 for stop in [b'"', b'\\', 0u8, 0x1f, b'\n'] {
                     let mut v = vec![b'a'; len];
@@ -61,5 +177,8 @@ mod tests {
         }
         // Bytes at or above 0x80 and just above 0x20 are not stops.
         assert_eq!(find_string_stop(&[0x20, 0x7f, 0x80, 0xff, 0x21, b'!']), 6);
+        let long = [0x20u8, 0x7f, 0x80, 0xff, 0x21, b'!', 0xe0, 0x9f].repeat(20);
+        assert_eq!(find_string_stop(&long), long.len());
+        assert_eq!(find_swar(&long, 0), long.len());
     }
 }
