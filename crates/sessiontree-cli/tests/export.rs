@@ -352,13 +352,23 @@ fn html_in_headless_chromium() {
     );
     assert!(shot.exists());
     if std::env::var("SESSIONTREE_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
+        // The README's picture: the bundled example session.
+        let demo = dir.path().join("demo.html");
+        let src = root().join("examples/demo-session.jsonl");
+        export(&[
+            src.to_str().unwrap(),
+            "--format",
+            "html",
+            "-o",
+            demo.to_str().unwrap(),
+        ]);
         let docs = root().join("docs/export-screenshot.png");
         let st = Command::new("node")
             .current_dir(&tests)
             .args([
                 "browser.mjs",
                 "--html",
-                html.to_str().unwrap(),
+                demo.to_str().unwrap(),
                 "--only-screenshot",
                 "--viewport",
                 "1024x640",
