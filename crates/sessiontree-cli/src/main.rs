@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod export;
 mod interrupted;
 mod out;
 mod show;
@@ -185,6 +186,8 @@ enum Cmd {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Export for reading or sharing: one self-contained HTML page, Markdown, or a branch as a new session file.
+    Export(export::Args),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -405,6 +408,10 @@ fn run(cli: Cli) -> Result<Outcome> {
         },
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
+            Outcome::Done
+        }
+        Cmd::Export(args) => {
+            export::run(args)?;
             Outcome::Done
         }
     };

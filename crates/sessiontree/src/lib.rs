@@ -16,7 +16,7 @@
 //!
 //! The layers: [`json`] (JavaScript-exact JSON), [`parse`] and [`tree`] and [`context`]
 //! (pure: bytes in, tree and projections out), [`store`] and [`session`] (files, locks,
-//! fsync). See ARCHITECTURE.md for the invariants.
+//! fsync), [`export`] (HTML, Markdown and JSONL for people). See ARCHITECTURE.md for the invariants.
 
 pub mod context;
 pub mod date;
@@ -24,6 +24,7 @@ pub mod diag;
 pub mod dirs;
 pub mod entry;
 mod error;
+pub mod export;
 pub mod folder;
 pub(crate) mod ids;
 pub mod interrupted;

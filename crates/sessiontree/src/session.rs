@@ -156,7 +156,7 @@ fn not_session(path: &Path, e: NotSession) -> Error {
 }
 
 /// A header line as the reference writes it.
-fn header_line(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&str>) -> String {
+pub fn header_line(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&str>) -> String {
     let mut s = String::from("{\"type\":\"session\",\"version\":3,\"id\":");
     write_js_string(&mut s, id);
     s.push_str(",\"timestamp\":");
@@ -1072,60 +1072,7 @@ impl Session {
     /// with the labels on that path re-created at its end. This handle moves to the new
     /// session (as the reference's does); returns its path.
     pub fn create_branched_session(&mut self, leaf: &str) -> Result<Option<PathBuf>> {
-        let path: Vec<Entry> = self
-            .tree
-            .get_branch(Some(leaf))
-            .into_iter()
-            .cloned()
-            .collect();
-        if path.is_empty() {
-            return Err(Error::EntryNotFound(leaf.to_string()));
-        }
-        let mut kept: Vec<Entry> = Vec::new();
-        let mut replacement: std::collections::HashMap<String, String> =
-            std::collections::HashMap::new();
-        let mut pending_labels: Vec<String> = Vec::new();
-        let mut parent: Option<String> = None;
-        for e in &path {
-            let id = e.id().unwrap_or_default().to_string();
-            if e.entry_type == EntryType::Label {
-                pending_labels.push(id);
-                continue;
-            }
-            for l in pending_labels.drain(..) {
-                replacement.insert(l, id.clone());
-            }
-            let parent_json = parent
-                .as_ref()
-                .map_or("null".to_string(), |p| Json::string(p).0);
-            let mut text = with_field(e.raw(), "parentId", Some(&parent_json));
-            if e.entry_type == EntryType::Compaction {
-                if let Some(first) = e.str_field("firstKeptEntryId") {
-                    if first != id {
-                        if let Some(r) = replacement.get(first.as_ref()) {
-                            text = with_field(
-                                Raw::new_unchecked(text.as_bytes()),
-                                "firstKeptEntryId",
-                                Some(&Json::string(r).0),
-                            );
-                        }
-                    }
-                }
-            }
-            kept.push(Entry::parse(text).expect("valid"));
-            parent = Some(id);
-        }
-        let kept_ids: std::collections::HashSet<String> = kept
-            .iter()
-            .filter_map(|e| e.id().map(str::to_string))
-            .collect();
-        let labels: Vec<(String, String, Option<String>)> = self
-            .tree
-            .labels()
-            .into_iter()
-            .filter(|(t, _)| kept_ids.contains(*t))
-            .map(|(t, l)| (t.to_string(), l.label.clone(), l.timestamp.clone()))
-            .collect();
+        let entries = branched_entries(&self.tree, leaf)?;
         let old_path = self.path.clone();
         let parent_session = if self.persist {
             old_path.as_ref().map(|p| p.to_string_lossy().into_owned())
@@ -1140,30 +1087,8 @@ impl Session {
             None,
             parent_session.as_deref(),
         )?;
-        for e in kept {
+        for e in entries {
             next.tree.commit(e);
-        }
-        let mut last = parent;
-        for (target, label, ts) in labels {
-            let id = next.tree.generate_id();
-            let target_json = Json::string(&target).0;
-            let parent_json = last.as_ref().map(|p| Json::string(p).0);
-            let mut s = String::from("{\"type\":\"label\",\"id\":");
-            write_js_string(&mut s, &id);
-            s.push_str(",\"parentId\":");
-            s.push_str(parent_json.as_deref().unwrap_or("null"));
-            if let Some(ts) = &ts {
-                s.push_str(",\"timestamp\":");
-                s.push_str(ts);
-            }
-            s.push_str(",\"targetId\":");
-            s.push_str(&target_json);
-            s.push_str(",\"label\":");
-            s.push_str(&label);
-            s.push('}');
-            next.tree
-                .commit(Entry::parse(canonicalize(s.as_bytes()).expect("valid")).expect("valid"));
-            last = Some(id);
         }
         // Release the old file before taking the new one.
         self.appender = None;
@@ -1296,6 +1221,97 @@ impl Session {
             .take_while(|e| !e.id().is_some_and(|id| to.contains(id)))
             .collect()
     }
+}
+
+/// The entries of a session branched at `leaf` (`createBranchedSession` without the file):
+/// the path root..`leaf` without its label entries, each re-chained to the previous kept
+/// one, a compaction's `firstKeptEntryId` naming a dropped label moved to the next kept
+/// entry; then one fresh, chained label entry for every label currently set on the path,
+/// keeping the label's time. Pure: nothing is written.
+pub fn branched_entries(tree: &SessionTree, leaf: &str) -> Result<Vec<Entry>> {
+    let path: Vec<&Entry> = tree.get_branch(Some(leaf));
+    if path.is_empty() {
+        return Err(Error::EntryNotFound(leaf.to_string()));
+    }
+    let mut kept: Vec<Entry> = Vec::new();
+    let mut replacement: std::collections::HashMap<String, String> =
+        std::collections::HashMap::new();
+    let mut pending_labels: Vec<String> = Vec::new();
+    let mut parent: Option<String> = None;
+    for e in path {
+        let id = e.id().unwrap_or_default().to_string();
+        if e.entry_type == EntryType::Label {
+            pending_labels.push(id);
+            continue;
+        }
+        for l in pending_labels.drain(..) {
+            replacement.insert(l, id.clone());
+        }
+        let parent_json = parent
+            .as_ref()
+            .map_or("null".to_string(), |p| Json::string(p).0);
+        let mut text = with_field(e.raw(), "parentId", Some(&parent_json));
+        if e.entry_type == EntryType::Compaction {
+            if let Some(first) = e.str_field("firstKeptEntryId") {
+                if first != id {
+                    if let Some(r) = replacement.get(first.as_ref()) {
+                        text = with_field(
+                            Raw::new_unchecked(text.as_bytes()),
+                            "firstKeptEntryId",
+                            Some(&Json::string(r).0),
+                        );
+                    }
+                }
+            }
+        }
+        kept.push(Entry::parse(text).expect("valid"));
+        parent = Some(id);
+    }
+    let mut used: std::collections::HashSet<String> = kept
+        .iter()
+        .filter_map(|e| e.id().map(str::to_string))
+        .collect();
+    let labels: Vec<(String, String, Option<String>)> = tree
+        .labels()
+        .into_iter()
+        .filter(|(t, _)| used.contains(*t))
+        .map(|(t, l)| (t.to_string(), l.label.clone(), l.timestamp.clone()))
+        .collect();
+    let mut last = parent;
+    for (target, label, ts) in labels {
+        let id = fresh_id(&used);
+        used.insert(id.clone());
+        let target_json = Json::string(&target).0;
+        let parent_json = last.as_ref().map(|p| Json::string(p).0);
+        let mut s = String::from("{\"type\":\"label\",\"id\":");
+        write_js_string(&mut s, &id);
+        s.push_str(",\"parentId\":");
+        s.push_str(parent_json.as_deref().unwrap_or("null"));
+        if let Some(ts) = &ts {
+            s.push_str(",\"timestamp\":");
+            s.push_str(ts);
+        }
+        s.push_str(",\"targetId\":");
+        s.push_str(&target_json);
+        s.push_str(",\"label\":");
+        s.push_str(&label);
+        s.push('}');
+        kept.push(Entry::parse(canonicalize(s.as_bytes()).expect("valid")).expect("valid"));
+        last = Some(id);
+    }
+    Ok(kept)
+}
+
+/// An entry id not in `used` (as [`SessionTree::generate_id`] draws them).
+fn fresh_id(used: &std::collections::HashSet<String>) -> String {
+    for _ in 0..100 {
+        let u = uuid::Uuid::new_v4().simple().to_string();
+        let id = &u[..8];
+        if !used.contains(id) {
+            return id.to_string();
+        }
+    }
+    uuid::Uuid::new_v4().hyphenated().to_string()
 }
 
 /// Runs of CR/LF become one space, then JavaScript's trim.

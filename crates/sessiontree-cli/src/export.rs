@@ -1,0 +1,133 @@
+//! `sessiontree export`: a session as one self-contained HTML page, Markdown, or a branch
+//! as a standalone session file.
+
+use anyhow::{Context as _, Result};
+use clap::ValueEnum;
+use sessiontree::export::{self, ExportOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// One self-contained page: the whole tree, every branch, navigable.
+    Html,
+    /// The current branch (or --leaf, or --all-branches) as Markdown.
+    Md,
+    /// The current branch as a new session file (parentSession = FILE).
+    Jsonl,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    pub file: PathBuf,
+    #[arg(long, value_enum)]
+    pub format: Format,
+    /// Write here instead of standard output.
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The branch end to export or highlight (default: the leaf).
+    #[arg(long, value_name = "ID")]
+    pub leaf: Option<String>,
+    /// Markdown: one section per leaf.
+    #[arg(long)]
+    pub all_branches: bool,
+    /// Leave out thinking blocks.
+    #[arg(long)]
+    pub no_thinking: bool,
+    /// Replace tool results and bash output with a note.
+    #[arg(long)]
+    pub no_tool_output: bool,
+    /// Replace images with a note.
+    #[arg(long)]
+    pub no_images: bool,
+    /// Replace every match of this regular expression with [REDACTED] (repeatable).
+    #[arg(long, value_name = "REGEX")]
+    pub redact: Vec<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let loaded = sessiontree::load(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let tree = &loaded.tree;
+    let mut redact = Vec::new();
+    for r in &args.redact {
+        redact.push(regex::Regex::new(r).with_context(|| format!("bad --redact {r:?}"))?);
+    }
+    if let Some(id) = &args.leaf {
+        if !tree.contains(id) {
+            anyhow::bail!("{}: no entry {id}", args.file.display());
+        }
+    }
+    let opts = ExportOptions {
+        leaf: args.leaf.clone(),
+        all_branches: args.all_branches,
+        no_thinking: args.no_thinking,
+        no_tool_output: args.no_tool_output,
+        no_images: args.no_images,
+        redact,
+    };
+    let text = match args.format {
+        Format::Html => export::html(tree, &opts)?,
+        Format::Md => export::markdown(tree, &opts)?,
+        Format::Jsonl => {
+            let source = absolute(&args.file);
+            export::jsonl(tree, &source, &opts)?
+        }
+    };
+    if let Some(out) = &args.output {
+        if let (Ok(a), Ok(b)) = (
+            std::fs::canonicalize(out),
+            std::fs::canonicalize(&args.file),
+        ) {
+            if a == b {
+                anyhow::bail!(
+                    "{}: the output would replace the session itself",
+                    out.display()
+                );
+            }
+        }
+    }
+    match &args.output {
+        Some(out) => write_atomic(out, text.as_bytes())
+            .with_context(|| format!("cannot write {}", out.display()))?,
+        None => {
+            let mut o = std::io::stdout().lock();
+            if let Err(e) = o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn absolute(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Writes a temporary file next to `out` and renames it over.
+fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    })();
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, out)
+}
