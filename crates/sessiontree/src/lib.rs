@@ -27,6 +27,7 @@ mod error;
 pub mod folder;
 pub mod interrupted;
 pub mod json;
+pub mod list;
 pub mod migrate;
 pub mod parse;
 pub mod repair;
