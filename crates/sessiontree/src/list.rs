@@ -284,7 +284,18 @@ impl Acc {
         if top.kind() != Kind::Object {
             return;
         }
+        let mut rows = rows;
         if let Some(id) = line.get_str("id") {
+            if let Some(rows) = rows.as_deref_mut() {
+                // A link row (empty role): every entry, for the current branch.
+                rows.push(EntryText {
+                    entry_id: id.to_string(),
+                    parent_id: line.get_str("parentId").map(|p| p.into_owned()),
+                    role: String::new(),
+                    ts_ms: None,
+                    text: String::new(),
+                });
+            }
             self.leaf = Some(id.into_owned());
         }
         let ty = ty.unwrap_or_default();
