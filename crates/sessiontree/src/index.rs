@@ -206,12 +206,12 @@ impl Index {
         rows.collect()
     }
 
-    /// Brings the index up to date for `files`; rows of files under `scope` (a path prefix)
-    /// that are not in `files` are removed.
+    /// Brings the index up to date for `files`; rows of files `in_scope` that are not in
+    /// `files` are removed (see [`all_scope`], [`folder_scope`]).
     pub fn refresh(
         &mut self,
         files: &[PathBuf],
-        scope: &Path,
+        in_scope: &dyn Fn(&Path) -> bool,
         threads: usize,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> crate::Result<RefreshStats> {
@@ -224,7 +224,7 @@ impl Index {
         let wanted: HashSet<&PathBuf> = files.iter().collect();
         let gone: Vec<i64> = stored
             .iter()
-            .filter(|(p, _)| p.starts_with(scope) && !wanted.contains(p))
+            .filter(|(p, _)| in_scope(p) && !wanted.contains(p))
             .map(|(_, s)| s.id)
             .collect();
         let mut work: Vec<(PathBuf, Plan)> = Vec::new();
@@ -309,8 +309,8 @@ impl Index {
         Ok(stats)
     }
 
-    /// The stored listings of files under `scope`, newest first.
-    pub fn infos(&self, scope: &Path) -> crate::Result<Vec<SessionInfo>> {
+    /// The stored listings of files `in_scope` (unordered).
+    pub fn infos(&self, in_scope: &dyn Fn(&Path) -> bool) -> crate::Result<Vec<SessionInfo>> {
         let mut st = self
             .conn
             .prepare("SELECT path, info FROM files WHERE info IS NOT NULL")
@@ -321,7 +321,7 @@ impl Index {
         let mut out = Vec::new();
         for r in rows {
             let (p, info) = r.map_err(sql_err)?;
-            if !Path::new(&p).starts_with(scope) {
+            if !in_scope(Path::new(&p)) {
                 continue;
             }
             if let Some(i) = from_stored(&info) {
@@ -335,6 +335,16 @@ impl Index {
     pub fn search(&self, q: &crate::search::Query) -> crate::Result<Vec<crate::search::Hit>> {
         crate::search::run(&self.conn, q).map_err(sql_err)
     }
+}
+
+/// Files in a sub-folder of `sessions` (what `list_all` covers).
+pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent().and_then(Path::parent) == Some(sessions)
+}
+
+/// Files directly in `dir`.
+pub fn folder_scope(dir: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent() == Some(dir)
 }
 
 fn sql_err(e: rusqlite::Error) -> crate::Error {
@@ -581,4 +591,37 @@ impl Index {
             .map_err(sql_err)?;
         Ok(())
     }
+}
+
+/// Refreshes the index for `files` and returns their listings as a full scan would
+/// ([`list::finish`] order: the given candidate order, then newest first).
+pub fn listed(
+    idx: &mut Index,
+    files: &[PathBuf],
+    in_scope: &dyn Fn(&Path) -> bool,
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
+    let st = idx.refresh(files, in_scope, opts.threads, progress)?;
+    let pos: HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.as_path(), i))
+        .collect();
+    let mut v: Vec<(usize, SessionInfo)> = idx
+        .infos(in_scope)?
+        .into_iter()
+        .filter_map(|i| pos.get(i.path.as_path()).map(|&n| (n, i)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    let infos = v
+        .into_iter()
+        .map(|(_, mut i)| {
+            if !opts.with_text {
+                i.all_messages_text = String::new();
+            }
+            Some(i)
+        })
+        .collect();
+    Ok((list::finish(infos, opts), st))
 }

@@ -36,6 +36,7 @@ pub mod search;
 pub mod session;
 pub mod store;
 pub mod tree;
+pub mod usage;
 
 pub use context::{build_context, to_llm, Context, Message};
 pub use diag::{Diagnostic, DiagnosticKind};

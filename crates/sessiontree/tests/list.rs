@@ -122,8 +122,10 @@ fn scan_json(agent: &Path) -> Vec<Value> {
 
 fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index::RefreshStats) {
     let files = list::all_files(agent);
-    let st = idx.refresh(&files, &agent.join("sessions"), 2, &|_, _| {}).unwrap();
-    let mut v = idx.infos(&agent.join("sessions")).unwrap();
+    let sessions = agent.join("sessions");
+    let scope = sessiontree::index::all_scope(&sessions);
+    let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
+    let mut v = idx.infos(&scope).unwrap();
     // Same order as a scan: candidates order, then stable sort by modified.
     let pos: std::collections::HashMap<_, _> = files.iter().enumerate().map(|(i, p)| (p.clone(), i)).collect();
     v.sort_by_key(|i| pos[&i.path]);
@@ -227,7 +229,8 @@ fn search_finds_text_and_flags_abandoned_branches() {
     write_session(agent, "/w/t", "t.jsonl", &line("x1", None, 5000, "user", "other cwd zebra"));
     let mut idx = Index::open(&Index::default_path(agent)).unwrap();
     let files = list::all_files(agent);
-    idx.refresh(&files, &agent.join("sessions"), 1, &|_, _| {}).unwrap();
+    let sessions = agent.join("sessions");
+    idx.refresh(&files, &sessiontree::index::all_scope(&sessions), 1, &|_, _| {}).unwrap();
 
     let h = idx.search(&q("foo_bar::Baz", Mode::Words)).unwrap();
     assert_eq!(h.len(), 1);
