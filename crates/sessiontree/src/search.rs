@@ -111,10 +111,23 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
     };
     let long: Vec<&String> = terms.iter().filter(|t| t.chars().count() >= 3).collect();
     if !long.is_empty() {
+        // The index has no positions (detail=none): ask for every trigram of every term,
+        // then check the terms themselves below.
+        let mut grams: Vec<String> = Vec::new();
+        for t in &long {
+            let cs: Vec<char> = t.to_lowercase().chars().collect();
+            for w in cs.windows(3) {
+                let g: String = w.iter().collect();
+                if !grams.contains(&g) {
+                    grams.push(g);
+                }
+            }
+        }
         wh.push("fts MATCH ?".into());
         args.push(
-            long.iter()
-                .map(|t| fts_quote(t))
+            grams
+                .iter()
+                .map(|g| fts_quote(g))
                 .collect::<Vec<_>>()
                 .join(" AND ")
                 .into(),
@@ -165,11 +178,15 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
                 Some(m) => (m.start(), m.end()),
                 None => continue,
             },
-            None => match terms.first().and_then(|t| find_ci(&text, t)) {
-                Some(m) => m,
-                None if terms.is_empty() => (0, 0),
-                None => continue,
-            },
+            None => {
+                let found: Option<Vec<(usize, usize)>> =
+                    terms.iter().map(|t| find_ci(&text, t)).collect();
+                match found {
+                    Some(f) if !f.is_empty() => f[0],
+                    Some(_) => (0, 0),
+                    None => continue,
+                }
+            }
         };
         let ts: Option<f64> = r.get(4)?;
         out.push(Hit {
