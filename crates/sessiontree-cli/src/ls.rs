@@ -202,8 +202,15 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         v.truncate(l);
     }
     if a.json {
-        let arr: Vec<serde_json::Value> = v.iter().map(SessionInfo::to_json).collect();
-        out.line(&serde_json::json!({ "sessions": arr }).to_string())?;
+        // Streamed, one session at a time.
+        out.write_str("{\"sessions\":[")?;
+        for (n, i) in v.iter().enumerate() {
+            if n > 0 {
+                out.write_str(",")?;
+            }
+            out.write_str(&i.to_json().to_string())?;
+        }
+        out.line("]}")?;
     } else {
         table(out, &v)?;
     }

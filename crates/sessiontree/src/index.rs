@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: &str = "sessiontree-index-2";
+pub const SCHEMA_VERSION: &str = "sessiontree-index-3";
 pub const FILE_NAME: &str = "sessiontree-index.sqlite";
 
 /// What a refresh did.
@@ -106,7 +106,7 @@ fn head_hash(f: &mut std::fs::File, upto: u64) -> std::io::Result<(u64, u64)> {
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER, mtime_ns INTEGER,
-  offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER, state TEXT, info TEXT,
+  offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER, state TEXT, info TEXT, all_text TEXT,
   cwd TEXT, modified_ms REAL, drops INTEGER);
 CREATE TABLE links(file_id INTEGER, entry_id TEXT, parent_id TEXT);
 CREATE INDEX links_file ON links(file_id);
@@ -315,20 +315,31 @@ impl Index {
 
     /// The stored listings of files `in_scope` (unordered).
     pub fn infos(&self, in_scope: &dyn Fn(&Path) -> bool) -> crate::Result<Vec<SessionInfo>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT path, info FROM files WHERE info IS NOT NULL")
-            .map_err(sql_err)?;
-        let rows = st
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-            .map_err(sql_err)?;
+        self.infos_with(in_scope, true)
+    }
+
+    /// As [`Index::infos`]; `allMessagesText` is left empty unless `with_text`.
+    pub fn infos_with(
+        &self,
+        in_scope: &dyn Fn(&Path) -> bool,
+        with_text: bool,
+    ) -> crate::Result<Vec<SessionInfo>> {
+        let sql = if with_text {
+            "SELECT path, info, all_text FROM files WHERE info IS NOT NULL"
+        } else {
+            "SELECT path, info, '' FROM files WHERE info IS NOT NULL"
+        };
+        let mut st = self.conn.prepare(sql).map_err(sql_err)?;
+        let mut rows = st.query([]).map_err(sql_err)?;
         let mut out = Vec::new();
-        for r in rows {
-            let (p, info) = r.map_err(sql_err)?;
+        while let Some(r) = rows.next().map_err(sql_err)? {
+            let p: String = r.get(0).map_err(sql_err)?;
             if !in_scope(Path::new(&p)) {
                 continue;
             }
-            if let Some(i) = from_stored(&info) {
+            let info: String = r.get(1).map_err(sql_err)?;
+            if let Some(mut i) = from_stored(&info) {
+                i.all_messages_text = r.get::<_, Option<String>>(2).map_err(sql_err)?.unwrap_or_default();
                 out.push(i);
             }
         }
@@ -465,6 +476,7 @@ fn delete_file(tx: &Connection, id: i64, row_too: bool) -> rusqlite::Result<()> 
 fn to_stored(i: &SessionInfo) -> String {
     let mut v = i.to_json();
     let o = v.as_object_mut().expect("object");
+    o.remove("allMessagesText");
     o.insert("_createdMs".into(), i.created_ms.into());
     o.insert(
         "_modifiedMs".into(),
@@ -522,7 +534,7 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
     let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
     tx.execute(
         "UPDATE files SET size=?2, mtime_ns=?3, offset=?4, head_hash=?5, tail_hash=?6, tail_len=?7,
-           state=?8, info=?9, cwd=?10, modified_ms=?11, drops=?12 WHERE id=?1",
+           state=?8, info=?9, cwd=?10, modified_ms=?11, drops=?12, all_text=?13 WHERE id=?1",
         params![
             id,
             d.size as i64,
@@ -536,6 +548,7 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
             info.as_ref().map(|i| i.cwd.clone()),
             info.as_ref().map(|i| i.modified_ms),
             info.as_ref().map(|i| i.reference_drops),
+            info.as_ref().map(|i| i.all_messages_text.as_str()),
         ],
     )?;
     {
@@ -613,7 +626,7 @@ pub fn listed(
         .map(|(i, p)| (p.as_path(), i))
         .collect();
     let mut v: Vec<(usize, SessionInfo)> = idx
-        .infos(in_scope)?
+        .infos_with(in_scope, opts.with_text)?
         .into_iter()
         .filter_map(|i| pos.get(i.path.as_path()).map(|&n| (n, i)))
         .collect();

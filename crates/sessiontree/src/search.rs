@@ -150,7 +150,7 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
         args.push(u.into());
     }
     let sql = format!(
-        "SELECT f.path, f.cwd, e.entry_id, e.role, e.ts_ms, e.on_branch, fts.text
+        "SELECT f.path, f.cwd, e.entry_id, e.role, e.ts_ms, e.on_branch, e.rowid
          FROM fts JOIN entries e ON e.rowid = fts.rowid JOIN files f ON f.id = e.file_id
          {} ORDER BY e.ts_ms DESC, e.rowid DESC",
         if wh.is_empty() {
@@ -159,6 +159,8 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
             format!("WHERE {}", wh.join(" AND "))
         }
     );
+    // Texts are fetched one by one: sorting rows with their texts would hold them all.
+    let mut text_of = conn.prepare("SELECT text FROM fts WHERE rowid = ?1")?;
     let mut st = conn.prepare(&sql)?;
     let mut rows = st.query(rusqlite::params_from_iter(args))?;
     let mut out = Vec::new();
@@ -172,7 +174,8 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
                 continue;
             }
         }
-        let text: String = r.get(6)?;
+        let rowid: i64 = r.get(6)?;
+        let text: String = text_of.query_row([rowid], |r| r.get(0))?;
         let m = match &re {
             Some(re) => match re.find(&text) {
                 Some(m) => (m.start(), m.end()),
