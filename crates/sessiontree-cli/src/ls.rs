@@ -111,11 +111,17 @@ pub fn listing(
             pb.set_position(n as u64);
         }
     };
-    let out = match use_index.then(open_index).flatten() {
-        Some(mut idx) => {
-            let (v, _) = index::listed(&mut idx, files, in_scope, opts, &|n, _| tick(n))?;
-            v
+    let indexed = use_index.then(open_index).flatten().and_then(|mut idx| {
+        match index::listed(&mut idx, files, in_scope, opts, &|n, _| tick(n)) {
+            Ok((v, _)) => Some(v),
+            Err(e) => {
+                eprintln!("sessiontree: index not usable ({e}); reading every file");
+                None
+            }
         }
+    });
+    let out = match indexed {
+        Some(v) => v,
         None => list::finish(list::scan_files(files, opts, &tick), opts),
     };
     if let Some(pb) = pb {
@@ -243,10 +249,20 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
                 _ => i.cwd.clone(),
             };
             let fork = if i.is_fork() { "⑂" } else { " " };
-            (fmt_ms(i.modified_ms), format!("{}{fork}", i.message_count), title, cwd)
+            (
+                fmt_ms(i.modified_ms),
+                format!("{}{fork}", i.message_count),
+                title,
+                cwd,
+            )
         })
         .collect();
-    let msgw = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(1).max(4);
+    let msgw = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(4);
     let cwdw = rows
         .iter()
         .map(|r| r.3.chars().count())
@@ -299,7 +315,9 @@ pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
     let sd = dirs::session_dir_override(a.session_dir.as_deref());
     let p = folder::most_recent(&cwd, sd.as_deref());
     if a.json {
-        out.line(&serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string())?;
+        out.line(
+            &serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string(),
+        )?;
     } else if let Some(p) = &p {
         out.line(&p.to_string_lossy())?;
     }

@@ -69,17 +69,26 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
         out.line(&serde_json::json!({ "hits": hits }).to_string())?;
     } else {
         for h in &hits {
-            let branch = if h.on_branch { "" } else { " (abandoned branch)" };
+            let branch = if h.on_branch {
+                ""
+            } else {
+                " (abandoned branch)"
+            };
             out.line(&format!(
                 "{}  {:<13} {}#{}{}",
-                h.timestamp.as_deref().map(|t| &t[..16.min(t.len())]).unwrap_or("-"),
+                h.timestamp
+                    .as_deref()
+                    .map(|t| &t[..16.min(t.len())])
+                    .unwrap_or("-"),
                 h.role,
                 h.path,
                 h.entry_id,
                 out.paint("2", branch)
             ))?;
             let s = if out.color {
-                h.snippet.replace("[[", "\x1b[1;33m").replace("]]", "\x1b[0m")
+                h.snippet
+                    .replace("[[", "\x1b[1;33m")
+                    .replace("]]", "\x1b[0m")
             } else {
                 h.snippet.clone()
             };

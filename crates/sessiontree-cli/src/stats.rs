@@ -112,12 +112,24 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
             .to_string(),
         )?;
     } else {
-        let keyw = groups.keys().map(|k| k.chars().count()).max().unwrap_or(5).max(5);
+        let keyw = groups
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(5)
+            .max(5);
         out.line(&out.paint(
             "1",
             &format!(
                 "{:<keyw$}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>13}  {:>10}",
-                "GROUP", "RECORDS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "TOTAL TOKENS", "COST $"
+                "GROUP",
+                "RECORDS",
+                "INPUT",
+                "OUTPUT",
+                "CACHE READ",
+                "CACHE WRITE",
+                "TOTAL TOKENS",
+                "COST $"
             ),
         ))?;
         let row = |k: &str, u: &Usage| {

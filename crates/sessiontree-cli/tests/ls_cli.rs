@@ -9,8 +9,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn interop() -> Option<std::path::PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop");
-    let ok = Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
-        && d.join("node_modules/pi16/dist/core/session-manager.js").exists();
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && d.join("node_modules/pi16/dist/core/session-manager.js")
+            .exists();
     if !ok {
         if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
             panic!("needs node and interop/node_modules");
@@ -28,11 +32,18 @@ fn run(agent: &Path, args: &[&str]) -> (i32, String) {
         .env_remove("PI_CODING_AGENT_SESSION_DIR")
         .output()
         .unwrap();
-    (o.status.code().unwrap_or(-1), String::from_utf8(o.stdout).unwrap())
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap(),
+    )
 }
 
 fn node(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("node").current_dir(dir).args(args).output().unwrap();
+    let o = Command::new("node")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
 }
@@ -61,8 +72,14 @@ fn ls_and_resume_match_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
     let a = agent.to_str().unwrap();
-    node(&inter, &["gen.mjs", "--out", a, "--seed", "21", "--count", "40", "--quiet"]);
-    let theirs: Value = serde_json::from_str(&node(&inter, &["oracle.mjs", "list-all", a])).unwrap();
+    node(
+        &inter,
+        &[
+            "gen.mjs", "--out", a, "--seed", "21", "--count", "40", "--quiet",
+        ],
+    );
+    let theirs: Value =
+        serde_json::from_str(&node(&inter, &["oracle.mjs", "list-all", a])).unwrap();
     for args in [
         vec!["ls", "--all", "--json", "--reference", "--no-index"],
         vec!["ls", "--all", "--json", "--reference"],
@@ -75,15 +92,34 @@ fn ls_and_resume_match_the_reference() {
     }
     let (_, all) = run(agent, &["ls", "--all", "--json"]);
     let all: Value = serde_json::from_str(&all).unwrap();
-    assert!(all["sessions"].as_array().unwrap().len() >= theirs["sessions"].as_array().unwrap().len());
+    assert!(
+        all["sessions"].as_array().unwrap().len() >= theirs["sessions"].as_array().unwrap().len()
+    );
 
     // One folder with --cwd, and resume.
     for cwd in ["/work/proj-alpha", "/work/hostile"] {
-        let folder = agent.join("sessions").join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
-        let t: Value = serde_json::from_str(&node(&inter, &["oracle.mjs", "list", folder.to_str().unwrap()])).unwrap();
-        let (_, o) = run(agent, &["ls", folder.to_str().unwrap(), "--json", "--reference"]);
-        assert_eq!(groups(&serde_json::from_str(&o).unwrap()), groups(&t), "{cwd}");
-        let r: Value = serde_json::from_str(&node(&inter, &["oracle.mjs", "recent", folder.to_str().unwrap()])).unwrap();
+        let folder = agent
+            .join("sessions")
+            .join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
+        let t: Value = serde_json::from_str(&node(
+            &inter,
+            &["oracle.mjs", "list", folder.to_str().unwrap()],
+        ))
+        .unwrap();
+        let (_, o) = run(
+            agent,
+            &["ls", folder.to_str().unwrap(), "--json", "--reference"],
+        );
+        assert_eq!(
+            groups(&serde_json::from_str(&o).unwrap()),
+            groups(&t),
+            "{cwd}"
+        );
+        let r: Value = serde_json::from_str(&node(
+            &inter,
+            &["oracle.mjs", "recent", folder.to_str().unwrap()],
+        ))
+        .unwrap();
         let (rc, o) = run(agent, &["resume", "--cwd", cwd, "--json"]);
         let ours: Value = serde_json::from_str(&o).unwrap();
         assert_eq!(ours["path"], r["path"], "{cwd}");

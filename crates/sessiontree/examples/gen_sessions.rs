@@ -36,15 +36,23 @@ fn main() {
     let count: usize = a[2].parse().unwrap();
     let total_mb: usize = a[3].parse().unwrap();
     let per_file = total_mb * 1024 * 1024 / count;
-    let syll = ["ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dor", "ix", "qua"];
+    let syll = [
+        "ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dor", "ix", "qua",
+    ];
     let mut r = Rng(0x9e3779b97f4a7c15);
     let vocab: Vec<String> = (0..3000)
-        .map(|_| (0..2 + r.below(3)).map(|_| syll[r.below(12) as usize]).collect())
+        .map(|_| {
+            (0..2 + r.below(3))
+                .map(|_| syll[r.below(12) as usize])
+                .collect()
+        })
         .collect();
     let t0: u64 = 1_735_689_600_000; // 2025-01-01
     for i in 0..count {
         let cwd = format!("/home/u/proj{}", i % 20);
-        let dir = out.join("sessions").join(format!("--home-u-proj{}--", i % 20));
+        let dir = out
+            .join("sessions")
+            .join(format!("--home-u-proj{}--", i % 20));
         std::fs::create_dir_all(&dir).unwrap();
         let start = t0 + i as u64 * 3_600_000;
         let iso = |ms: u64| sessiontree::date::iso_from_ms(ms as i64);
@@ -72,7 +80,7 @@ fn main() {
             let body = match kind {
                 1 => {
                     let mut t = words(&mut r, &vocab, 20, 60);
-                    if r.below(50) == 0 {
+                    if r.below(50) < 1 {
                         t.push_str(" quokka_marker::Needle");
                     }
                     format!("{{\"role\":\"user\",\"content\":\"{t}\",\"timestamp\":{ts}}}")

@@ -61,6 +61,7 @@ struct Stored {
     state: Option<Acc>,
 }
 
+#[allow(clippy::large_enum_variant)] // one per file, short-lived
 enum Plan {
     Unchanged,
     Full(Option<i64>),
@@ -131,8 +132,7 @@ fn try_open(path: &Path) -> rusqlite::Result<Connection> {
         )
         .map(|n| n > 0)?;
     if !has_meta {
-        let tables: i64 =
-            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
         if tables > 0 {
             return Err(rusqlite::Error::InvalidQuery);
         }
@@ -143,7 +143,9 @@ fn try_open(path: &Path) -> rusqlite::Result<Connection> {
         )?;
     }
     let v: Option<String> = conn
-        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| r.get(0))
+        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+            r.get(0)
+        })
         .optional()?;
     if v.as_deref() != Some(SCHEMA_VERSION) {
         return Err(rusqlite::Error::InvalidQuery);
@@ -187,9 +189,11 @@ impl Index {
             }
         }
     }
+}
 
-    fn stored(&self) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
-        let mut st = self.conn.prepare(
+fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
+    {
+        let mut st = conn.prepare(
             "SELECT id, path, size, mtime_ns, offset, head_hash, tail_hash, tail_len FROM files",
         )?;
         let rows = st.query_map([], |r| {
@@ -209,7 +213,9 @@ impl Index {
         })?;
         rows.collect()
     }
+}
 
+impl Index {
     /// Brings the index up to date for `files`; rows of files `in_scope` that are not in
     /// `files` are removed (see [`all_scope`], [`folder_scope`]).
     pub fn refresh(
@@ -224,7 +230,12 @@ impl Index {
             rebuilt: self.rebuilt,
             ..Default::default()
         };
-        let mut stored = self.stored().map_err(sql_err)?;
+        // An immediate transaction: a second refresh waits for this one, then sees its rows.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        let mut stored = stored(&tx).map_err(sql_err)?;
         let wanted: HashSet<&PathBuf> = files.iter().collect();
         let gone: Vec<i64> = stored
             .iter()
@@ -240,8 +251,7 @@ impl Index {
                 None => Plan::Full(None),
                 Some(s) if s.size == size && s.mtime_ns == mtime_ns => Plan::Unchanged,
                 Some(mut s) if size >= s.offset && s.offset > 0 => {
-                    let st: Option<String> = self
-                        .conn
+                    let st: Option<String> = tx
                         .query_row("SELECT state FROM files WHERE id=?1", [s.id], |r| r.get(0))
                         .map_err(sql_err)?;
                     s.state = st.and_then(|t| serde_json::from_str(&t).ok());
@@ -258,7 +268,6 @@ impl Index {
                 plan => work.push((p.clone(), plan)),
             }
         }
-        let tx = self.conn.transaction().map_err(sql_err)?;
         for id in &gone {
             delete_file(&tx, *id, true).map_err(sql_err)?;
             stats.removed += 1;
@@ -339,7 +348,10 @@ impl Index {
             }
             let info: String = r.get(1).map_err(sql_err)?;
             if let Some(mut i) = from_stored(&info) {
-                i.all_messages_text = r.get::<_, Option<String>>(2).map_err(sql_err)?.unwrap_or_default();
+                i.all_messages_text = r
+                    .get::<_, Option<String>>(2)
+                    .map_err(sql_err)?
+                    .unwrap_or_default();
                 out.push(i);
             }
         }
@@ -571,8 +583,12 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
     // The current branch: from the leaf (last entry) up the parent links.
     let mut parents: HashMap<String, Option<String>> = HashMap::new();
     {
-        let mut st = tx.prepare_cached("SELECT entry_id, parent_id FROM links WHERE file_id=?1 ORDER BY rowid")?;
-        let rows = st.query_map([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))?;
+        let mut st = tx.prepare_cached(
+            "SELECT entry_id, parent_id FROM links WHERE file_id=?1 ORDER BY rowid",
+        )?;
+        let rows = st.query_map([id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })?;
         for r in rows {
             let (e, p) = r?;
             parents.insert(e, p);
@@ -586,7 +602,8 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
         }
         cur = parents.get(&c).cloned().flatten();
     }
-    let mut st = tx.prepare_cached("SELECT rowid, entry_id, on_branch FROM entries WHERE file_id=?1")?;
+    let mut st =
+        tx.prepare_cached("SELECT rowid, entry_id, on_branch FROM entries WHERE file_id=?1")?;
     let rows: Vec<(i64, String, bool)> = st
         .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;

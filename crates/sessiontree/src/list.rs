@@ -58,7 +58,10 @@ impl SessionInfo {
     /// Pi's JSON shape (`JSON.stringify` of a `SessionInfo`): field names, order, ISO dates.
     pub fn to_json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
-        m.insert("path".into(), self.path.to_string_lossy().into_owned().into());
+        m.insert(
+            "path".into(),
+            self.path.to_string_lossy().into_owned().into(),
+        );
         m.insert("id".into(), self.id.clone());
         m.insert("cwd".into(), self.cwd.clone().into());
         if let Some(n) = &self.name {
@@ -150,6 +153,7 @@ impl<'a> Line<'a> {
 }
 
 /// The reference's `extractTextContent`: `Err` where it would throw.
+#[allow(clippy::result_unit_err)]
 pub fn text_of(content: Option<Raw<'_>>) -> Result<String, ()> {
     let Some(c) = content else { return Err(()) };
     match c.kind() {
@@ -159,14 +163,15 @@ pub fn text_of(content: Option<Raw<'_>>) -> Result<String, ()> {
             for block in c.elements() {
                 match block.kind() {
                     Kind::Null => return Err(()),
-                    Kind::Object => {
-                        if block.get("type").and_then(|t| t.as_str()).as_deref() == Some("text") {
-                            parts.push(match block.get("text") {
-                                None => String::new(),
-                                Some(t) if t.is_null() => String::new(),
-                                Some(t) => t.js_string(),
-                            });
-                        }
+                    Kind::Object
+                        if block.get("type").and_then(|t| t.as_str()).as_deref()
+                            == Some("text") =>
+                    {
+                        parts.push(match block.get("text") {
+                            None => String::new(),
+                            Some(t) if t.is_null() => String::new(),
+                            Some(t) => t.js_string(),
+                        });
                     }
                     _ => {}
                 }
@@ -270,7 +275,11 @@ impl Acc {
                 return;
             }
             self.header_seen = true;
-            self.id = Some(line.get("id").map(to_value).unwrap_or(serde_json::Value::Null));
+            self.id = Some(
+                line.get("id")
+                    .map(to_value)
+                    .unwrap_or(serde_json::Value::Null),
+            );
             self.cwd = line
                 .get_str("cwd")
                 .map(|c| c.into_owned())
@@ -529,11 +538,7 @@ pub fn pass(
 }
 
 pub(crate) fn mtime_ms(m: &std::fs::Metadata) -> f64 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs_f64() * 1000.0)
-        .unwrap_or(f64::NAN)
+    crate::folder::node_mtime_ms(m)
 }
 
 /// The listing of one file (one streaming pass); `None` when it is not a session.
@@ -567,10 +572,7 @@ pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
     };
     let mut files: Vec<(PathBuf, f64)> = rd
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_type()
-                .is_ok_and(|t| t.is_dir() || t.is_symlink())
-        })
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
         .flat_map(|e| jsonl_files(&e.path()))
         .map(|p| {
             let m = std::fs::metadata(&p)

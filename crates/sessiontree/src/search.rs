@@ -103,9 +103,10 @@ pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
         Mode::Regex => Vec::new(),
     };
     let re = if q.mode == Mode::Regex {
-        Some(regex::Regex::new(&q.text).map_err(|e| {
-            rusqlite::Error::ToSqlConversionFailure(Box::new(e))
-        })?)
+        Some(
+            regex::Regex::new(&q.text)
+                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+        )
     } else {
         None
     };

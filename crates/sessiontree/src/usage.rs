@@ -32,7 +32,12 @@ impl Usage {
 
     /// From a `usage` object: `{input, output, cacheRead, cacheWrite, totalTokens?, cost{total}}`.
     pub fn from_raw(u: Raw<'_>) -> Usage {
-        let n = |k: &str| u.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite()).unwrap_or(0.0);
+        let n = |k: &str| {
+            u.get(k)
+                .and_then(|v| v.as_f64())
+                .filter(|v| v.is_finite())
+                .unwrap_or(0.0)
+        };
         let (input, output, cache_read, cache_write) =
             (n("input"), n("output"), n("cacheRead"), n("cacheWrite"));
         let total = u
@@ -46,7 +51,15 @@ impl Usage {
             .and_then(|v| v.as_f64())
             .filter(|v| v.is_finite())
             .unwrap_or(0.0);
-        Usage { records: 1, input, output, cache_read, cache_write, total_tokens: total, cost }
+        Usage {
+            records: 1,
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total_tokens: total,
+            cost,
+        }
     }
 }
 
@@ -79,7 +92,9 @@ pub fn records(path: &Path) -> Option<Vec<Record>> {
         if crate::json::scan::is_blank(b) {
             continue;
         }
-        let Ok(s) = crate::json::scan::scan(b) else { continue };
+        let Ok(s) = crate::json::scan::scan(b) else {
+            continue;
+        };
         let line = Line { b, s };
         let top = line.top();
         if !top.truthy() {
@@ -106,10 +121,22 @@ pub fn records(path: &Path) -> Option<Vec<Record>> {
             model: String::new(),
             usage: None,
         };
-        let s = |v: Option<Raw<'_>>| v.and_then(|v| v.as_str()).map(|x| x.into_owned()).unwrap_or_default();
+        let s = |v: Option<Raw<'_>>| {
+            v.and_then(|v| v.as_str())
+                .map(|x| x.into_owned())
+                .unwrap_or_default()
+        };
         if ty == "message" {
-            if line.inner("message", "role").and_then(|r| r.as_str()).as_deref() == Some("assistant") {
-                if let Some(u) = line.inner("message", "usage").filter(|u| u.kind() == Kind::Object) {
+            if line
+                .inner("message", "role")
+                .and_then(|r| r.as_str())
+                .as_deref()
+                == Some("assistant")
+            {
+                if let Some(u) = line
+                    .inner("message", "usage")
+                    .filter(|u| u.kind() == Kind::Object)
+                {
                     r.usage = Some(Usage::from_raw(u));
                     r.provider = s(line.inner("message", "provider"));
                     r.model = s(line.inner("message", "model"));

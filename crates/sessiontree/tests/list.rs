@@ -70,11 +70,26 @@ fn list_all_equals_the_reference() {
     for seed in [11u64, 12] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_str().unwrap();
-        node(&["gen.mjs", "--out", d, "--seed", &seed.to_string(), "--count", "60", "--quiet"]);
+        node(&[
+            "gen.mjs",
+            "--out",
+            d,
+            "--seed",
+            &seed.to_string(),
+            "--count",
+            "60",
+            "--quiet",
+        ]);
         let theirs: Value = serde_json::from_str(&node(&["oracle.mjs", "list-all", d])).unwrap();
         let theirs = theirs["sessions"].as_array().unwrap().clone();
-        let opts = ListOptions { reference_parity: true, ..Default::default() };
-        let ours: Vec<Value> = list::list_all(dir.path(), opts).iter().map(|i| i.to_json()).collect();
+        let opts = ListOptions {
+            reference_parity: true,
+            ..Default::default()
+        };
+        let ours: Vec<Value> = list::list_all(dir.path(), opts)
+            .iter()
+            .map(|i| i.to_json())
+            .collect();
         eprintln!("seed {seed}: {} sessions listed", ours.len());
         assert!(ours.len() > 20);
         assert_eq!(ours.len(), theirs.len(), "seed {seed}: count");
@@ -101,7 +116,9 @@ fn line(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) -> Stri
 }
 
 fn write_session(agent: &Path, cwd: &str, name: &str, body: &str) -> PathBuf {
-    let dir = agent.join("sessions").join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
+    let dir = agent
+        .join("sessions")
+        .join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     let header = format!(
@@ -117,7 +134,10 @@ fn append(p: &Path, s: &str) {
 }
 
 fn scan_json(agent: &Path) -> Vec<Value> {
-    list::list_all(agent, ListOptions::default()).iter().map(|i| i.to_json()).collect()
+    list::list_all(agent, ListOptions::default())
+        .iter()
+        .map(|i| i.to_json())
+        .collect()
 }
 
 fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index::RefreshStats) {
@@ -127,7 +147,11 @@ fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index:
     let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
     let mut v = idx.infos(&scope).unwrap();
     // Same order as a scan: candidates order, then stable sort by modified.
-    let pos: std::collections::HashMap<_, _> = files.iter().enumerate().map(|(i, p)| (p.clone(), i)).collect();
+    let pos: std::collections::HashMap<_, _> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.clone(), i))
+        .collect();
     v.sort_by_key(|i| pos[&i.path]);
     list::sort_newest_first(&mut v);
     (v.iter().map(|i| i.to_json()).collect(), st)
@@ -137,9 +161,25 @@ fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index:
 fn index_agrees_with_a_full_scan_through_changes() {
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
-    let a = write_session(agent, "/w/a", "a.jsonl", &(line("u1", None, 1000, "user", "hello foo_bar::Baz") + &line("a1", Some("u1"), 2000, "assistant", "你好世界 answer")));
-    let b = write_session(agent, "/w/b", "b.jsonl", &line("u1", None, 3000, "user", "second session"));
-    let _c = write_session(agent, "/w/b", "c.jsonl", &line("u1", None, 500, "user", "third"));
+    let a = write_session(
+        agent,
+        "/w/a",
+        "a.jsonl",
+        &(line("u1", None, 1000, "user", "hello foo_bar::Baz")
+            + &line("a1", Some("u1"), 2000, "assistant", "你好世界 answer")),
+    );
+    let b = write_session(
+        agent,
+        "/w/b",
+        "b.jsonl",
+        &line("u1", None, 3000, "user", "second session"),
+    );
+    let _c = write_session(
+        agent,
+        "/w/b",
+        "c.jsonl",
+        &line("u1", None, 500, "user", "third"),
+    );
     let ipath = Index::default_path(agent);
     let mut idx = Index::open(&ipath).unwrap();
     let (v, st) = index_json(&mut idx, agent);
@@ -173,7 +213,13 @@ fn index_agrees_with_a_full_scan_through_changes() {
     let (v, st) = index_json(&mut idx, agent);
     assert_eq!(v, scan_json(agent));
     assert_eq!(st.reread, 1);
-    std::fs::write(&b, body.iter().map(|&c| if c == b'c' { b'C' } else { c }).collect::<Vec<_>>()).unwrap();
+    std::fs::write(
+        &b,
+        body.iter()
+            .map(|&c| if c == b'c' { b'C' } else { c })
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
     let (v, _) = index_json(&mut idx, agent);
     assert_eq!(v, scan_json(agent));
 
@@ -214,7 +260,15 @@ fn rusqlite_free_foreign_db(path: &Path) -> bool {
 }
 
 fn q(text: &str, mode: Mode) -> Query {
-    Query { text: text.into(), mode, cwd: None, role: None, since_ms: None, until_ms: None, limit: 100 }
+    Query {
+        text: text.into(),
+        mode,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit: 100,
+    }
 }
 
 #[test]
@@ -222,26 +276,63 @@ fn search_finds_text_and_flags_abandoned_branches() {
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
     let body = line("u1", None, 1000, "user", "please fix foo_bar::Baz now")
-        + &line("a1", Some("u1"), 2000, "assistant", "日本語のテキストを検索する")
+        + &line(
+            "a1",
+            Some("u1"),
+            2000,
+            "assistant",
+            "日本語のテキストを検索する",
+        )
         + &line("u2", Some("a1"), 3000, "user", "an abandoned idea zebra")
         + &line("u3", Some("a1"), 4000, "user", "the kept branch zebra");
     write_session(agent, "/w/s", "s.jsonl", &body);
-    write_session(agent, "/w/t", "t.jsonl", &line("x1", None, 5000, "user", "other cwd zebra"));
+    write_session(
+        agent,
+        "/w/t",
+        "t.jsonl",
+        &line("x1", None, 5000, "user", "other cwd zebra"),
+    );
     let mut idx = Index::open(&Index::default_path(agent)).unwrap();
     let files = list::all_files(agent);
     let sessions = agent.join("sessions");
-    idx.refresh(&files, &sessiontree::index::all_scope(&sessions), 1, &|_, _| {}).unwrap();
+    idx.refresh(
+        &files,
+        &sessiontree::index::all_scope(&sessions),
+        1,
+        &|_, _| {},
+    )
+    .unwrap();
 
     let h = idx.search(&q("foo_bar::Baz", Mode::Words)).unwrap();
     assert_eq!(h.len(), 1);
-    assert!(h[0].snippet.contains("[[foo_bar::Baz]]"), "{}", h[0].snippet);
+    assert!(
+        h[0].snippet.contains("[[foo_bar::Baz]]"),
+        "{}",
+        h[0].snippet
+    );
     assert_eq!(idx.search(&q("テキスト", Mode::Words)).unwrap().len(), 1);
     assert_eq!(idx.search(&q("検索", Mode::Words)).unwrap().len(), 1); // 2 chars: LIKE
-    assert_eq!(idx.search(&q("kept branch", Mode::Phrase)).unwrap().len(), 1);
-    assert_eq!(idx.search(&q("branch kept", Mode::Phrase)).unwrap().len(), 0);
+    assert_eq!(
+        idx.search(&q("kept branch", Mode::Phrase)).unwrap().len(),
+        1
+    );
+    assert_eq!(
+        idx.search(&q("branch kept", Mode::Phrase)).unwrap().len(),
+        0
+    );
     assert_eq!(idx.search(&q("branch kept", Mode::Words)).unwrap().len(), 1);
-    assert_eq!(idx.search(&q("nowhere_to_be_found", Mode::Words)).unwrap().len(), 0);
-    assert_eq!(idx.search(&q(r"foo_\w+::[A-Z]az", Mode::Regex)).unwrap().len(), 1);
+    assert_eq!(
+        idx.search(&q("nowhere_to_be_found", Mode::Words))
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        idx.search(&q(r"foo_\w+::[A-Z]az", Mode::Regex))
+            .unwrap()
+            .len(),
+        1
+    );
 
     let z = idx.search(&q("zebra", Mode::Words)).unwrap();
     assert_eq!(z.len(), 3);
