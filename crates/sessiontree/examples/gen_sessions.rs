@@ -73,7 +73,7 @@ fn main() {
             n += 1;
             let ts = start + n * 1000;
             let eid = format!("{:08x}", r.next() as u32);
-            if n % 40 == 0 && ids.len() > 4 {
+            if n.is_multiple_of(40) && ids.len() > 4 {
                 parent = format!("\"{}\"", ids[ids.len() - 4]); // a branch
             }
             let kind = n % 4;
