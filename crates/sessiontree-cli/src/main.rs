@@ -292,17 +292,24 @@ fn run(cli: Cli) -> Result<Outcome> {
                     LeafArg::Id(id)
                 }
             };
-            let mut ctx = sessiontree::build_context(&l.tree, arg);
-            if llm {
-                ctx.messages = sessiontree::to_llm(&ctx.messages);
+            if json && !llm {
+                // Streamed, entry by entry, without holding the session's bytes.
+                sessiontree::context::plan(&l.tree, arg, true).write_json_releasing(&mut out)?;
+                out.line("")?;
+            } else {
+                let mut ctx = sessiontree::build_context(&l.tree, arg);
+                if llm {
+                    ctx.messages = sessiontree::to_llm(&ctx.messages);
+                }
+                show::context(&mut out, &ctx, json)?;
             }
-            show::context(&mut out, &ctx, json)?;
             Outcome::Done
         }
         Cmd::Tree { file, json } => {
             let l = load(&file)?;
             if json {
-                out.line(&l.tree.tree_json())?;
+                l.tree.write_tree_json(&mut out)?;
+                out.line("")?;
             } else {
                 show::tree(&mut out, &l.tree)?;
             }

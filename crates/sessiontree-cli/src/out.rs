@@ -47,6 +47,23 @@ impl Out {
     }
 }
 
+/// Streaming writes; a closed pipe ends the program quietly with success.
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.w.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+            r => r,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.w.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+            r => r,
+        }
+    }
+}
+
 fn closed_pipe(e: std::io::Error) -> anyhow::Result<()> {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         std::process::exit(0);
@@ -61,6 +78,18 @@ pub fn preview(s: &str, max: usize) -> String {
         folded
     } else {
         let mut t: String = folded.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// A line cut to `max` characters, indentation kept (for showing code and output).
+pub fn cut(s: &str, max: usize) -> String {
+    let s = s.trim_end();
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
     }

@@ -215,12 +215,15 @@ pub fn entries(out: &mut Out, t: &SessionTree, json: bool) -> Result<()> {
 
 pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -> Result<()> {
     if json {
-        out.write_str("[")?;
+        use std::io::Write;
+        out.write_all(b"[")?;
+        let mut releaser = sessiontree::Releaser::new();
         for (i, e) in list.iter().enumerate() {
             if i > 0 {
-                out.write_str(",")?;
+                out.write_all(b",")?;
             }
-            out.write_str(e.raw().text())?;
+            out.write_all(e.raw().bytes())?;
+            releaser.passed(e);
         }
         return out.line("]");
     }
@@ -240,7 +243,7 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
                     "1;33",
                     &format!(
                         " [{}]",
-                        sessiontree::json::Raw::new_unchecked(l.label.as_bytes()).js_string()
+                        sessiontree::json::Raw::trusted(&l.label).js_string()
                     ),
                 )
             })
@@ -260,9 +263,8 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
 
 pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     if json {
-        let mut s = String::new();
-        ctx.write_json(&mut s);
-        return out.line(&s);
+        ctx.write_json(out)?;
+        return out.line("");
     }
     let model = ctx
         .model
@@ -332,7 +334,7 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
         out.line(&out.paint(role_color(&role), &format!("── {role} ──")))?;
         let lines: Vec<&str> = body.lines().collect();
         for l in lines.iter().take(12) {
-            out.line(&format!("  {}", preview(l, 160)))?;
+            out.line(&format!("  {}", crate::out::cut(l, 160)))?;
         }
         if lines.len() > 12 {
             out.line(&out.paint("2", &format!("  … {} more lines", lines.len() - 12)))?;
@@ -397,7 +399,7 @@ pub fn tree(out: &mut Out, t: &SessionTree) -> Result<()> {
                     "1;33",
                     &format!(
                         " [{}]",
-                        sessiontree::json::Raw::new_unchecked(l.label.as_bytes()).js_string()
+                        sessiontree::json::Raw::trusted(&l.label).js_string()
                     ),
                 )
             })

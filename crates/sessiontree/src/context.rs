@@ -67,6 +67,14 @@ pub struct Projection<'a> {
 
 /// `getSessionContextSettings`: thinking level and model over the whole path.
 fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
+    settings_releasing(path, false)
+}
+
+fn settings_releasing<'a>(
+    path: &[&'a Entry],
+    release: bool,
+) -> (Option<Raw<'a>>, Option<Model<'a>>) {
+    let mut releaser = crate::entry::Releaser::new();
     let mut thinking = Some(Raw::new_unchecked(OFF));
     let mut model = None;
     for e in path {
@@ -85,6 +93,9 @@ fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
                 })
             }
             _ => {}
+        }
+        if release {
+            releaser.passed(e);
         }
     }
     (thinking, model)
@@ -286,35 +297,108 @@ fn project_entry<'a>(e: &'a Entry, edit: Option<&'a Entry>) -> Vec<Message<'a>> 
 
 /// `buildSessionProjection`.
 pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
+    let plan = plan(tree, leaf, false);
+    let entries = (0..plan.selected.len())
+        .map(|i| (plan.selected[i], plan.messages_of(i)))
+        .collect();
+    Projection {
+        entries,
+        thinking_level: plan.thinking_level,
+        model: plan.model,
+    }
+}
+
+/// The projection's selection, with messages made on demand: what streaming needs.
+pub struct Plan<'a> {
+    selected: Vec<&'a Entry>,
+    edits: std::collections::HashMap<Cow<'a, str>, &'a Entry>,
+    pub thinking_level: Option<Raw<'a>>,
+    pub model: Option<Model<'a>>,
+}
+
+/// Selects the context's entries and settings. With `release`, each entry's bytes are
+/// given back once read (for streaming huge sessions with little memory).
+pub fn plan<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>, release: bool) -> Plan<'a> {
     let path = tree.context_path(leaf);
-    let (thinking_level, model) = settings(&path);
+    let (thinking_level, model) = settings_releasing(&path, release);
     let selected = context_entries(path);
     let mut edits: std::collections::HashMap<Cow<'a, str>, &'a Entry> =
         std::collections::HashMap::new();
+    let mut releaser = crate::entry::Releaser::new();
     for e in &selected {
         if e.entry_type == EntryType::ContextEdit {
             if let Some(t) = e.str_field("targetId") {
                 edits.insert(t, e);
             }
         }
+        if release {
+            releaser.passed(e);
+        }
     }
-    let entries = selected
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let msgs = if e.entry_type == EntryType::Compaction && i > 0 {
-                Vec::new()
-            } else {
-                project_entry(e, e.id().and_then(|id| edits.get(id).copied()))
-            };
-            (*e, msgs)
-        })
-        .collect();
-    Projection {
-        entries,
+    Plan {
+        selected,
+        edits,
         thinking_level,
         model,
     }
+}
+
+impl<'a> Plan<'a> {
+    /// The messages the `i`th selected entry gives.
+    pub fn messages_of(&self, i: usize) -> Vec<Message<'a>> {
+        let e = self.selected[i];
+        if e.entry_type == EntryType::Compaction && i > 0 {
+            return Vec::new();
+        }
+        project_entry(e, e.id().and_then(|id| self.edits.get(id).copied()))
+    }
+
+    /// Streams the context's JSON (as [`Context::write_json`]) making each entry's messages
+    /// just before writing them and giving the entry's bytes back right after, so that a
+    /// mapped session is never resident whole.
+    pub fn write_json_releasing<W: std::io::Write + ?Sized>(
+        &self,
+        w: &mut W,
+    ) -> std::io::Result<()> {
+        w.write_all(b"{\"messages\":[")?;
+        let mut first = true;
+        let mut releaser = crate::entry::Releaser::new();
+        for (i, entry) in self.selected.iter().enumerate() {
+            for m in self.messages_of(i) {
+                if !first {
+                    w.write_all(b",")?;
+                }
+                first = false;
+                w.write_all(m.json().as_bytes())?;
+            }
+            releaser.passed(entry);
+        }
+        w.write_all(b"]")?;
+        write_settings(w, self.thinking_level.as_ref(), self.model.as_ref())
+    }
+}
+
+fn write_settings<W: std::io::Write + ?Sized>(
+    w: &mut W,
+    thinking: Option<&Raw<'_>>,
+    model: Option<&Model<'_>>,
+) -> std::io::Result<()> {
+    if let Some(t) = thinking {
+        w.write_all(b",\"thinkingLevel\":")?;
+        w.write_all(t.bytes())?;
+    }
+    w.write_all(b",\"model\":")?;
+    match model {
+        None => w.write_all(b"null")?,
+        Some(m) => w.write_all(
+            object(&[
+                ("provider", m.provider.map(|v| v.text())),
+                ("modelId", m.model_id.map(|v| v.text())),
+            ])
+            .as_bytes(),
+        )?,
+    }
+    w.write_all(b"}")
 }
 
 /// `buildSessionContext(leaf)`.
@@ -330,39 +414,28 @@ pub fn build_context<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Context<'a
 impl Context<'_> {
     /// The context as the reference's JSON: `{messages, thinkingLevel, model}`.
     pub fn to_json(&self) -> String {
-        let mut s = String::with_capacity(
+        let mut v = Vec::with_capacity(
             self.messages
                 .iter()
                 .map(|m| m.json().len() + 1)
                 .sum::<usize>()
                 + 64,
         );
-        self.write_json(&mut s);
-        s
+        self.write_json(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("JSON text is UTF-8")
     }
 
-    pub fn write_json(&self, s: &mut String) {
-        s.push_str("{\"messages\":[");
+    /// Streams the JSON (no copy of the messages is made).
+    pub fn write_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b"{\"messages\":[")?;
         for (i, m) in self.messages.iter().enumerate() {
             if i > 0 {
-                s.push(',');
+                w.write_all(b",")?;
             }
-            s.push_str(m.json());
+            w.write_all(m.json().as_bytes())?;
         }
-        s.push(']');
-        if let Some(t) = &self.thinking_level {
-            s.push_str(",\"thinkingLevel\":");
-            s.push_str(t.text());
-        }
-        s.push_str(",\"model\":");
-        match &self.model {
-            None => s.push_str("null"),
-            Some(m) => s.push_str(&object(&[
-                ("provider", m.provider.map(|v| v.text())),
-                ("modelId", m.model_id.map(|v| v.text())),
-            ])),
-        }
-        s.push('}');
+        w.write_all(b"]")?;
+        write_settings(w, self.thinking_level.as_ref(), self.model.as_ref())
     }
 }
 

@@ -8,8 +8,17 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Bytes that entries point into: a whole file read at once, or one line of its own.
-pub type Backing = Arc<dyn AsRef<[u8]> + Send + Sync>;
+/// Bytes that entries point into: a whole file read or mapped at once, or one line.
+pub trait Buffer: AsRef<[u8]> + Send + Sync {
+    /// The range has been scanned: its memory may be given back (a mapped file drops the
+    /// pages; they are read again from the page cache if touched later).
+    fn release(&self, _range: Range<usize>) {}
+}
+
+impl Buffer for Vec<u8> {}
+
+/// A shared buffer.
+pub type Backing = Arc<dyn Buffer>;
 
 /// One line's text inside a shared backing buffer.
 #[derive(Clone)]
@@ -153,11 +162,22 @@ impl fmt::Debug for Entry {
     }
 }
 
+/// True when the key literal (with quotes) spells `key`.
+#[inline]
+pub(crate) fn key_is(lit: &[u8], key: &str) -> bool {
+    let inner = &lit[1..lit.len() - 1];
+    if inner == key.as_bytes() {
+        return true;
+    }
+    // Only a key with escapes can spell the same name in other bytes.
+    inner.contains(&b'\\') && decode_string(lit) == key
+}
+
 fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
     members
         .iter()
         .rev()
-        .find(|m| decode_string(&text[m.key.clone()]) == key)
+        .find(|m| key_is(&text[m.key.clone()], key))
         .map(|m| Raw::new_unchecked(&text[m.value.clone()]))
 }
 
@@ -187,7 +207,7 @@ impl Entry {
             .iter()
             .enumerate()
             .rev()
-            .find(|(_, m)| decode_string(&bytes[m.key.clone()]) == "message")
+            .find(|(_, m)| key_is(&bytes[m.key.clone()], "message"))
             .map(|(i, _)| i as u32);
         let message_members: Box<[Member]> = match msg_index {
             Some(i) => scanned
@@ -223,6 +243,38 @@ impl Entry {
     pub fn parse(s: String) -> Result<Entry, json::ScanError> {
         let scanned = json::scan::scan(s.as_bytes())?;
         Ok(Entry::from_scanned(Text::owned(s), scanned, 0, 0))
+    }
+
+    /// Parses one line ending in `\n` (kept in the same buffer, so it can be written as is).
+    pub fn parse_line(mut s: String) -> Result<Entry, json::ScanError> {
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+        let len = s.len() - 1;
+        let scanned = json::scan::scan(&s.as_bytes()[..len])?;
+        let text = Text {
+            buf: Arc::new(s.into_bytes()),
+            range: 0..len,
+        };
+        Ok(Entry::from_scanned(text, scanned, 0, 0))
+    }
+
+    /// The line with its `\n`, when the buffer holds it right after the text.
+    pub fn line_bytes(&self) -> Option<&[u8]> {
+        let all: &[u8] = (*self.text.buf).as_ref();
+        let r = &self.text.range;
+        (all.get(r.end) == Some(&b'\n')).then(|| &all[r.start..r.end + 1])
+    }
+
+    /// Tells the buffer this line's bytes are not needed for now (a mapped file drops the
+    /// pages; they are read again if touched). For streaming huge sessions out.
+    pub fn release_bytes(&self) {
+        self.text.buf.release(self.text.range.clone());
+    }
+
+    /// Start of this line in its buffer.
+    pub(crate) fn buffer_offset(&self) -> usize {
+        self.text.range.start
     }
 
     /// The entry's line, exactly as stored.
@@ -294,6 +346,21 @@ pub struct Header {
 }
 
 impl Header {
+    /// The header an object line makes, if it is a valid one.
+    pub fn from_entry(e: &Entry) -> Option<Header> {
+        let b = e.text.as_bytes();
+        if last(b, &e.members, "type")?.as_str()? != "session" {
+            return None;
+        }
+        let id = last(b, &e.members, "id")?.as_str()?.into_owned();
+        Some(Header {
+            id,
+            line: e.line,
+            members: e.members.clone(),
+            text: e.text.clone(),
+        })
+    }
+
     /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
     pub fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
         let b = text.as_bytes();
@@ -393,4 +460,28 @@ pub fn js_trim(s: &str) -> &str {
         )
     }
     s.trim_matches(ws)
+}
+
+/// Gives a buffer's bytes back behind a cursor that moves forward through it, in steps of a
+/// MiB, while entries are streamed out in (mostly) file order. Giving back too much is never
+/// wrong: dropped pages of a mapped file are read again if touched.
+#[derive(Default)]
+pub struct Releaser {
+    next: usize,
+}
+
+impl Releaser {
+    pub fn new() -> Self {
+        Releaser::default()
+    }
+
+    /// `e` was written out: the bytes before it are not needed any more.
+    pub fn passed(&mut self, e: &Entry) {
+        let start = e.buffer_offset();
+        if start >= self.next + (1 << 20) {
+            e.text.buf.release(self.next..start);
+            self.next = start;
+        }
+        e.release_bytes();
+    }
 }

@@ -25,6 +25,7 @@ pub mod dirs;
 pub mod entry;
 mod error;
 pub mod folder;
+pub(crate) mod ids;
 pub mod index;
 pub mod interrupted;
 pub mod json;
@@ -40,7 +41,7 @@ pub mod usage;
 
 pub use context::{build_context, to_llm, Context, Message};
 pub use diag::{Diagnostic, DiagnosticKind};
-pub use entry::{Entry, EntryType, Header, Parent};
+pub use entry::{Entry, EntryType, Header, Parent, Releaser};
 pub use error::{Error, LockHolder, Result};
 pub use session::{load, Forked, Json, Loaded, Session};
 pub use store::{Creation, Durability, WriteOptions};

@@ -42,161 +42,286 @@ pub fn parse(buf: Backing) -> Result<Parsed, NotSession> {
     parse_from(buf, 0, 1, None)
 }
 
+/// What a non-blank line holds.
+enum Value1 {
+    /// An object: an entry (or a header).
+    Object(Entry),
+    /// Any other JSON value: its text, and whether JavaScript finds it truthy.
+    Other { text: String, truthy: bool },
+}
+
+/// One non-blank line after the parallel scan.
+struct Scanned1 {
+    line: u64,
+    offset: u64,
+    has_nl: bool,
+    invalid_utf8: bool,
+    len: usize,
+    value: Result<Value1, json::ScanError>,
+}
+
+/// Files above this size are scanned by several threads.
+const PARALLEL_MIN: usize = 8 << 20;
+
+/// Scans the lines of `bytes[from..to]` (which starts at a line start); line numbers are
+/// relative to the chunk, starting at 0.
+fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
+    let bytes: &[u8] = (**buf).as_ref();
+    let mut out = Vec::new();
+    let mut pos = from;
+    let mut line: u64 = 0;
+    // Scanned bytes are given back in steps, so a mapped file is never resident whole.
+    const RELEASE_STEP: usize = 8 << 20;
+    let mut released = from;
+    while pos < to {
+        if pos - released >= RELEASE_STEP {
+            buf.release(released..pos);
+            released = pos;
+        }
+        let (end, next, has_nl) = match memchr::memchr(b'\n', &bytes[pos..to]) {
+            Some(i) => (pos + i, pos + i + 1, true),
+            None => (to, to, false),
+        };
+        let raw = &bytes[pos..end];
+        let offset = pos as u64;
+        let this = line;
+        pos = next;
+        line += has_nl as u64;
+        if scan::is_blank(raw) {
+            continue;
+        }
+        let (text, invalid_utf8) = if simdutf8::basic::from_utf8(raw).is_ok() {
+            (Text::new(buf.clone(), offset as usize..end), false)
+        } else {
+            (Text::owned(String::from_utf8_lossy(raw).into_owned()), true)
+        };
+        let value = scan::scan(text.as_bytes()).map(|scanned| {
+            let top = &text.as_bytes()[scanned.top.clone()];
+            if top[0] == b'{' {
+                Value1::Object(Entry::from_scanned(text.clone(), scanned, 0, offset))
+            } else {
+                let raw = json::Raw::new_unchecked(top);
+                Value1::Other {
+                    text: raw.text().to_string(),
+                    truthy: raw.truthy(),
+                }
+            }
+        });
+        out.push(Scanned1 {
+            line: this,
+            offset,
+            has_nl,
+            invalid_utf8,
+            len: raw.len(),
+            value,
+        });
+    }
+    buf.release(released..to);
+    (out, line)
+}
+
 /// Parses lines of `buf` starting at byte `start` (line number `first_line`), for a file
 /// whose header was already read (`header`), or the whole file when `header` is `None`.
+/// Large inputs are scanned on all cores; the result does not depend on how they split.
 pub fn parse_from(
     buf: Backing,
     start: usize,
     first_line: u64,
     header: Option<Header>,
 ) -> Result<Parsed, NotSession> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let len = (*buf).as_ref().len();
+    let threads = if len - start >= PARALLEL_MIN {
+        threads
+    } else {
+        1
+    };
+    parse_split(buf, start, first_line, header, threads)
+}
+
+/// [`parse`] with the input split into `threads` pieces (for tests: every split must give
+/// the same result).
+pub fn parse_with_threads(buf: Backing, threads: usize) -> Result<Parsed, NotSession> {
+    parse_split(buf, 0, 1, None, threads.max(1))
+}
+
+fn parse_split(
+    buf: Backing,
+    start: usize,
+    first_line: u64,
+    header: Option<Header>,
+    threads: usize,
+) -> Result<Parsed, NotSession> {
     let bytes: &[u8] = (*buf).as_ref();
+    let len = bytes.len();
+    let mut bounds = vec![start];
+    if threads > 1 && len > start {
+        let step = (len - start) / threads;
+        for k in 1..threads {
+            let guess = start + k * step;
+            let prev = *bounds.last().expect("non-empty");
+            if guess <= prev {
+                continue;
+            }
+            if let Some(i) = memchr::memchr(b'\n', &bytes[guess..]) {
+                bounds.push(guess + i + 1);
+            }
+        }
+    }
+    bounds.push(len);
+    bounds.dedup();
+    let chunks: Vec<(Vec<Scanned1>, u64)> = if bounds.len() > 2 {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = bounds
+                .windows(2)
+                .map(|w| {
+                    let (a, b) = (w[0], w[1]);
+                    let buf = &buf;
+                    sc.spawn(move || scan_chunk(buf, a, b))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("scanner thread"))
+                .collect()
+        })
+    } else {
+        vec![scan_chunk(&buf, start, len)]
+    };
+
     let mut header = header;
-    let mut entries = Vec::new();
+    let mut entries = Vec::with_capacity(chunks.iter().map(|c| c.0.len()).sum());
     let mut diagnostics = Vec::new();
     let mut tail = Tail::Clean;
-    let mut pos = start;
-    let mut line_no = first_line;
     let mut first_value_seen = header.is_some();
     // The reference's index of each truthy parsed value (header = 0).
     let mut ordinal: u32 = 0;
-    while pos < bytes.len() {
-        let (end, next, has_nl) = match memchr::memchr(b'\n', &bytes[pos..]) {
-            Some(i) => (pos + i, pos + i + 1, true),
-            None => (bytes.len(), bytes.len(), false),
-        };
-        let line = &bytes[pos..end];
-        let offset = pos as u64;
-        let this_line = line_no;
-        pos = next;
-        line_no += 1;
-        if scan::is_blank(line) {
-            continue;
-        }
-        // Lines that are not UTF-8 are read as the reference's decoder reads them.
-        let (text, owned) = match std::str::from_utf8(line) {
-            Ok(_) => (Text::new(buf.clone(), offset as usize..end), false),
-            Err(_) => {
+    let mut base_line = first_line;
+    for (items, lines) in chunks {
+        for it in items {
+            let this_line = base_line + it.line;
+            let offset = it.offset;
+            if it.invalid_utf8 {
                 diagnostics.push(diag(
                     this_line,
                     offset,
                     DiagnosticKind::InvalidUtf8,
                     "bytes that are not UTF-8 (read as U+FFFD)".into(),
                 ));
-                (
-                    Text::owned(String::from_utf8_lossy(line).into_owned()),
-                    true,
-                )
             }
-        };
-        let _ = owned;
-        let scanned = match scan::scan(text.as_bytes()) {
-            Ok(s) => s,
-            Err(e) => {
-                if !has_nl {
-                    tail = Tail::Torn { offset };
-                    diagnostics.push(diag(
-                        this_line,
-                        offset,
-                        DiagnosticKind::TornTail,
-                        format!(
-                            "last line is cut off ({e}; {} bytes, no newline)",
-                            line.len()
-                        ),
-                    ));
-                } else {
-                    diagnostics.push(diag(
-                        this_line,
-                        offset,
-                        DiagnosticKind::MalformedLine,
-                        format!("not JSON: {e}"),
-                    ));
+            let value = match it.value {
+                Ok(v) => v,
+                Err(e) => {
+                    if !it.has_nl {
+                        tail = Tail::Torn { offset };
+                        diagnostics.push(diag(
+                            this_line,
+                            offset,
+                            DiagnosticKind::TornTail,
+                            format!("last line is cut off ({e}; {} bytes, no newline)", it.len),
+                        ));
+                    } else {
+                        diagnostics.push(diag(
+                            this_line,
+                            offset,
+                            DiagnosticKind::MalformedLine,
+                            format!("not JSON: {e}"),
+                        ));
+                    }
+                    continue;
                 }
+            };
+            if !it.has_nl {
+                tail = Tail::MissingNewline;
+                diagnostics.push(diag(
+                    this_line,
+                    offset,
+                    DiagnosticKind::MissingNewline,
+                    "last line has no newline".into(),
+                ));
+            }
+            if let Value1::Other {
+                text,
+                truthy: false,
+            } = &value
+            {
+                diagnostics.push(diag(
+                    this_line,
+                    offset,
+                    DiagnosticKind::NotAnObject,
+                    format!("line is `{text}`, not an entry (skipped)"),
+                ));
                 continue;
             }
-        };
-        if !has_nl {
-            tail = Tail::MissingNewline;
-            diagnostics.push(diag(
-                this_line,
-                offset,
-                DiagnosticKind::MissingNewline,
-                "last line has no newline".into(),
-            ));
-        }
-        let value = json::Raw::new_unchecked(&text.as_bytes()[scanned.top.clone()]);
-        if !value.truthy() {
-            diagnostics.push(diag(
-                this_line,
-                offset,
-                DiagnosticKind::NotAnObject,
-                format!("line is `{}`, not an entry (skipped)", value.text()),
-            ));
-            continue;
-        }
-        ordinal += 1;
-        if !first_value_seen {
-            first_value_seen = true;
-            ordinal = 0;
-            match Header::from_scanned(text.clone(), &scanned, this_line) {
-                Some(h) => {
-                    if let Some(v) = h.version() {
-                        if v > crate::migrate::CURRENT_VERSION as f64 {
+            ordinal += 1;
+            if !first_value_seen {
+                first_value_seen = true;
+                ordinal = 0;
+                let h = match &value {
+                    Value1::Object(e) => Header::from_entry(e),
+                    Value1::Other { .. } => None,
+                };
+                match h {
+                    Some(mut h) => {
+                        h.line = this_line;
+                        if h.version()
+                            .is_some_and(|v| v > crate::migrate::CURRENT_VERSION as f64)
+                        {
                             diagnostics.push(diag(
                                 this_line,
                                 offset,
                                 DiagnosticKind::UnknownVersion,
                                 format!(
-                                    "header version {} is newer than this library knows ({}); entries may be misread",
-                                    crate::json::format_number(v),
-                                    crate::migrate::CURRENT_VERSION
+                                    "header version {} is newer than this sessiontree knows (3)",
+                                    h.field("version")
+                                        .map(|v| v.js_string())
+                                        .unwrap_or_default()
                                 ),
                             ));
                         }
+                        header = Some(h);
+                        continue;
                     }
-                    header = Some(h);
-                    continue;
-                }
-                None => {
-                    let reason = if value.kind() != json::Kind::Object {
-                        format!(
-                            "the first line is `{}`, not a session header",
-                            shorten(value.text())
-                        )
-                    } else {
-                        "the first line is not a session header (needs \"type\":\"session\" and a string \"id\")".into()
-                    };
-                    return Err(NotSession::BadHeader {
-                        line: this_line,
-                        reason,
-                    });
+                    None => {
+                        let reason = match &value {
+                            Value1::Other { text, .. } => format!("the first line is `{}`, not a session header", shorten(text)),
+                            Value1::Object(_) => "the first line is not a session header (needs \"type\":\"session\" and a string \"id\")".into(),
+                        };
+                        return Err(NotSession::BadHeader {
+                            line: this_line,
+                            reason,
+                        });
+                    }
                 }
             }
+            let mut entry = match value {
+                Value1::Object(e) => e,
+                Value1::Other { text, .. } => {
+                    diagnostics.push(diag(
+                        this_line,
+                        offset,
+                        DiagnosticKind::NotAnObject,
+                        format!("line is `{}`, not an entry (skipped)", shorten(&text)),
+                    ));
+                    continue;
+                }
+            };
+            entry.line = this_line;
+            entry.ordinal = ordinal;
+            if entry.entry_type == crate::entry::EntryType::Other("session".into()) {
+                diagnostics.push(diag(
+                    this_line,
+                    offset,
+                    DiagnosticKind::ExtraHeader,
+                    "a second session header (skipped; the first one counts)".into(),
+                ));
+                continue;
+            }
+            entries.push(entry);
         }
-        if value.kind() != json::Kind::Object {
-            diagnostics.push(diag(
-                this_line,
-                offset,
-                DiagnosticKind::NotAnObject,
-                format!(
-                    "line is `{}`, not an entry (skipped)",
-                    shorten(value.text())
-                ),
-            ));
-            continue;
-        }
-        let mut entry = Entry::from_scanned(text, scanned, this_line, offset);
-        entry.ordinal = ordinal;
-        if entry.field("type").and_then(|t| t.as_str()).as_deref() == Some("session") {
-            diagnostics.push(diag(
-                this_line,
-                offset,
-                DiagnosticKind::ExtraHeader,
-                "a second session header (skipped; the first one counts)".into(),
-            ));
-            continue;
-        }
-        entries.push(entry);
+        base_line += lines;
     }
     match header {
         Some(header) => Ok(Parsed {
@@ -204,7 +329,7 @@ pub fn parse_from(
             entries,
             diagnostics,
             tail,
-            len: bytes.len() as u64,
+            len: len as u64,
         }),
         None => Err(NotSession::NoContent),
     }

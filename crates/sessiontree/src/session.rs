@@ -71,14 +71,55 @@ pub struct Loaded {
 
 /// Reads a session file without writing anything (no lock, no repair, no migration on disk).
 pub fn load(path: &Path) -> Result<Loaded> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
-    load_bytes(path, bytes)
+    let file = std::fs::File::open(path).map_err(io(path))?;
+    let size = file.metadata().map_err(io(path))?.len();
+    if size < MMAP_MIN {
+        let mut bytes = Vec::with_capacity(size as usize);
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io(path))?;
+        return load_bytes(path, bytes);
+    }
+    // SAFETY: the map is read-only and private. Session files are only ever appended to
+    // (appends past the mapped length are not seen); a file truncated by another program
+    // while mapped would fault, which no writer of this format does.
+    let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io(path))?;
+    let len = map.len() as u64;
+    let backing: crate::entry::Backing = std::sync::Arc::new(Mapped(map));
+    load_backing(path, backing, len)
 }
 
-/// [`load`] for bytes already read; `path` names them in errors.
-pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
-    let len = bytes.len() as u64;
-    let mut parsed = parse::parse(parse::backing(bytes)).map_err(|e| not_session(path, e))?;
+/// Files at least this large are mapped instead of read.
+const MMAP_MIN: u64 = 1 << 20;
+
+struct Mapped(memmap2::Mmap);
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl crate::entry::Buffer for Mapped {
+    fn release(&self, range: std::ops::Range<usize>) {
+        // Whole pages inside the range only.
+        const PAGE: usize = 4096;
+        let start = range.start.div_ceil(PAGE) * PAGE;
+        let end = range.end / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the map is private and read-only, never written through: dropped pages
+            // are read again from the file (which is only ever appended to) when touched.
+            let _ = unsafe {
+                self.0.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start,
+                    end - start,
+                )
+            };
+        }
+    }
+}
+
+fn load_backing(path: &Path, backing: crate::entry::Backing, len: u64) -> Result<Loaded> {
+    let mut parsed = parse::parse(backing).map_err(|e| not_session(path, e))?;
     let migrated = crate::migrate::migrate(&mut parsed);
     let tail = parsed.tail;
     Ok(Loaded {
@@ -87,6 +128,12 @@ pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
         tail,
         len,
     })
+}
+
+/// [`load`] for bytes already read; `path` names them in errors.
+pub fn load_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded> {
+    let len = bytes.len() as u64;
+    load_backing(path, parse::backing(bytes), len)
 }
 
 fn not_session(path: &Path, e: NotSession) -> Error {
@@ -116,6 +163,15 @@ fn header_line(id: &str, timestamp: &str, cwd: &str, parent_session: Option<&str
     }
     s.push('}');
     s
+}
+
+/// Names an entry in an error message, formatted only when one is made.
+struct EntryName<'a>(&'a Entry);
+
+impl std::fmt::Display for EntryName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "entry {}", self.0.id().unwrap_or("?"))
+    }
 }
 
 /// Which parent a new entry gets.
@@ -188,7 +244,13 @@ pub struct Session {
     flushed: bool,
     tail: Tail,
     lines_seen: u64,
+    /// When the file's size was last compared with what this handle has seen.
+    last_look: Option<std::time::Instant>,
 }
+
+/// How long an appender trusts its view of the file before looking for lines that other
+/// (non-locking) writers added. A pause longer than this always sees them.
+const LOOK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -244,6 +306,7 @@ impl Session {
             flushed: false,
             tail: Tail::Clean,
             lines_seen: 0,
+            last_look: None,
         })
     }
 
@@ -332,7 +395,7 @@ impl Session {
                 s.lock = lock;
                 let line = format!("{}\n", s.tree.header().text());
                 let mut app = Appender::open(&path, 0, options.durability)?;
-                app.append(line.as_bytes(), "the header")?;
+                app.append(line.as_bytes(), &"the header")?;
                 app.sync()?;
                 s.appender = Some(app);
                 s.flushed = true;
@@ -370,6 +433,7 @@ impl Session {
             flushed: true,
             tail,
             lines_seen,
+            last_look: None,
         })
     }
 
@@ -516,7 +580,7 @@ impl Session {
                 store::save_torn_tail(&path, offset, &fragment)?;
             }
         }
-        app.append(b"\n", "the newline that ends the previous line")?;
+        app.append(b"\n", &"the newline that ends the previous line")?;
         self.lines_seen += 1;
         self.tail = Tail::Clean;
         Ok(())
@@ -565,14 +629,11 @@ impl Session {
             return Ok(());
         }
         self.fix_tail()?;
-        let mut line = String::with_capacity(entry.text().len() + 1);
-        line.push_str(entry.text());
-        line.push('\n');
-        let what = format!("entry {}", entry.id().unwrap_or("?"));
-        self.appender
-            .as_mut()
-            .ok_or(Error::InMemory)?
-            .append(line.as_bytes(), &what)?;
+        let appender = self.appender.as_mut().ok_or(Error::InMemory)?;
+        match entry.line_bytes() {
+            Some(line) => appender.append(line, &EntryName(entry))?,
+            None => appender.append(format!("{}\n", entry.text()).as_bytes(), &EntryName(entry))?,
+        }
         self.lines_seen += 1;
         Ok(())
     }
@@ -582,15 +643,18 @@ impl Session {
         parent: ParentOf,
         build: impl FnOnce(&SessionTree, &str, Option<&str>, &str) -> Result<String>,
     ) -> Result<String> {
-        self.refresh()?;
+        if self.last_look.is_none_or(|t| t.elapsed() >= LOOK_INTERVAL) {
+            self.refresh()?;
+        }
         let id = self.tree.generate_id();
         let parent = match parent {
             ParentOf::Leaf => self.tree.leaf_id().map(str::to_string),
             ParentOf::Given(p) => p,
         };
         let ts = crate::date::now_iso();
-        let text = build(&self.tree, &id, parent.as_deref(), &ts)?;
-        let entry = Entry::parse(text).map_err(|e| Error::Json(e.to_string()))?;
+        let mut text = build(&self.tree, &id, parent.as_deref(), &ts)?;
+        text.push('\n');
+        let entry = Entry::parse_line(text).map_err(|e| Error::Json(e.to_string()))?;
         self.persist(&entry)?;
         self.tree.commit(entry);
         Ok(id)
@@ -599,33 +663,31 @@ impl Session {
     fn append_fields(
         &mut self,
         ty: &'static str,
-        fields: Vec<(&'static str, Option<String>)>,
+        fields: &[(&'static str, Option<&str>)],
     ) -> Result<String> {
         self.append_with(ParentOf::Leaf, |_, id, parent, ts| {
-            let f: Vec<(&str, Option<&str>)> =
-                fields.iter().map(|(k, v)| (*k, v.as_deref())).collect();
-            Ok(entry_line(ty, id, parent, ts, &f))
+            Ok(entry_line(ty, id, parent, ts, fields))
         })
     }
 
     /// Appends a message under the leaf.
     pub fn append_message(&mut self, message: &Json) -> Result<String> {
-        self.append_fields("message", vec![("message", Some(message.0.clone()))])
+        self.append_fields("message", &[("message", Some(message.as_str()))])
     }
 
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String> {
         self.append_fields(
             "thinking_level_change",
-            vec![("thinkingLevel", Some(Json::string(level).0))],
+            &[("thinkingLevel", Some(Json::string(level).0.as_str()))],
         )
     }
 
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
         self.append_fields(
             "model_change",
-            vec![
-                ("provider", Some(Json::string(provider).0)),
-                ("modelId", Some(Json::string(model_id).0)),
+            &[
+                ("provider", Some(Json::string(provider).0.as_str())),
+                ("modelId", Some(Json::string(model_id).0.as_str())),
             ],
         )
     }
@@ -639,17 +701,15 @@ impl Session {
         usage: &Json,
         note: Option<&str>,
     ) -> Result<String> {
+        let note = note.filter(|n| !n.is_empty()).map(|n| Json::string(n).0);
         self.append_fields(
             "usage",
-            vec![
-                ("kind", Some(Json::string(kind).0)),
-                ("provider", Some(Json::string(provider).0)),
-                ("model", Some(Json::string(model).0)),
-                ("usage", Some(usage.0.clone())),
-                (
-                    "note",
-                    note.filter(|n| !n.is_empty()).map(|n| Json::string(n).0),
-                ),
+            &[
+                ("kind", Some(Json::string(kind).0.as_str())),
+                ("provider", Some(Json::string(provider).0.as_str())),
+                ("model", Some(Json::string(model).0.as_str())),
+                ("usage", Some(usage.as_str())),
+                ("note", note.as_deref()),
             ],
         )
     }
@@ -712,9 +772,9 @@ impl Session {
     ) -> Result<String> {
         self.append_fields(
             "custom",
-            vec![
-                ("customType", Some(Json::string(custom_type).0)),
-                ("data", data.map(|d| d.0.clone())),
+            &[
+                ("customType", Some(Json::string(custom_type).0.as_str())),
+                ("data", data.map(Json::as_str)),
             ],
         )
     }
@@ -729,11 +789,11 @@ impl Session {
     ) -> Result<String> {
         self.append_fields(
             "custom_message",
-            vec![
-                ("customType", Some(Json::string(custom_type).0)),
-                ("content", Some(content.0.clone())),
-                ("display", Some(Json::bool(display).0)),
-                ("details", details.map(|d| d.0.clone())),
+            &[
+                ("customType", Some(Json::string(custom_type).0.as_str())),
+                ("content", Some(content.as_str())),
+                ("display", Some(if display { "true" } else { "false" })),
+                ("details", details.map(Json::as_str)),
             ],
         )
     }
@@ -743,11 +803,12 @@ impl Session {
         if !self.tree.contains(target_id) {
             return Err(Error::EntryNotFound(target_id.to_string()));
         }
+        let label = label.map(|l| Json::string(l).0);
         self.append_fields(
             "label",
-            vec![
-                ("targetId", Some(Json::string(target_id).0)),
-                ("label", label.map(|l| Json::string(l).0)),
+            &[
+                ("targetId", Some(Json::string(target_id).0.as_str())),
+                ("label", label.as_deref()),
             ],
         )
     }
@@ -756,7 +817,7 @@ impl Session {
     pub fn append_session_info(&mut self, name: &str) -> Result<String> {
         self.append_fields(
             "session_info",
-            vec![("name", Some(Json::string(&sanitize_name(name)).0))],
+            &[("name", Some(Json::string(&sanitize_name(name)).0.as_str()))],
         )
     }
 
@@ -823,9 +884,9 @@ impl Session {
         let target = Json::string(target_id).0;
         self.append_fields(
             "context_edit",
-            vec![
-                ("targetId", Some(target)),
-                ("replacement", Some(replacement)),
+            &[
+                ("targetId", Some(target.as_str())),
+                ("replacement", Some(replacement.as_str())),
             ],
         )
     }

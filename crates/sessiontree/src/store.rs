@@ -340,7 +340,7 @@ impl Appender {
 
     /// Appends bytes with one `write` (O_APPEND), then applies the durability policy.
     /// On failure the appender is poisoned: the error says how much was written.
-    pub fn append(&mut self, bytes: &[u8], what: &str) -> Result<()> {
+    pub fn append(&mut self, bytes: &[u8], what: &dyn std::fmt::Display) -> Result<()> {
         self.check()?;
         let mut written = 0usize;
         let mut f = &self.file;
@@ -374,7 +374,13 @@ impl Appender {
         }
     }
 
-    fn poison(&mut self, what: &str, written: usize, total: usize, e: std::io::Error) -> Error {
+    fn poison(
+        &mut self,
+        what: &dyn std::fmt::Display,
+        written: usize,
+        total: usize,
+        e: std::io::Error,
+    ) -> Error {
         let state = if written == 0 {
             format!("{what} was not written")
         } else {

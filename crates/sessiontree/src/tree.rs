@@ -5,7 +5,7 @@ use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{js_trim, Entry, EntryType, Header, Parent};
 use crate::json::Raw;
 use crate::parse::{diag, Parsed};
-use std::collections::HashMap;
+type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// A label currently set on an entry.
 #[derive(Clone, Debug)]
@@ -43,7 +43,13 @@ pub struct SessionTree {
     diagnostics: Vec<Diagnostic>,
     children: Option<HashMap<Box<str>, Vec<u32>>>,
     has_cycle: bool,
+    /// Each entry's parent index, resolved when the entry was indexed (`NO_PARENT` when
+    /// its parent was unknown then); trusted only while no id has been used twice.
+    parent_of: Vec<u32>,
+    has_duplicates: bool,
 }
+
+const NO_PARENT: u32 = u32::MAX;
 
 /// The tree view: roots and children lists (by entry index), iterative to walk.
 #[derive(Clone, Debug, Default)]
@@ -58,15 +64,17 @@ impl SessionTree {
         SessionTree {
             header,
             entries: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: HashMap::default(),
             slots: Vec::new(),
             leaf: None,
-            labels: HashMap::new(),
+            labels: HashMap::default(),
             label_seq: 0,
             name_entry: None,
             diagnostics: Vec::new(),
             children: None,
             has_cycle: false,
+            parent_of: Vec::new(),
+            has_duplicates: false,
         }
     }
 
@@ -91,6 +99,12 @@ impl SessionTree {
 
     fn index_entry(&mut self, e: Entry, report: bool) {
         let idx = self.entries.len() as u32;
+        let parent = e
+            .parent
+            .walk_id()
+            .and_then(|p| self.index_of(p))
+            .unwrap_or(NO_PARENT);
+        self.parent_of.push(parent);
         match e.id.as_deref() {
             Some(id) => {
                 match self.by_id.get(id) {
@@ -108,6 +122,7 @@ impl SessionTree {
                             ));
                         }
                         self.slots[slot as usize] = idx;
+                        self.has_duplicates = true;
                     }
                     None => {
                         self.by_id.insert(id.into(), self.slots.len() as u32);
@@ -333,7 +348,7 @@ impl SessionTree {
     /// Children of an entry, in the reference's order (`getChildren`).
     pub fn get_children(&mut self, id: &str) -> Vec<&Entry> {
         if self.children.is_none() {
-            let mut map: HashMap<Box<str>, Vec<u32>> = HashMap::new();
+            let mut map: HashMap<Box<str>, Vec<u32>> = HashMap::default();
             for &i in &self.slots {
                 if let Some(p) = self.entries[i as usize].parent.walk_id() {
                     map.entry(p.into()).or_default().push(i);
@@ -345,6 +360,19 @@ impl SessionTree {
         map.get(id)
             .map(|v| v.iter().map(|&i| &self.entries[i as usize]).collect())
             .unwrap_or_default()
+    }
+
+    /// The index of an entry's parent, if it names an entry.
+    #[inline]
+    fn parent_index(&self, i: u32) -> Option<u32> {
+        let known = self.parent_of[i as usize];
+        if known != NO_PARENT && !self.has_duplicates {
+            return Some(known);
+        }
+        self.entries[i as usize]
+            .parent
+            .walk_id()
+            .and_then(|p| self.index_of(p))
     }
 
     /// Entry indices from the root to `start` (root first); stops at a cycle.
@@ -362,10 +390,7 @@ impl SessionTree {
             if path.len() > self.entries.len() {
                 break;
             }
-            cur = self.entries[i as usize]
-                .parent
-                .walk_id()
-                .and_then(|p| self.index_of(p));
+            cur = self.parent_index(i);
         }
         path.reverse();
         path
@@ -448,10 +473,9 @@ impl SessionTree {
     /// Generates an id not used in this session: 8 hex characters, a full UUID after 100 collisions.
     pub fn generate_id(&self) -> String {
         for _ in 0..100 {
-            let u = uuid::Uuid::new_v4().simple().to_string();
-            let id = &u[..8];
-            if !self.by_id.contains_key(id) {
-                return id.to_string();
+            let id = crate::ids::random_hex8();
+            if !self.by_id.contains_key(id.as_str()) {
+                return id;
             }
         }
         uuid::Uuid::new_v4().hyphenated().to_string()
@@ -468,52 +492,54 @@ impl SessionTree {
     }
 
     /// `getTree()` as the reference's JSON: `[{entry, children, label?, labelTimestamp?}]`.
-    /// Written iteratively, so a 200,000-deep chain is fine.
     pub fn tree_json(&self) -> String {
+        let mut v = Vec::new();
+        self.write_tree_json(&mut v).expect("writing to memory");
+        String::from_utf8(v).expect("JSON text is UTF-8")
+    }
+
+    /// Streams `getTree()`'s JSON; iterative, so a 200,000-deep chain is fine.
+    pub fn write_tree_json<W: std::io::Write + ?Sized>(&self, w: &mut W) -> std::io::Result<()> {
         let view = self.get_tree();
-        let mut out = String::with_capacity(
-            self.entries
-                .iter()
-                .map(|e| e.text().len() + 48)
-                .sum::<usize>()
-                + 2,
-        );
-        out.push('[');
+        w.write_all(b"[")?;
         // Stack of (children list, next position).
         let mut stack: Vec<(&[u32], usize)> = vec![(&view.roots, 0)];
+        let mut releaser = crate::entry::Releaser::new();
         while let Some((list, pos)) = stack.last_mut() {
             if *pos == list.len() {
                 stack.pop();
-                out.push(']');
-                if let Some(((l, p), _)) = stack.last().map(|x| (x, ())) {
-                    // Close the node whose children we just wrote.
+                w.write_all(b"]")?;
+                if let Some((l, p)) = stack.last() {
+                    // Close the node whose children were just written.
                     let node = l[*p - 1];
-                    if let Some(lbl) = self
-                        .labels
-                        .get(self.entries[node as usize].id().unwrap_or("\u{0}"))
+                    if let Some(lbl) = self.entries[node as usize]
+                        .id()
+                        .and_then(|id| self.labels.get(id))
                     {
-                        out.push_str(",\"label\":");
-                        out.push_str(&lbl.label);
+                        w.write_all(b",\"label\":")?;
+                        w.write_all(lbl.label.as_bytes())?;
                         if let Some(ts) = &lbl.timestamp {
-                            out.push_str(",\"labelTimestamp\":");
-                            out.push_str(ts);
+                            w.write_all(b",\"labelTimestamp\":")?;
+                            w.write_all(ts.as_bytes())?;
                         }
                     }
-                    out.push('}');
+                    w.write_all(b"}")?;
                 }
                 continue;
             }
             let node = list[*pos];
             if *pos > 0 {
-                out.push(',');
+                w.write_all(b",")?;
             }
             *pos += 1;
-            out.push_str("{\"entry\":");
-            out.push_str(self.entries[node as usize].raw().text());
-            out.push_str(",\"children\":[");
+            w.write_all(b"{\"entry\":")?;
+            let e = &self.entries[node as usize];
+            w.write_all(e.raw().bytes())?;
+            releaser.passed(e);
+            w.write_all(b",\"children\":[")?;
             stack.push((&view.children[node as usize], 0));
         }
-        out
+        Ok(())
     }
 }
 

@@ -428,6 +428,14 @@ fn appended_lines_are_canonical_in_the_reference_key_order() {
         .unwrap();
     s.branch_with_summary(Some(&a), "left", None, Some(true), None)
         .unwrap();
+    s.append_usage(
+        "cache_warm",
+        "p",
+        "m",
+        &Json::parse("{}").unwrap(),
+        Some("a \"note\""),
+    )
+    .unwrap();
     let text = std::fs::read_to_string(s.path().unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     for l in &lines {
@@ -470,7 +478,13 @@ fn appended_lines_are_canonical_in_the_reference_key_order() {
         keys(lines[7]),
         ["type", "id", "parentId", "timestamp", "targetId"]
     );
+    assert!(lines[6].ends_with(r#""label":"mark"}"#), "{}", lines[6]);
     assert!(lines[8].ends_with(r#""name":"a b"}"#));
+    assert!(
+        lines[13].ends_with(r#""usage":{},"note":"a \"note\""}"#),
+        "{}",
+        lines[13]
+    );
     assert_eq!(
         keys(lines[9]),
         [

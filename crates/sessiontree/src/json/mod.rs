@@ -26,13 +26,26 @@ impl std::fmt::Debug for Raw<'_> {
 }
 
 impl<'a> Raw<'a> {
-    /// Wraps text that is known to be one valid JSON value without surrounding whitespace.
-    pub fn new_unchecked(text: &'a [u8]) -> Self {
+    /// Wraps JSON text this library produced (a label, a field value): valid JSON without
+    /// surrounding whitespace. Invalid JSON makes later accessors panic, never misbehave.
+    pub fn trusted(text: &'a str) -> Self {
+        Raw(text.as_bytes())
+    }
+
+    /// Wraps text that is known to be one valid JSON value, UTF-8, without surrounding
+    /// whitespace.
+    pub(crate) fn new_unchecked(text: &'a [u8]) -> Self {
         Raw(text)
     }
 
     /// Validates `text` as one JSON value.
     pub fn parse(text: &'a [u8]) -> Result<Self, ScanError> {
+        if let Err(e) = std::str::from_utf8(text) {
+            return Err(ScanError {
+                offset: e.valid_up_to(),
+                reason: "bytes that are not UTF-8",
+            });
+        }
         let s = scan::scan(text)?;
         Ok(Raw(&text[s.top]))
     }
@@ -41,9 +54,12 @@ impl<'a> Raw<'a> {
         self.0
     }
 
-    /// The value's text. Lines are UTF-8 once loaded (invalid bytes are replaced on load).
+    /// The value's text. Every `Raw` is UTF-8: lines are validated (or repaired) on load,
+    /// [`Raw::parse`] checks, and `new_unchecked`'s callers pass text from `&str`.
     pub fn text(&self) -> &'a str {
-        std::str::from_utf8(self.0).unwrap_or("null")
+        debug_assert!(std::str::from_utf8(self.0).is_ok());
+        // SAFETY: see above; a `Raw` is only made from UTF-8 text.
+        unsafe { std::str::from_utf8_unchecked(self.0) }
     }
 
     pub fn kind(&self) -> Kind {

@@ -108,9 +108,41 @@ static STRING_STOP: [bool; 256] = {
 
 /// Skips the string starting at `b[i] == '"'`; returns the index after its closing quote.
 #[inline]
-pub(crate) fn skip_string(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
+pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
     debug_assert_eq!(b[i], b'"');
-    i += 1;
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::json::fast::has_avx2() {
+            // SAFETY: AVX2 is available (checked at run time).
+            return unsafe { crate::json::fast::skip_string_avx2(b, i + 1) };
+        }
+    }
+    skip_string_from(b, i + 1)
+}
+
+/// Validates one escape at `b[i] == '\\'`; returns the index after it.
+#[inline]
+pub(crate) fn escape_end(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    let Some(&e) = b.get(i + 1) else {
+        return Err(err(i, "unterminated string"));
+    };
+    match e {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Ok(i + 2),
+        b'u' => {
+            let hex = b
+                .get(i + 2..i + 6)
+                .ok_or_else(|| err(i, "bad \\u escape"))?;
+            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                return Err(err(i, "bad \\u escape"));
+            }
+            Ok(i + 6)
+        }
+        _ => Err(err(i, "bad escape")),
+    }
+}
+
+/// The portable loop: from inside a string at `i` to after its closing quote.
+pub(crate) fn skip_string_from(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
     loop {
         i += crate::json::fast::find_string_stop(&b[i..]);
         if i >= b.len() {
@@ -118,26 +150,17 @@ pub(crate) fn skip_string(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
         }
         match b[i] {
             b'"' => return Ok(i + 1),
-            b'\\' => {
-                let Some(&e) = b.get(i + 1) else {
-                    return Err(err(i, "unterminated string"));
-                };
-                match e {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' => {
-                        let hex = b
-                            .get(i + 2..i + 6)
-                            .ok_or_else(|| err(i, "bad \\u escape"))?;
-                        if !hex.iter().all(u8::is_ascii_hexdigit) {
-                            return Err(err(i, "bad \\u escape"));
-                        }
-                        i += 6;
-                    }
-                    _ => return Err(err(i, "bad escape")),
-                }
-            }
+            b'\\' => i = escape_end(b, i)?,
             _ => return Err(err(i, "control character in string")),
         }
+    }
+}
+
+pub(crate) fn string_error(offset: usize, control: bool) -> ScanError {
+    if control {
+        err(offset, "control character in string")
+    } else {
+        err(offset, "unterminated string")
     }
 }
 
@@ -424,6 +447,71 @@ mod tests {
                 (2, "\"content\"", "[{\"x\":1}]")
             ]
         );
+    }
+
+    #[test]
+    fn simd_and_portable_string_skipping_agree() {
+        // Every mix of plain bytes, escapes (some crossing 32-byte blocks), quotes and
+        // control characters, at many lengths and offsets.
+        let pieces: [&[u8]; 9] = [
+            b"a",
+            b"\\n",
+            b"\\u00e9",
+            b"\\\"",
+            "é".as_bytes(),
+            b"\\",
+            b"\x01",
+            b"\\x",
+            b"\\u12",
+        ];
+        let mut seed = 7u64;
+        for _ in 0..60_000 {
+            let mut s = vec![b'"'];
+            let n = (seed % 90) as usize;
+            for _ in 0..n {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let p = pieces[((seed >> 33) % 9) as usize];
+                if p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12" {
+                    if (seed >> 40) % 8 != 0 {
+                        continue;
+                    }
+                }
+                s.extend_from_slice(p);
+            }
+            if (seed >> 20) % 5 != 0 {
+                s.push(b'"');
+            }
+            s.extend_from_slice(b"                                  tail");
+            assert_eq!(
+                skip_string(&s, 0),
+                skip_string_from(&s, 1),
+                "{:?}",
+                String::from_utf8_lossy(&s)
+            );
+        }
+    }
+
+    #[test]
+    fn backslash_runs_across_block_boundaries() {
+        for k in 0..140 {
+            for run in 1..72 {
+                for next in [b'"', b'n', b'u', b'x', 0x01] {
+                    let mut s = vec![b'"'];
+                    s.extend(std::iter::repeat_n(b'a', k));
+                    s.extend(std::iter::repeat_n(b'\\', run));
+                    s.push(next);
+                    s.extend_from_slice(b"00e9 and more text to fill a block or two \" end");
+                    s.extend(std::iter::repeat_n(b' ', 70));
+                    assert_eq!(
+                        skip_string(&s, 0),
+                        skip_string_from(&s, 1),
+                        "k {k} run {run} next {next}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,143 @@
+//! The command as a user runs it: outputs equal the library's (through the streamed,
+//! memory-releasing paths too), exit codes, closed pipes, colour.
+
+#[path = "../../sessiontree/benches/common/gen.rs"]
+mod gen;
+
+use std::process::{Command, Stdio};
+
+fn st() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+}
+
+fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("big.jsonl");
+    let mut out = Vec::new();
+    gen::generate(
+        &gen::Shape {
+            entries: 1_500,
+            target_bytes: 3_000,
+            seed: 5,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert!(out.len() > 2 << 20, "large enough to be mapped");
+    std::fs::write(&p, out).unwrap();
+    p
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let o = st().args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn json_outputs_equal_the_library_on_a_mapped_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = big_session(dir.path());
+    let f = p.to_str().unwrap();
+    let l = sessiontree::load(&p).unwrap();
+    let leaf = l
+        .tree
+        .leaf_id()
+        .map_or(sessiontree::LeafArg::Null, sessiontree::LeafArg::Id);
+    assert_eq!(
+        stdout_of(&["context", f, "--json"]).trim_end(),
+        sessiontree::build_context(&l.tree, leaf).to_json()
+    );
+    assert_eq!(
+        stdout_of(&["tree", f, "--json"]).trim_end(),
+        l.tree.tree_json()
+    );
+    let entries: Vec<&str> = l.tree.entries().iter().map(|e| e.raw().text()).collect();
+    assert_eq!(
+        stdout_of(&["entries", f, "--json"]).trim_end(),
+        format!("[{}]", entries.join(","))
+    );
+    let mid = l.tree.entries()[700].id().unwrap();
+    assert_eq!(
+        stdout_of(&["context", f, "--json", "--leaf", mid]).trim_end(),
+        sessiontree::build_context(&l.tree, sessiontree::LeafArg::Id(mid)).to_json()
+    );
+    assert_eq!(
+        stdout_of(&["context", f, "--json", "--leaf", "null"]).trim_end(),
+        r#"{"messages":[],"thinkingLevel":"off","model":null}"#
+    );
+}
+
+#[test]
+fn exit_codes_say_done_nothing_found_or_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = big_session(dir.path());
+    let f = p.to_str().unwrap();
+    assert_eq!(
+        st().args(["info", f]).output().unwrap().status.code(),
+        Some(0)
+    );
+    let o = st().args(["branch", f, "--from", "nope"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let missing = dir.path().join("missing.jsonl");
+    let o = st()
+        .args(["info", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("missing.jsonl"), "{err}");
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"message\"}\n").unwrap();
+    let o = st()
+        .args(["context", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("line 1"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = big_session(dir.path());
+    let mut child = st()
+        .args(["context", p.to_str().unwrap(), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read a little, then close our end.
+    let mut out = child.stdout.take().unwrap();
+    let mut buf = [0u8; 100];
+    std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+    drop(out);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn no_colour_when_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = big_session(dir.path());
+    let out = stdout_of(&["tree", p.to_str().unwrap()]);
+    assert!(!out.contains('\u{1b}'), "escape codes in piped output");
+    assert!(out.contains("◀ leaf"));
+}

@@ -1,0 +1,74 @@
+//! Where a load's time and memory go: `phases FILE` prints milliseconds for the scan (one
+//! thread, then all) and the index, and the process's resident memory after a full load
+//! (`sessiontree::load`, mapped), as JSON. A diagnostic tool for performance work.
+
+use std::time::Instant;
+
+fn rss() -> String {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .filter(|l| {
+            l.starts_with("VmRSS")
+                || l.starts_with("RssAnon")
+                || l.starts_with("RssFile")
+                || l.starts_with("VmHWM")
+        })
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).ok_or("usage: phases FILE")?;
+    if std::env::args().nth(2).as_deref() == Some("--rss") {
+        let file = std::fs::File::open(&path)?;
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        struct M(memmap2::Mmap);
+        impl AsRef<[u8]> for M {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+        impl sessiontree::entry::Buffer for M {
+            fn release(&self, r: std::ops::Range<usize>) {
+                let (s, e) = (r.start.div_ceil(4096) * 4096, r.end / 4096 * 4096);
+                if e > s {
+                    let _ = unsafe {
+                        self.0
+                            .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, s, e - s)
+                    };
+                }
+            }
+        }
+        let parsed =
+            sessiontree::parse::parse(std::sync::Arc::new(M(map))).map_err(|e| format!("{e:?}"))?;
+        println!("after parse: {}", rss());
+        let tree = sessiontree::SessionTree::from_parsed(parsed);
+        println!("after index: {}", rss());
+        drop(tree);
+        let l = sessiontree::load(std::path::Path::new(&path))?;
+        println!("after load ({} entries): {}", l.tree.entries().len(), rss());
+        let leaf = l
+            .tree
+            .leaf_id()
+            .map_or(sessiontree::LeafArg::Null, sessiontree::LeafArg::Id);
+        let p = sessiontree::context::plan(&l.tree, leaf, true);
+        println!("after projection: {}", rss());
+        p.write_json_releasing(&mut std::io::sink())?;
+        println!("after writing the context: {}", rss());
+        return Ok(());
+    }
+    let bytes = std::fs::read(&path)?;
+    let buf = sessiontree::parse::backing(bytes);
+    for threads in [1, 2] {
+        let t = Instant::now();
+        let parsed = sessiontree::parse::parse_with_threads(buf.clone(), threads)
+            .map_err(|e| format!("{e:?}"))?;
+        let scan_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let tree = sessiontree::SessionTree::from_parsed(parsed);
+        let index_ms = t.elapsed().as_secs_f64() * 1e3;
+        println!("{{\"threads\":{threads},\"scan_ms\":{scan_ms:.1},\"index_ms\":{index_ms:.1},\"entries\":{}}}", tree.entries().len());
+    }
+    Ok(())
+}
