@@ -2,8 +2,11 @@
 
 mod export;
 mod interrupted;
+mod ls;
 mod out;
+mod search;
 mod show;
+mod stats;
 mod verify;
 
 use anyhow::{bail, Context as _, Result};
@@ -188,6 +191,14 @@ enum Cmd {
     },
     /// Export for reading or sharing: one self-contained HTML page, Markdown, or a branch as a new session file.
     Export(export::Args),
+    /// List sessions, newest first (Pi's SessionInfo with --json). Exit 1 when none.
+    Ls(ls::LsArgs),
+    /// Full-text search over every session's messages. Exit 1 when nothing matches.
+    Search(search::SearchArgs),
+    /// Print the most recent session file of a folder (what Pi's --continue opens). Exit 1 when none.
+    Resume(ls::ResumeArgs),
+    /// Tokens and cost, by model, provider, day or session. Exit 1 when no usage.
+    Stats(stats::StatsArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -406,6 +417,10 @@ fn run(cli: Cli) -> Result<Outcome> {
             true => Outcome::Code(1),
             false => Outcome::Done,
         },
+        Cmd::Ls(a) => found(ls::ls(&mut out, a)?),
+        Cmd::Search(a) => found(search::search(&mut out, a)?),
+        Cmd::Resume(a) => found(ls::resume(&mut out, a)?),
+        Cmd::Stats(a) => found(stats::stats(&mut out, a)?),
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
@@ -417,6 +432,14 @@ fn run(cli: Cli) -> Result<Outcome> {
     };
     out.finish()?;
     Ok(outcome)
+}
+
+fn found(any: bool) -> Outcome {
+    if any {
+        Outcome::Done
+    } else {
+        Outcome::NothingFound
+    }
 }
 
 fn open_existing(file: &std::path::Path, write: &WriteArgs) -> Result<Session> {

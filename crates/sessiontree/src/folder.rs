@@ -45,17 +45,22 @@ pub fn read_header(path: &Path) -> Option<Header> {
     None
 }
 
+/// `*.jsonl` files of a folder in Node's `readdirSync` order: libuv's scandir sorts names
+/// (byte order), which decides ties in mtime and which of two same-id files is found.
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    rd.filter_map(|e| e.ok())
+    let mut v: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
                 .is_some_and(|n| n.to_string_lossy().ends_with(".jsonl"))
         })
-        .collect()
+        .collect();
+    v.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    v
 }
 
 /// The folder sessions of `cwd` live in, and whether headers must be filtered by cwd
@@ -83,16 +88,13 @@ fn cwd_matches(header: &Header, resolved_cwd: &Path) -> bool {
 pub fn most_recent(cwd: &str, session_dir: Option<&Path>) -> Option<PathBuf> {
     let (dir, filter) = folder_for(cwd, session_dir);
     let resolved = dirs::resolve(cwd);
-    let mut files: Vec<(PathBuf, std::time::SystemTime)> = jsonl_files(&dir)
+    // Node's `mtimeMs` (a double: sub-microsecond differences compare equal), stable sort
+    // in directory order, as the reference's `findMostRecentSession`.
+    let mut files: Vec<(PathBuf, f64)> = jsonl_files(&dir)
         .into_iter()
-        .filter_map(|p| {
-            std::fs::metadata(&p)
-                .and_then(|m| m.modified())
-                .ok()
-                .map(|t| (p, t))
-        })
+        .filter_map(|p| std::fs::metadata(&p).ok().map(|m| (p, node_mtime_ms(&m))))
         .collect();
-    files.sort_by(|a, b| b.1.cmp(&a.1));
+    files.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
     files
         .into_iter()
         .map(|(p, _)| p)
@@ -112,4 +114,21 @@ pub fn find_by_id(cwd: &str, id: &str, session_dir: Option<&Path>) -> Option<Pat
             Some(h) => h.id == id && (!filter || cwd_matches(&h, &resolved)),
             None => false,
         })
+}
+
+/// `fs.Stats.mtimeMs` as Node computes it: seconds * 1000 + nanoseconds / 1e6, in doubles.
+#[cfg(unix)]
+pub fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
+    use std::os::unix::fs::MetadataExt;
+    m.mtime() as f64 * 1000.0 + m.mtime_nsec() as f64 / 1e6
+}
+
+/// `fs.Stats.mtimeMs` (milliseconds since the epoch, fractional).
+#[cfg(not(unix))]
+pub fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(f64::NAN)
 }

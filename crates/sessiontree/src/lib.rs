@@ -27,14 +27,18 @@ mod error;
 pub mod export;
 pub mod folder;
 pub(crate) mod ids;
+pub mod index;
 pub mod interrupted;
 pub mod json;
+pub mod list;
 pub mod migrate;
 pub mod parse;
 pub mod repair;
+pub mod search;
 pub mod session;
 pub mod store;
 pub mod tree;
+pub mod usage;
 
 pub use context::{build_context, to_llm, Context, Message};
 pub use diag::{Diagnostic, DiagnosticKind};

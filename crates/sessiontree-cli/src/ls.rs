@@ -1,0 +1,325 @@
+//! `sessiontree ls` and `sessiontree resume`: listing sessions (FORMAT.md section 11).
+
+use crate::out::{preview, Out};
+use anyhow::{Context as _, Result};
+use sessiontree::index::{self, Index};
+use sessiontree::list::{self, ListOptions, SessionInfo};
+use sessiontree::{dirs, folder};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct LsArgs {
+    /// A session folder to list (every *.jsonl in it, any cwd). Default: the sessions of
+    /// the current directory (or --cwd).
+    dir: Option<PathBuf>,
+    /// Every session under the agent dir (`<agent dir>/sessions/*/`).
+    #[arg(long, conflicts_with = "dir")]
+    all: bool,
+    /// The working directory whose sessions to list; with --all or DIR, a filter on the
+    /// sessions' cwd.
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+    /// Session folder for the cwd (else $PI_CODING_AGENT_SESSION_DIR, else the default).
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<String>,
+    /// Only sessions modified at or after this date (ISO date/time, or 30m, 12h, 7d ago).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// Only sessions modified before this date.
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only sessions whose name (or, unnamed, first message) contains TEXT (any case).
+    #[arg(long, value_name = "TEXT")]
+    name: Option<String>,
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Read every file instead of using the index.
+    #[arg(long)]
+    no_index: bool,
+    /// Leave out what Pi's listing leaves out: sessions with a null message content or a
+    /// non-string name, which Pi drops silently.
+    #[arg(long)]
+    reference: bool,
+    /// Pi's SessionInfo objects: {"sessions": [...]} (with allMessagesText).
+    #[arg(long)]
+    json: bool,
+}
+
+/// A date argument as epoch ms: an ISO date/time, or `N[smhdw]` ago.
+pub fn parse_date(s: &str) -> Result<f64> {
+    let t = s.trim();
+    if let Some(unit) = t.chars().last().filter(|c| "smhdw".contains(*c)) {
+        if let Ok(n) = t[..t.len() - 1].parse::<f64>() {
+            let ms = match unit {
+                's' => 1e3,
+                'm' => 6e4,
+                'h' => 3.6e6,
+                'd' => 8.64e7,
+                _ => 6.048e8,
+            };
+            return Ok(sessiontree::date::now_ms() as f64 - n * ms);
+        }
+    }
+    sessiontree::date::parse_iso(t)
+        .with_context(|| format!("not a date: {s} (use 2025-01-31, 2025-01-31T12:00Z or 7d)"))
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and there is much to do.
+pub fn progress_bar(total: usize, what: &str) -> Option<indicatif::ProgressBar> {
+    if total < 200 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb.set_message(what.to_string());
+    Some(pb)
+}
+
+/// Opens the index of the agent dir; `None` (with a warning) when it cannot be used.
+pub fn open_index() -> Option<Index> {
+    let path = Index::default_path(&dirs::agent_dir());
+    match Index::open(&path) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            eprintln!("sessiontree: index unavailable ({e}); reading every file");
+            None
+        }
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(1, 8)
+}
+
+/// Lists `files` (in candidate order) with or without the index.
+pub fn listing(
+    files: &[PathBuf],
+    in_scope: &dyn Fn(&Path) -> bool,
+    opts: ListOptions,
+    use_index: bool,
+) -> Result<Vec<SessionInfo>> {
+    let pb = progress_bar(files.len(), "reading sessions");
+    let tick = |n: usize| {
+        if let Some(pb) = &pb {
+            pb.set_position(n as u64);
+        }
+    };
+    let indexed = use_index.then(open_index).flatten().and_then(|mut idx| {
+        match index::listed(&mut idx, files, in_scope, opts, &|n, _| tick(n)) {
+            Ok((v, _)) => Some(v),
+            Err(e) => {
+                eprintln!("sessiontree: index not usable ({e}); reading every file");
+                None
+            }
+        }
+    });
+    let out = match indexed {
+        Some(v) => v,
+        None => list::finish(list::scan_files(files, opts, &tick), opts),
+    };
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    Ok(out)
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms.is_finite() && ms.abs() <= 8.64e15 {
+        let iso = sessiontree::date::iso_from_ms(ms as i64);
+        format!("{} {}", &iso[..10], &iso[11..16])
+    } else {
+        "-".into()
+    }
+}
+
+pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
+    let opts = ListOptions {
+        reference_parity: a.reference,
+        with_text: a.json,
+        threads: threads(),
+    };
+    let agent = dirs::agent_dir();
+    let sessions_dir = agent.join("sessions");
+    let cwd_arg = a.cwd.clone();
+    let cwd_now = || -> Result<String> {
+        Ok(match &cwd_arg {
+            Some(c) => c.clone(),
+            None => std::env::current_dir()?.to_string_lossy().into_owned(),
+        })
+    };
+    let mut v = if a.all {
+        let files = list::all_files(&agent);
+        let scope = index::all_scope(&sessions_dir);
+        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        if let Some(c) = &a.cwd {
+            let r = dirs::resolve(c);
+            v.retain(|i| list::cwd_matches(&i.cwd, &r));
+        }
+        v
+    } else if let Some(d) = &a.dir {
+        let d = dirs::resolve(&d.to_string_lossy());
+        let files = list::dir_files(&d);
+        let scope = index::folder_scope(&d);
+        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        if let Some(c) = &a.cwd {
+            let r = dirs::resolve(c);
+            v.retain(|i| list::cwd_matches(&i.cwd, &r));
+        }
+        v
+    } else {
+        let cwd = cwd_now()?;
+        let sd = dirs::session_dir_override(a.session_dir.as_deref());
+        let (dir, filter) = list::folder_for(&cwd, sd.as_deref());
+        let files = list::dir_files(&dir);
+        let scope = index::folder_scope(&dir);
+        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        if filter {
+            let r = dirs::resolve(&cwd);
+            v.retain(|i| list::cwd_matches(&i.cwd, &r));
+        }
+        v
+    };
+    if let Some(s) = &a.since {
+        let t = parse_date(s)?;
+        v.retain(|i| i.modified_ms >= t);
+    }
+    if let Some(u) = &a.until {
+        let t = parse_date(u)?;
+        v.retain(|i| i.modified_ms < t);
+    }
+    if let Some(n) = &a.name {
+        let n = n.to_lowercase();
+        v.retain(|i| {
+            i.name
+                .as_deref()
+                .unwrap_or(&i.first_message)
+                .to_lowercase()
+                .contains(&n)
+        });
+    }
+    if let Some(l) = a.limit {
+        v.truncate(l);
+    }
+    if a.json {
+        // Streamed, one session at a time.
+        out.write_str("{\"sessions\":[")?;
+        for (n, i) in v.iter().enumerate() {
+            if n > 0 {
+                out.write_str(",")?;
+            }
+            out.write_str(&i.to_json().to_string())?;
+        }
+        out.line("]}")?;
+    } else {
+        table(out, &v)?;
+    }
+    Ok(!v.is_empty())
+}
+
+fn width() -> usize {
+    if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return c;
+    }
+    if std::io::stdout().is_terminal() {
+        let (_, w) = console::Term::stdout().size();
+        return w as usize;
+    }
+    160
+}
+
+fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
+    let w = width().max(60);
+    let home = dirs::home_dir().to_string_lossy().into_owned();
+    let rows: Vec<(String, String, String, String)> = v
+        .iter()
+        .map(|i| {
+            let title = match &i.name {
+                Some(n) => n.clone(),
+                None => i.first_message.clone(),
+            };
+            let cwd = match i.cwd.strip_prefix(&home) {
+                Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
+                _ => i.cwd.clone(),
+            };
+            let fork = if i.is_fork() { "⑂" } else { " " };
+            (
+                fmt_ms(i.modified_ms),
+                format!("{}{fork}", i.message_count),
+                title,
+                cwd,
+            )
+        })
+        .collect();
+    let msgw = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(4);
+    let cwdw = rows
+        .iter()
+        .map(|r| r.3.chars().count())
+        .max()
+        .unwrap_or(3)
+        .min(w / 3)
+        .max(3);
+    // modified(16) + 2 + msgs + 2 + title + 2 + cwd
+    let titlew = w.saturating_sub(16 + 2 + msgw + 2 + 2 + cwdw).max(10);
+    out.line(&out.paint(
+        "1",
+        &format!(
+            "{:<16}  {:>msgw$}  {:<titlew$}  {}",
+            "MODIFIED", "MSGS", "NAME / FIRST MESSAGE", "CWD"
+        ),
+    ))?;
+    for (m, n, t, c) in rows {
+        let t = preview(&t, titlew);
+        let pad = titlew.saturating_sub(t.chars().count());
+        let c = if c.chars().count() > cwdw {
+            let skip = c.chars().count() - cwdw + 1;
+            format!("…{}", c.chars().skip(skip).collect::<String>())
+        } else {
+            c
+        };
+        out.line(&format!("{m:<16}  {n:>msgw$}  {t}{}  {c}", " ".repeat(pad)))?;
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct ResumeArgs {
+    /// The working directory (default: the current one).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<String>,
+    /// Session folder (else $PI_CODING_AGENT_SESSION_DIR, else the default).
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<String>,
+    /// {"path": ...}
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints the most recent session of a folder (the valid file with the newest mtime).
+pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
+    let cwd = match a.cwd {
+        Some(c) => c,
+        None => std::env::current_dir()?.to_string_lossy().into_owned(),
+    };
+    let sd = dirs::session_dir_override(a.session_dir.as_deref());
+    let p = folder::most_recent(&cwd, sd.as_deref());
+    if a.json {
+        out.line(
+            &serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string(),
+        )?;
+    } else if let Some(p) = &p {
+        out.line(&p.to_string_lossy())?;
+    }
+    Ok(p.is_some())
+}

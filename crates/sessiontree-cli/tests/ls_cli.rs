@@ -1,0 +1,166 @@
+//! `ls`, `resume`, `search`, `stats` through the binary; parity with the reference when
+//! interop/ is set up (skipped otherwise, unless SESSIONTREE_REQUIRE_INTEROP=1).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
+
+fn interop() -> Option<std::path::PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop");
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && d.join("node_modules/pi16/dist/core/session-manager.js")
+            .exists();
+    if !ok {
+        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("needs node and interop/node_modules");
+        }
+        eprintln!("SKIPPED: needs node and interop/node_modules");
+        return None;
+    }
+    Some(d)
+}
+
+fn run(agent: &Path, args: &[&str]) -> (i32, String) {
+    let o = Command::new(BIN)
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", agent)
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap(),
+    )
+}
+
+fn node(dir: &Path, args: &[&str]) -> String {
+    let o = Command::new("node")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// Sessions as sets within groups of equal `modified` (tie order is the reference's
+/// candidate order, which uses localeCompare).
+fn groups(v: &Value) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut last = None;
+    for s in v["sessions"].as_array().unwrap() {
+        let t = serde_json::to_string(s).unwrap();
+        if last.as_ref() == Some(&s["modified"]) {
+            out.last_mut().unwrap().push(t);
+        } else {
+            out.push(vec![t]);
+        }
+        last = Some(s["modified"].clone());
+    }
+    out.iter_mut().for_each(|g| g.sort());
+    out
+}
+
+#[test]
+fn ls_and_resume_match_the_reference() {
+    let Some(inter) = interop() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let a = agent.to_str().unwrap();
+    node(
+        &inter,
+        &[
+            "gen.mjs", "--out", a, "--seed", "21", "--count", "40", "--quiet",
+        ],
+    );
+    let theirs: Value =
+        serde_json::from_str(&node(&inter, &["oracle.mjs", "list-all", a])).unwrap();
+    for args in [
+        vec!["ls", "--all", "--json", "--reference", "--no-index"],
+        vec!["ls", "--all", "--json", "--reference"],
+        vec!["ls", "--all", "--json", "--reference"],
+    ] {
+        let (rc, out) = run(agent, &args);
+        assert_eq!(rc, 0);
+        let ours: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(groups(&ours), groups(&theirs), "{args:?}");
+    }
+    let (_, all) = run(agent, &["ls", "--all", "--json"]);
+    let all: Value = serde_json::from_str(&all).unwrap();
+    assert!(
+        all["sessions"].as_array().unwrap().len() >= theirs["sessions"].as_array().unwrap().len()
+    );
+
+    // One folder with --cwd, and resume.
+    for cwd in ["/work/proj-alpha", "/work/hostile"] {
+        let folder = agent
+            .join("sessions")
+            .join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
+        let t: Value = serde_json::from_str(&node(
+            &inter,
+            &["oracle.mjs", "list", folder.to_str().unwrap()],
+        ))
+        .unwrap();
+        let (_, o) = run(
+            agent,
+            &["ls", folder.to_str().unwrap(), "--json", "--reference"],
+        );
+        assert_eq!(
+            groups(&serde_json::from_str(&o).unwrap()),
+            groups(&t),
+            "{cwd}"
+        );
+        let r: Value = serde_json::from_str(&node(
+            &inter,
+            &["oracle.mjs", "recent", folder.to_str().unwrap()],
+        ))
+        .unwrap();
+        let (rc, o) = run(agent, &["resume", "--cwd", cwd, "--json"]);
+        let ours: Value = serde_json::from_str(&o).unwrap();
+        assert_eq!(ours["path"], r["path"], "{cwd}");
+        assert_eq!(rc, if r["path"].is_null() { 1 } else { 0 });
+    }
+}
+
+#[test]
+fn exit_codes_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    assert_eq!(run(agent, &["ls", "--all"]).0, 1);
+    assert_eq!(run(agent, &["resume", "--cwd", "/nowhere"]).0, 1);
+    let d = agent.join("sessions/--w-p--");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("s.jsonl"),
+        concat!(
+            r#"{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w/p"}"#, "\n",
+            r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"find the needle_in::Haystack","timestamp":1735689601000}}"#, "\n",
+            r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m","usage":{"input":10,"output":5,"cacheRead":0,"cacheWrite":0,"totalTokens":15,"cost":{"total":0.5}},"timestamp":1735689602000}}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let (rc, o) = run(agent, &["ls", "--all", "--json"]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["sessions"][0]["messageCount"], 2);
+    assert_eq!(v["sessions"][0]["modified"], "2025-01-01T00:00:02.000Z");
+    let (rc, o) = run(agent, &["search", "needle_in::Haystack", "--json"]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["hits"][0]["entryId"], "u1");
+    assert_eq!(v["hits"][0]["onBranch"], true);
+    assert_eq!(run(agent, &["search", "absent_word_xyz"]).0, 1);
+    let (rc, o) = run(agent, &["stats", "--all", "--json"]);
+    assert_eq!(rc, 0);
+    let v: Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["total"]["totalTokens"], 15.0);
+    assert_eq!(v["total"]["cost"], 0.5);
+    assert_eq!(run(agent, &["ls", "--all", "--since", "not a date"]).0, 2);
+    let (rc, _) = run(agent, &["ls", "--all", "--since", "2030-01-01"]);
+    assert_eq!(rc, 1);
+}

@@ -1,0 +1,661 @@
+//! A cache of listings and message texts: SQLite (FTS5, trigram) under the agent dir.
+//!
+//! Schema (version [`SCHEMA_VERSION`], in `meta`):
+//! * `files(id, path UNIQUE, size, mtime_ns, offset, head_hash, tail_hash, tail_len, state,
+//!   info, cwd, modified_ms, drops)`: per file, the byte `offset` just past the last complete
+//!   line read, the pass state at that offset (`state`, JSON of [`Acc`]: message count, first
+//!   message, last activity, name, leaf, ...), FNV-1a hashes of the first 4 KiB and of the
+//!   last complete line, and the listing (`info`, including a trailing unterminated line).
+//! * `links(file_id, entry_id, parent_id)`: every entry, for the current branch.
+//! * `entries(rowid, file_id, entry_id, role, ts_ms, on_branch)` and `fts(text)` (FTS5,
+//!   trigram, `detail=none`, same rowid): one row per entry with searchable text. Without
+//!   positions the trigram index only narrows candidates; every term is then checked in Rust
+//!   (`detail=none` keeps the index about a third the size and builds it much faster).
+//!
+//! Refresh rule per file: same size and mtime: not read. Grown past the stored offset with
+//! the first 4 KiB and the last indexed line unchanged: read from the offset, resuming the
+//! stored state. Anything else: read again from 0. Files gone: rows deleted. The index is a
+//! cache: a file that is not SQLite or has another schema version is deleted and rebuilt.
+
+use crate::list::{self, Acc, EntryText, SessionInfo};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA_VERSION: &str = "sessiontree-index-3";
+pub const FILE_NAME: &str = "sessiontree-index.sqlite";
+
+/// What a refresh did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RefreshStats {
+    pub files: usize,
+    pub unchanged: usize,
+    pub appended: usize,
+    pub reread: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// Bytes of session files read (bodies), not counting prefix checks.
+    pub bytes_read: u64,
+    /// Bytes read to check that a grown file's prefix is unchanged.
+    pub verify_bytes: u64,
+    /// The index file was unusable and was rebuilt.
+    pub rebuilt: bool,
+}
+
+pub struct Index {
+    conn: Connection,
+    pub path: PathBuf,
+    pub rebuilt: bool,
+}
+
+#[derive(Debug)]
+struct Stored {
+    id: i64,
+    size: u64,
+    mtime_ns: i64,
+    offset: u64,
+    head_hash: u64,
+    tail_hash: u64,
+    tail_len: u64,
+    state: Option<Acc>,
+}
+
+#[allow(clippy::large_enum_variant)] // one per file, short-lived
+enum Plan {
+    Unchanged,
+    Full(Option<i64>),
+    Append(Stored),
+}
+
+struct Done {
+    path: PathBuf,
+    size: u64,
+    mtime_ns: i64,
+    mtime_ms: f64,
+    old: Option<i64>,
+    append: bool,
+    pass: list::Pass,
+    head_hash: u64,
+    rows: Vec<EntryText>,
+    prev_tail: (u64, u64),
+    verify: u64,
+}
+
+fn meta_of(path: &Path) -> Option<(u64, i64, f64)> {
+    let m = std::fs::metadata(path).ok()?;
+    if m.is_dir() {
+        return None;
+    }
+    let ns = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
+    Some((m.len(), ns, list::mtime_ms(&m)))
+}
+
+fn head_hash(f: &mut std::fs::File, upto: u64) -> std::io::Result<(u64, u64)> {
+    let n = upto.min(4096) as usize;
+    let mut b = vec![0u8; n];
+    f.seek(SeekFrom::Start(0))?;
+    f.read_exact(&mut b)?;
+    Ok((list::fnv(&b), n as u64))
+}
+
+const SCHEMA: &str = "
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER, mtime_ns INTEGER,
+  offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER, state TEXT, info TEXT, all_text TEXT,
+  cwd TEXT, modified_ms REAL, drops INTEGER);
+CREATE TABLE links(file_id INTEGER, entry_id TEXT, parent_id TEXT);
+CREATE INDEX links_file ON links(file_id);
+CREATE TABLE entries(rowid INTEGER PRIMARY KEY, file_id INTEGER, entry_id TEXT, role TEXT,
+  ts_ms REAL, on_branch INTEGER);
+CREATE INDEX entries_file ON entries(file_id);
+CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='trigram', detail='none');
+";
+
+fn try_open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "cache_size", -65536)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name='meta'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)?;
+    if !has_meta {
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        if tables > 0 {
+            return Err(rusqlite::Error::InvalidQuery);
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.execute(
+            "INSERT INTO meta VALUES('schema', ?1)",
+            params![SCHEMA_VERSION],
+        )?;
+    }
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if v.as_deref() != Some(SCHEMA_VERSION) {
+        return Err(rusqlite::Error::InvalidQuery);
+    }
+    Ok(conn)
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+impl Index {
+    /// The index file of an agent dir.
+    pub fn default_path(agent_dir: &Path) -> PathBuf {
+        agent_dir.join(FILE_NAME)
+    }
+
+    /// Opens (or creates) the index; an unusable file is deleted and rebuilt.
+    pub fn open(path: &Path) -> crate::Result<Index> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(crate::error::io(d))?;
+        }
+        match try_open(path) {
+            Ok(conn) => Ok(Index {
+                conn,
+                path: path.to_path_buf(),
+                rebuilt: false,
+            }),
+            Err(_) => {
+                remove_db(path);
+                let conn = try_open(path).map_err(sql_err)?;
+                Ok(Index {
+                    conn,
+                    path: path.to_path_buf(),
+                    rebuilt: true,
+                })
+            }
+        }
+    }
+}
+
+fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
+    {
+        let mut st = conn.prepare(
+            "SELECT id, path, size, mtime_ns, offset, head_hash, tail_hash, tail_len FROM files",
+        )?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                PathBuf::from(r.get::<_, String>(1)?),
+                Stored {
+                    id: r.get(0)?,
+                    size: r.get::<_, i64>(2)? as u64,
+                    mtime_ns: r.get(3)?,
+                    offset: r.get::<_, i64>(4)? as u64,
+                    head_hash: r.get::<_, i64>(5)? as u64,
+                    tail_hash: r.get::<_, i64>(6)? as u64,
+                    tail_len: r.get::<_, i64>(7)? as u64,
+                    state: None,
+                },
+            ))
+        })?;
+        rows.collect()
+    }
+}
+
+impl Index {
+    /// Brings the index up to date for `files`; rows of files `in_scope` that are not in
+    /// `files` are removed (see [`all_scope`], [`folder_scope`]).
+    pub fn refresh(
+        &mut self,
+        files: &[PathBuf],
+        in_scope: &dyn Fn(&Path) -> bool,
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> crate::Result<RefreshStats> {
+        let mut stats = RefreshStats {
+            files: files.len(),
+            rebuilt: self.rebuilt,
+            ..Default::default()
+        };
+        // An immediate transaction: a second refresh waits for this one, then sees its rows.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        let mut stored = stored(&tx).map_err(sql_err)?;
+        let wanted: HashSet<&PathBuf> = files.iter().collect();
+        let gone: Vec<i64> = stored
+            .iter()
+            .filter(|(p, _)| in_scope(p) && !wanted.contains(p))
+            .map(|(_, s)| s.id)
+            .collect();
+        let mut work: Vec<(PathBuf, Plan)> = Vec::new();
+        for p in files {
+            let Some((size, mtime_ns, _)) = meta_of(p) else {
+                continue;
+            };
+            let plan = match stored.remove(p) {
+                None => Plan::Full(None),
+                Some(s) if s.size == size && s.mtime_ns == mtime_ns => Plan::Unchanged,
+                Some(mut s) if size >= s.offset && s.offset > 0 => {
+                    let st: Option<String> = tx
+                        .query_row("SELECT state FROM files WHERE id=?1", [s.id], |r| r.get(0))
+                        .map_err(sql_err)?;
+                    s.state = st.and_then(|t| serde_json::from_str(&t).ok());
+                    if s.state.is_some() {
+                        Plan::Append(s)
+                    } else {
+                        Plan::Full(Some(s.id))
+                    }
+                }
+                Some(s) => Plan::Full(Some(s.id)),
+            };
+            match plan {
+                Plan::Unchanged => stats.unchanged += 1,
+                plan => work.push((p.clone(), plan)),
+            }
+        }
+        for id in &gone {
+            delete_file(&tx, *id, true).map_err(sql_err)?;
+            stats.removed += 1;
+        }
+        let total = work.len();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let (send, recv) = std::sync::mpsc::sync_channel::<Done>(4);
+        let mut err: Option<rusqlite::Error> = None;
+        std::thread::scope(|s| {
+            for _ in 0..threads.max(1) {
+                let send = send.clone();
+                let work = &work;
+                let next = &next;
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= work.len() {
+                        break;
+                    }
+                    if let Some(d) = process(&work[i].0, &work[i].1) {
+                        if send.send(d).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(send);
+            let mut n = 0;
+            for d in recv {
+                n += 1;
+                progress(n, total);
+                stats.bytes_read += d.pass.bytes_read;
+                stats.verify_bytes += d.verify;
+                if d.append {
+                    stats.appended += 1;
+                } else if d.old.is_some() {
+                    stats.reread += 1;
+                } else {
+                    stats.added += 1;
+                }
+                if err.is_none() {
+                    if let Err(e) = store(&tx, d) {
+                        err = Some(e);
+                    }
+                }
+            }
+        });
+        if let Some(e) = err {
+            return Err(sql_err(e));
+        }
+        tx.commit().map_err(sql_err)?;
+        self.rebuilt = false;
+        Ok(stats)
+    }
+
+    /// The stored listings of files `in_scope` (unordered).
+    pub fn infos(&self, in_scope: &dyn Fn(&Path) -> bool) -> crate::Result<Vec<SessionInfo>> {
+        self.infos_with(in_scope, true)
+    }
+
+    /// As [`Index::infos`]; `allMessagesText` is left empty unless `with_text`.
+    pub fn infos_with(
+        &self,
+        in_scope: &dyn Fn(&Path) -> bool,
+        with_text: bool,
+    ) -> crate::Result<Vec<SessionInfo>> {
+        let sql = if with_text {
+            "SELECT path, info, all_text FROM files WHERE info IS NOT NULL"
+        } else {
+            "SELECT path, info, '' FROM files WHERE info IS NOT NULL"
+        };
+        let mut st = self.conn.prepare(sql).map_err(sql_err)?;
+        let mut rows = st.query([]).map_err(sql_err)?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(sql_err)? {
+            let p: String = r.get(0).map_err(sql_err)?;
+            if !in_scope(Path::new(&p)) {
+                continue;
+            }
+            let info: String = r.get(1).map_err(sql_err)?;
+            if let Some(mut i) = from_stored(&info) {
+                i.all_messages_text = r
+                    .get::<_, Option<String>>(2)
+                    .map_err(sql_err)?
+                    .unwrap_or_default();
+                out.push(i);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs a search over the indexed texts.
+    pub fn search(&self, q: &crate::search::Query) -> crate::Result<Vec<crate::search::Hit>> {
+        crate::search::run(&self.conn, q).map_err(sql_err)
+    }
+}
+
+/// Files in a sub-folder of `sessions` (what `list_all` covers).
+pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent().and_then(Path::parent) == Some(sessions)
+}
+
+/// Files directly in `dir`.
+pub fn folder_scope(dir: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent() == Some(dir)
+}
+
+fn sql_err(e: rusqlite::Error) -> crate::Error {
+    crate::Error::Io {
+        path: PathBuf::from(FILE_NAME),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn process(path: &Path, plan: &Plan) -> Option<Done> {
+    let (size, mtime_ns, mtime_ms) = meta_of(path)?;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut verify = 0;
+    if let Plan::Append(s) = plan {
+        let ok = (|| -> std::io::Result<bool> {
+            let (h, n) = head_hash(&mut f, s.offset)?;
+            verify += n;
+            if h != s.head_hash {
+                return Ok(false);
+            }
+            let mut tail = vec![0u8; s.tail_len as usize];
+            f.seek(SeekFrom::Start(s.offset - s.tail_len))?;
+            f.read_exact(&mut tail)?;
+            verify += s.tail_len;
+            Ok(list::fnv(&tail) == s.tail_hash)
+        })()
+        .unwrap_or(false);
+        if ok {
+            return resume(path, f, s, size, mtime_ns, mtime_ms, verify);
+        }
+        f.seek(SeekFrom::Start(0)).ok()?;
+        return full(path, f, Some(s.id), size, mtime_ns, mtime_ms, verify);
+    }
+    let old = match plan {
+        Plan::Full(o) => *o,
+        _ => None,
+    };
+    full(path, f, old, size, mtime_ns, mtime_ms, verify)
+}
+
+fn resume(
+    path: &Path,
+    mut f: std::fs::File,
+    s: &Stored,
+    size: u64,
+    mtime_ns: i64,
+    mtime_ms: f64,
+    verify: u64,
+) -> Option<Done> {
+    let acc = s.state.clone()?;
+    f.seek(SeekFrom::Start(s.offset)).ok()?;
+    let mut rows = Vec::new();
+    let pass = list::pass(f, s.offset, acc, Some(&mut rows)).ok()?;
+    Some(Done {
+        path: path.to_path_buf(),
+        size,
+        mtime_ns,
+        mtime_ms,
+        old: Some(s.id),
+        append: true,
+        pass,
+        head_hash: s.head_hash,
+        prev_tail: (s.tail_hash, s.tail_len),
+        rows,
+        verify,
+    })
+}
+
+fn full(
+    path: &Path,
+    f: std::fs::File,
+    old: Option<i64>,
+    size: u64,
+    mtime_ns: i64,
+    mtime_ms: f64,
+    verify: u64,
+) -> Option<Done> {
+    let mut rows = Vec::new();
+    let pass = list::pass(f, 0, Acc::new(true), Some(&mut rows)).ok()?;
+    let mut f = std::fs::File::open(path).ok()?;
+    let head = if pass.committed_offset > 0 {
+        head_hash(&mut f, pass.committed_offset).ok()?.0
+    } else {
+        0
+    };
+    Some(Done {
+        path: path.to_path_buf(),
+        size,
+        mtime_ns,
+        mtime_ms,
+        old,
+        append: false,
+        pass,
+        head_hash: head,
+        prev_tail: (0, 0),
+        rows,
+        verify,
+    })
+}
+
+fn delete_file(tx: &Connection, id: i64, row_too: bool) -> rusqlite::Result<()> {
+    tx.execute(
+        "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM entries WHERE file_id=?1)",
+        [id],
+    )?;
+    tx.execute("DELETE FROM entries WHERE file_id=?1", [id])?;
+    tx.execute("DELETE FROM links WHERE file_id=?1", [id])?;
+    if row_too {
+        tx.execute("DELETE FROM files WHERE id=?1", [id])?;
+    }
+    Ok(())
+}
+
+fn to_stored(i: &SessionInfo) -> String {
+    let mut v = i.to_json();
+    let o = v.as_object_mut().expect("object");
+    o.remove("allMessagesText");
+    o.insert("_createdMs".into(), i.created_ms.into());
+    o.insert(
+        "_modifiedMs".into(),
+        if i.modified_ms.is_nan() {
+            serde_json::Value::Null
+        } else {
+            i.modified_ms.into()
+        },
+    );
+    o.insert("_drops".into(), i.reference_drops.into());
+    v.to_string()
+}
+
+fn from_stored(s: &str) -> Option<SessionInfo> {
+    let v: serde_json::Value = serde_json::from_str(s).ok()?;
+    let st = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    Some(SessionInfo {
+        path: PathBuf::from(st("path")?),
+        id: v.get("id").cloned().unwrap_or(serde_json::Value::Null),
+        cwd: st("cwd").unwrap_or_default(),
+        name: st("name"),
+        parent_session_path: v.get("parentSessionPath").cloned(),
+        created_ms: v.get("_createdMs").and_then(|x| x.as_f64()),
+        modified_ms: v
+            .get("_modifiedMs")
+            .and_then(|x| x.as_f64())
+            .unwrap_or(f64::NAN),
+        message_count: v.get("messageCount").and_then(|x| x.as_u64()).unwrap_or(0),
+        first_message: st("firstMessage").unwrap_or_default(),
+        all_messages_text: st("allMessagesText").unwrap_or_default(),
+        reference_drops: v.get("_drops").and_then(|x| x.as_bool()).unwrap_or(false),
+    })
+}
+
+fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
+    let path_s = d.path.to_string_lossy().into_owned();
+    let id: i64 = match d.old {
+        Some(id) => {
+            if !d.append {
+                delete_file(tx, id, false)?;
+            }
+            id
+        }
+        None => {
+            tx.execute("INSERT INTO files(path) VALUES(?1)", [&path_s])?;
+            tx.last_insert_rowid()
+        }
+    };
+    let info = d.pass.full.info(&d.path, d.mtime_ms);
+    let tail = if d.append && d.pass.tail_len == 0 {
+        d.prev_tail
+    } else {
+        (d.pass.tail_hash, d.pass.tail_len)
+    };
+    let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
+    tx.execute(
+        "UPDATE files SET size=?2, mtime_ns=?3, offset=?4, head_hash=?5, tail_hash=?6, tail_len=?7,
+           state=?8, info=?9, cwd=?10, modified_ms=?11, drops=?12, all_text=?13 WHERE id=?1",
+        params![
+            id,
+            d.size as i64,
+            d.mtime_ns,
+            d.pass.committed_offset as i64,
+            d.head_hash as i64,
+            tail.0 as i64,
+            tail.1 as i64,
+            state,
+            info.as_ref().map(to_stored),
+            info.as_ref().map(|i| i.cwd.clone()),
+            info.as_ref().map(|i| i.modified_ms),
+            info.as_ref().map(|i| i.reference_drops),
+            info.as_ref().map(|i| i.all_messages_text.as_str()),
+        ],
+    )?;
+    {
+        let mut ins_e = tx.prepare_cached(
+            "INSERT INTO entries(file_id, entry_id, role, ts_ms, on_branch) VALUES(?1,?2,?3,?4,0)",
+        )?;
+        let mut ins_f = tx.prepare_cached("INSERT INTO fts(rowid, text) VALUES(?1, ?2)")?;
+        let mut ins_l =
+            tx.prepare_cached("INSERT INTO links(file_id, entry_id, parent_id) VALUES(?1,?2,?3)")?;
+        for r in d.rows {
+            if r.role.is_empty() {
+                ins_l.execute(params![id, r.entry_id, r.parent_id])?;
+                continue;
+            }
+            ins_e.execute(params![id, r.entry_id, r.role, r.ts_ms])?;
+            let rowid = tx.last_insert_rowid();
+            ins_f.execute(params![rowid, r.text])?;
+        }
+    }
+    // The current branch: from the leaf (last entry) up the parent links.
+    let mut parents: HashMap<String, Option<String>> = HashMap::new();
+    {
+        let mut st = tx.prepare_cached(
+            "SELECT entry_id, parent_id FROM links WHERE file_id=?1 ORDER BY rowid",
+        )?;
+        let rows = st.query_map([id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+        })?;
+        for r in rows {
+            let (e, p) = r?;
+            parents.insert(e, p);
+        }
+    }
+    let mut on: HashSet<String> = HashSet::new();
+    let mut cur = d.pass.committed.leaf.clone();
+    while let Some(c) = cur {
+        if !on.insert(c.clone()) {
+            break;
+        }
+        cur = parents.get(&c).cloned().flatten();
+    }
+    let mut st =
+        tx.prepare_cached("SELECT rowid, entry_id, on_branch FROM entries WHERE file_id=?1")?;
+    let rows: Vec<(i64, String, bool)> = st
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut up = tx.prepare_cached("UPDATE entries SET on_branch=?2 WHERE rowid=?1")?;
+    for (rowid, e, was) in rows {
+        let now = on.contains(&e);
+        if now != was {
+            up.execute(params![rowid, now])?;
+        }
+    }
+    Ok(())
+}
+
+impl Index {
+    #[doc(hidden)]
+    pub fn set_schema_version_for_tests(&mut self, v: &str) -> crate::Result<()> {
+        self.conn
+            .execute("UPDATE meta SET value=?1 WHERE key='schema'", [v])
+            .map_err(sql_err)?;
+        Ok(())
+    }
+}
+
+/// Refreshes the index for `files` and returns their listings as a full scan would
+/// ([`list::finish`] order: the given candidate order, then newest first).
+pub fn listed(
+    idx: &mut Index,
+    files: &[PathBuf],
+    in_scope: &dyn Fn(&Path) -> bool,
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
+    let st = idx.refresh(files, in_scope, opts.threads, progress)?;
+    let pos: HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.as_path(), i))
+        .collect();
+    let mut v: Vec<(usize, SessionInfo)> = idx
+        .infos_with(in_scope, opts.with_text)?
+        .into_iter()
+        .filter_map(|i| pos.get(i.path.as_path()).map(|&n| (n, i)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    let infos = v
+        .into_iter()
+        .map(|(_, mut i)| {
+            if !opts.with_text {
+                i.all_messages_text = String::new();
+            }
+            Some(i)
+        })
+        .collect();
+    Ok((list::finish(infos, opts), st))
+}

@@ -1,0 +1,692 @@
+//! Listing sessions (FORMAT.md section 11): one streaming pass per file, no tree.
+//!
+//! Every file is read in 1 MiB chunks and split into lines as Node's `readline` does
+//! (`\n`, `\r\n` and a lone `\r` end a line; the last line needs no terminator). Each line is
+//! validated with [`crate::json::scan`] and only `type`, `name`, `timestamp`, `id`,
+//! `parentId`, `message.role`, `message.content` and `message.timestamp` are looked at.
+//!
+//! **The reference's silent drops.** Pi's `buildSessionInfo` throws, and so leaves the whole
+//! session out of `list()`/`listAll()`, when a user or assistant message has non-string,
+//! non-array `content` (e.g. `null`), a content block is `null`, a `message` entry has no
+//! (or a `null`) `message`, or a `session_info` `name` is neither a string nor null. We
+//! record this as [`SessionInfo::reference_drops`]. By default we **list such sessions**
+//! (their unreadable parts give no text, a non-string name clears the name): a session that
+//! vanishes from the list is a bug, not a contract. [`ListOptions::reference_parity`]
+//! reproduces the reference exactly (such sessions are left out), which is what the CLI's
+//! `ls --reference` and the interop tests use.
+
+use crate::date::{iso_from_ms, js_date_ms, parse_iso};
+use crate::dirs;
+use crate::json::{decode_string, scan, Kind, Raw, Scanned, Span};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One session as `SessionManager.list` describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionInfo {
+    pub path: PathBuf,
+    /// The header's `id` as JSON (a string in every valid file; the reference does not check).
+    pub id: serde_json::Value,
+    pub cwd: String,
+    pub name: Option<String>,
+    /// The header's `parentSession` as JSON, when the key is present.
+    pub parent_session_path: Option<serde_json::Value>,
+    /// `new Date(header.timestamp).getTime()`; `None` is an invalid date (JSON `null`).
+    pub created_ms: Option<f64>,
+    /// Milliseconds; NaN when the reference's Date would be invalid.
+    pub modified_ms: f64,
+    pub message_count: u64,
+    pub first_message: String,
+    /// Empty unless requested ([`ListOptions::with_text`]).
+    pub all_messages_text: String,
+    /// The reference would leave this session out (see the module docs).
+    pub reference_drops: bool,
+}
+
+fn js_date_json(ms: Option<f64>) -> serde_json::Value {
+    match ms {
+        Some(m) if m.is_finite() && m.abs() <= 8.64e15 => {
+            serde_json::Value::String(iso_from_ms(m.trunc() as i64))
+        }
+        _ => serde_json::Value::Null,
+    }
+}
+
+impl SessionInfo {
+    /// Pi's JSON shape (`JSON.stringify` of a `SessionInfo`): field names, order, ISO dates.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        m.insert(
+            "path".into(),
+            self.path.to_string_lossy().into_owned().into(),
+        );
+        m.insert("id".into(), self.id.clone());
+        m.insert("cwd".into(), self.cwd.clone().into());
+        if let Some(n) = &self.name {
+            m.insert("name".into(), n.clone().into());
+        }
+        if let Some(p) = &self.parent_session_path {
+            m.insert("parentSessionPath".into(), p.clone());
+        }
+        m.insert("created".into(), js_date_json(self.created_ms));
+        m.insert("modified".into(), js_date_json(Some(self.modified_ms)));
+        m.insert("messageCount".into(), self.message_count.into());
+        m.insert("firstMessage".into(), self.first_message.clone().into());
+        m.insert(
+            "allMessagesText".into(),
+            self.all_messages_text.clone().into(),
+        );
+        serde_json::Value::Object(m)
+    }
+
+    pub fn is_fork(&self) -> bool {
+        self.parent_session_path
+            .as_ref()
+            .is_some_and(|p| !p.is_null())
+    }
+}
+
+/// How to list.
+#[derive(Clone, Copy, Debug)]
+pub struct ListOptions {
+    /// Leave out what the reference leaves out (sessions it fails on).
+    pub reference_parity: bool,
+    /// Collect `allMessagesText` (costs memory proportional to all message text).
+    pub with_text: bool,
+    /// Worker threads for a full scan.
+    pub threads: usize,
+}
+
+impl Default for ListOptions {
+    fn default() -> Self {
+        ListOptions {
+            reference_parity: false,
+            with_text: true,
+            threads: 2,
+        }
+    }
+}
+
+/// A line's members, looked up as JavaScript would (the last duplicate key wins).
+pub(crate) struct Line<'a> {
+    pub b: &'a [u8],
+    pub s: Scanned,
+}
+
+fn key_is(b: &[u8], span: &Span, name: &str) -> bool {
+    let k = &b[span.clone()];
+    if k.len() == name.len() + 2 && &k[1..k.len() - 1] == name.as_bytes() {
+        return true;
+    }
+    k.contains(&b'\\') && decode_string(k) == name
+}
+
+impl<'a> Line<'a> {
+    pub fn top(&self) -> Raw<'a> {
+        Raw::new_unchecked(&self.b[self.s.top.clone()])
+    }
+    fn top_index(&self, key: &str) -> Option<usize> {
+        self.s
+            .members
+            .iter()
+            .rposition(|m| key_is(self.b, &m.key, key))
+    }
+    pub fn get(&self, key: &str) -> Option<Raw<'a>> {
+        let i = self.top_index(key)?;
+        Some(Raw::new_unchecked(&self.b[self.s.members[i].value.clone()]))
+    }
+    pub fn get_str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+        self.get(key).and_then(|v| v.as_str())
+    }
+    /// `line[outer][key]` where `line[outer]` is an object.
+    pub fn inner(&self, outer: &str, key: &str) -> Option<Raw<'a>> {
+        let i = self.top_index(outer)? as u32;
+        self.s
+            .inner
+            .iter()
+            .rev()
+            .find(|(o, m)| *o == i && key_is(self.b, &m.key, key))
+            .map(|(_, m)| Raw::new_unchecked(&self.b[m.value.clone()]))
+    }
+}
+
+/// The reference's `extractTextContent`: `Err` where it would throw.
+#[allow(clippy::result_unit_err)]
+pub fn text_of(content: Option<Raw<'_>>) -> Result<String, ()> {
+    let Some(c) = content else { return Err(()) };
+    match c.kind() {
+        Kind::String => Ok(c.as_str().unwrap_or_default().into_owned()),
+        Kind::Array => {
+            let mut parts: Vec<String> = Vec::new();
+            for block in c.elements() {
+                match block.kind() {
+                    Kind::Null => return Err(()),
+                    Kind::Object
+                        if block.get("type").and_then(|t| t.as_str()).as_deref()
+                            == Some("text") =>
+                    {
+                        parts.push(match block.get("text") {
+                            None => String::new(),
+                            Some(t) if t.is_null() => String::new(),
+                            Some(t) => t.js_string(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Ok(parts.join(" "))
+        }
+        _ => Err(()),
+    }
+}
+
+/// A JSON value as serde_json sees it (lone surrogates replaced).
+fn to_value(r: Raw<'_>) -> serde_json::Value {
+    if let Some(s) = r.as_str() {
+        return serde_json::Value::String(s.into_owned());
+    }
+    serde_json::from_slice(r.bytes()).unwrap_or(serde_json::Value::Null)
+}
+
+/// A row for full-text search: one entry with searchable text.
+#[derive(Clone, Debug)]
+pub struct EntryText {
+    pub entry_id: String,
+    pub parent_id: Option<String>,
+    pub role: String,
+    pub ts_ms: Option<f64>,
+    pub text: String,
+}
+
+/// The state of one pass over a file, resumable after any complete line.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Acc {
+    /// Something other than a session header was the first parsed line.
+    pub not_session: bool,
+    pub header_seen: bool,
+    pub id: Option<serde_json::Value>,
+    pub cwd: String,
+    pub parent: Option<serde_json::Value>,
+    pub created_ms: Option<f64>,
+    pub header_time: Option<f64>,
+    pub name: Option<String>,
+    pub message_count: u64,
+    pub first_message: String,
+    pub all_text: String,
+    pub last_activity: Option<f64>,
+    pub reference_drops: bool,
+    /// Id of the last entry (the leaf).
+    pub leaf: Option<String>,
+    pub with_text: bool,
+}
+
+impl Acc {
+    pub fn new(with_text: bool) -> Acc {
+        Acc {
+            with_text,
+            ..Acc::default()
+        }
+    }
+
+    /// Feeds one physical line (without its terminator). Lone `\r` split it further.
+    pub fn feed(&mut self, line: &[u8], rows: Option<&mut Vec<EntryText>>) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if memchr::memchr(b'\r', line).is_some() {
+            let mut rows = rows;
+            for part in line.split(|&c| c == b'\r') {
+                self.feed_one(part, rows.as_deref_mut());
+            }
+        } else {
+            self.feed_one(line, rows);
+        }
+    }
+
+    fn feed_one(&mut self, raw: &[u8], rows: Option<&mut Vec<EntryText>>) {
+        if self.not_session {
+            return;
+        }
+        let owned;
+        let b: &[u8] = match std::str::from_utf8(raw) {
+            Ok(_) => raw,
+            Err(_) => {
+                owned = String::from_utf8_lossy(raw).into_owned();
+                owned.as_bytes()
+            }
+        };
+        if scan::is_blank(b) {
+            return;
+        }
+        let Ok(s) = scan::scan(b) else { return };
+        let line = Line { b, s };
+        let top = line.top();
+        if !top.truthy() {
+            return;
+        }
+        let ty = if top.kind() == Kind::Object {
+            line.get_str("type")
+        } else {
+            None
+        };
+        if !self.header_seen {
+            if ty.as_deref() != Some("session") {
+                self.not_session = true;
+                return;
+            }
+            self.header_seen = true;
+            self.id = Some(
+                line.get("id")
+                    .map(to_value)
+                    .unwrap_or(serde_json::Value::Null),
+            );
+            self.cwd = line
+                .get_str("cwd")
+                .map(|c| c.into_owned())
+                .unwrap_or_default();
+            self.parent = line.get("parentSession").map(to_value);
+            let ts = line.get("timestamp");
+            self.created_ms = js_date_ms(ts);
+            self.header_time = ts.and_then(|t| t.as_str()).and_then(|t| parse_iso(&t));
+            return;
+        }
+        if top.kind() != Kind::Object {
+            return;
+        }
+        let mut rows = rows;
+        if let Some(id) = line.get_str("id") {
+            if let Some(rows) = rows.as_deref_mut() {
+                // A link row (empty role): every entry, for the current branch.
+                rows.push(EntryText {
+                    entry_id: id.to_string(),
+                    parent_id: line.get_str("parentId").map(|p| p.into_owned()),
+                    role: String::new(),
+                    ts_ms: None,
+                    text: String::new(),
+                });
+            }
+            self.leaf = Some(id.into_owned());
+        }
+        let ty = ty.unwrap_or_default();
+        match &*ty {
+            "session_info" => match line.get("name") {
+                None => self.name = None,
+                Some(n) if n.is_null() => self.name = None,
+                Some(n) => match n.as_str() {
+                    Some(s) => {
+                        let t = crate::entry::js_trim(&s);
+                        self.name = (!t.is_empty()).then(|| t.to_string());
+                    }
+                    None => {
+                        self.reference_drops = true;
+                        self.name = None;
+                    }
+                },
+            },
+            "message" => self.message(&line, rows),
+            "compaction" | "branch_summary" => {
+                if let (Some(rows), Some(t)) = (rows, line.get_str("summary")) {
+                    push_row(rows, &line, &ty, t.into_owned());
+                }
+            }
+            "custom_message" => {
+                if let (Some(rows), Ok(t)) = (rows, text_of(line.get("content"))) {
+                    push_row(rows, &line, "custom", t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn message(&mut self, line: &Line<'_>, rows: Option<&mut Vec<EntryText>>) {
+        self.message_count += 1;
+        let Some(msg) = line.get("message") else {
+            self.reference_drops = true;
+            return;
+        };
+        if msg.is_null() {
+            self.reference_drops = true;
+            return;
+        }
+        if msg.kind() != Kind::Object {
+            return;
+        }
+        let Some(role) = line.inner("message", "role").and_then(|r| r.as_str()) else {
+            return;
+        };
+        let content = line.inner("message", "content");
+        if content.is_none() {
+            return;
+        }
+        let chat = role == "user" || role == "assistant";
+        if chat {
+            let t = match line.inner("message", "timestamp") {
+                Some(t) if t.kind() == Kind::Number => t.as_f64(),
+                _ => js_date_ms(line.get("timestamp")),
+            };
+            if let Some(t) = t {
+                self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
+            }
+        }
+        let text = match &*role {
+            "user" | "assistant" | "toolResult" | "custom" | "hookMessage" => text_of(content),
+            "bashExecution" => Ok(String::new()),
+            _ => return,
+        };
+        let text = match text {
+            Ok(t) => t,
+            Err(()) => {
+                if chat {
+                    self.reference_drops = true;
+                }
+                String::new()
+            }
+        };
+        if chat && !text.is_empty() {
+            if self.with_text {
+                if !self.all_text.is_empty() {
+                    self.all_text.push(' ');
+                }
+                self.all_text.push_str(&text);
+            }
+            if self.first_message.is_empty() && role == "user" {
+                self.first_message = text.clone();
+            }
+        }
+        if let Some(rows) = rows {
+            let text = if role == "bashExecution" {
+                let cmd = line.inner("message", "command").and_then(|c| c.as_str());
+                let out = line.inner("message", "output").and_then(|c| c.as_str());
+                format!(
+                    "{}\n{}",
+                    cmd.as_deref().unwrap_or(""),
+                    out.as_deref().unwrap_or("")
+                )
+            } else {
+                text
+            };
+            if !text.trim().is_empty() {
+                push_row(rows, line, &role, text);
+            }
+        }
+    }
+
+    /// The listing of this state; `None` when the file is not a session.
+    pub fn info(&self, path: &Path, file_mtime_ms: f64) -> Option<SessionInfo> {
+        if !self.header_seen || self.not_session {
+            return None;
+        }
+        let modified_ms = match self.last_activity {
+            Some(t) if t > 0.0 => t,
+            _ => self.header_time.unwrap_or(file_mtime_ms),
+        };
+        Some(SessionInfo {
+            path: path.to_path_buf(),
+            id: self.id.clone().unwrap_or(serde_json::Value::Null),
+            cwd: self.cwd.clone(),
+            name: self.name.clone(),
+            parent_session_path: self.parent.clone(),
+            created_ms: self.created_ms,
+            modified_ms,
+            message_count: self.message_count,
+            first_message: if self.first_message.is_empty() {
+                "(no messages)".into()
+            } else {
+                self.first_message.clone()
+            },
+            all_messages_text: self.all_text.clone(),
+            reference_drops: self.reference_drops,
+        })
+    }
+}
+
+fn push_row(rows: &mut Vec<EntryText>, line: &Line<'_>, role: &str, text: String) {
+    let Some(id) = line.get_str("id") else { return };
+    let ts_ms = match line.inner("message", "timestamp") {
+        Some(t) if t.kind() == Kind::Number => t.as_f64(),
+        _ => js_date_ms(line.get("timestamp")),
+    };
+    rows.push(EntryText {
+        entry_id: id.into_owned(),
+        parent_id: line.get_str("parentId").map(|p| p.into_owned()),
+        role: role.to_string(),
+        ts_ms,
+        text,
+    });
+}
+
+/// What a pass read.
+pub struct Pass {
+    /// State after the last complete (`\n`-terminated) line.
+    pub committed: Acc,
+    /// Offset just past that line.
+    pub committed_offset: u64,
+    /// State including a trailing unterminated line (what the listing shows).
+    pub full: Acc,
+    pub bytes_read: u64,
+    /// Hash of the last complete line (with its `\n`), for append detection.
+    pub tail_hash: u64,
+    pub tail_len: u64,
+}
+
+/// FNV-1a, for cheap prefix checks.
+pub fn fnv(b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &x in b {
+        h ^= x as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Reads `file` from `start` (where `acc` was committed) to its end.
+pub fn pass(
+    mut file: impl Read,
+    start: u64,
+    mut acc: Acc,
+    mut rows: Option<&mut Vec<EntryText>>,
+) -> std::io::Result<Pass> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut carry: Vec<u8> = Vec::new();
+    let mut offset = start;
+    let mut committed_offset = start;
+    let mut bytes_read = 0u64;
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        bytes_read += n as u64;
+        let chunk = &buf[..n];
+        let mut pos = 0;
+        while let Some(i) = memchr::memchr(b'\n', &chunk[pos..]) {
+            let end = pos + i;
+            let line_len;
+            if carry.is_empty() {
+                acc.feed(&chunk[pos..end], rows.as_deref_mut());
+                line_len = end - pos + 1;
+                tail.clear();
+                tail.extend_from_slice(&chunk[pos..=end]);
+            } else {
+                carry.extend_from_slice(&chunk[pos..end]);
+                acc.feed(&carry, rows.as_deref_mut());
+                line_len = carry.len() + 1;
+                tail.clear();
+                tail.extend_from_slice(&carry);
+                tail.push(b'\n');
+                carry.clear();
+            }
+            offset += line_len as u64;
+            committed_offset = offset;
+            pos = end + 1;
+        }
+        carry.extend_from_slice(&chunk[pos..]);
+    }
+    let committed = acc.clone();
+    if !carry.is_empty() {
+        acc.feed(&carry, None);
+    }
+    Ok(Pass {
+        committed,
+        committed_offset,
+        full: acc,
+        bytes_read,
+        tail_hash: fnv(&tail),
+        tail_len: tail.len() as u64,
+    })
+}
+
+pub(crate) fn mtime_ms(m: &std::fs::Metadata) -> f64 {
+    crate::folder::node_mtime_ms(m)
+}
+
+/// The listing of one file (one streaming pass); `None` when it is not a session.
+pub fn session_info(path: &Path, with_text: bool) -> Option<SessionInfo> {
+    let f = std::fs::File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    if meta.is_dir() {
+        return None;
+    }
+    let p = pass(f, 0, Acc::new(with_text), None).ok()?;
+    p.full.info(path, mtime_ms(&meta))
+}
+
+/// `*.jsonl` names in a folder, full paths.
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Every session file under `<agent dir>/sessions/*/` (sub-folders and symlinks to them),
+/// in the reference's candidate order: newest mtime first, then file name descending.
+pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
+    let sessions = agent_dir.join("sessions");
+    let Ok(rd) = std::fs::read_dir(&sessions) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(PathBuf, f64)> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
+        .flat_map(|e| jsonl_files(&e.path()))
+        .map(|p| {
+            let m = std::fs::metadata(&p)
+                .map(|m| mtime_ms(&m))
+                .unwrap_or(f64::NEG_INFINITY);
+            (p, m)
+        })
+        .collect();
+    files.sort_by(|a, b| {
+        b.1.partial_cmp(&a.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| b.0.file_name().cmp(&a.0.file_name()))
+    });
+    files.into_iter().map(|f| f.0).collect()
+}
+
+/// Files of one folder in the reference's order (name descending).
+pub fn dir_files(dir: &Path) -> Vec<PathBuf> {
+    let mut f = jsonl_files(dir);
+    f.sort_by(|a, b| b.file_name().cmp(&a.file_name()));
+    f
+}
+
+/// Scans files on `threads` threads; results in input order.
+pub fn scan_files(
+    files: &[PathBuf],
+    opts: ListOptions,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Vec<Option<SessionInfo>> {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let threads = opts.threads.max(1).min(files.len().max(1));
+    let mut out: Vec<Option<SessionInfo>> = vec![None; files.len()];
+    let parts: Vec<Vec<(usize, Option<SessionInfo>)>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= files.len() {
+                            break;
+                        }
+                        mine.push((i, session_info(&files[i], opts.with_text)));
+                        progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, info) in parts.into_iter().flatten() {
+        out[i] = info;
+    }
+    out
+}
+
+/// Drops what must be dropped and sorts newest first (stable, as the reference's sort).
+pub fn finish(infos: Vec<Option<SessionInfo>>, opts: ListOptions) -> Vec<SessionInfo> {
+    let mut v: Vec<SessionInfo> = infos
+        .into_iter()
+        .flatten()
+        .filter(|i| !(opts.reference_parity && i.reference_drops))
+        .collect();
+    sort_newest_first(&mut v);
+    v
+}
+
+pub fn sort_newest_first(v: &mut [SessionInfo]) {
+    v.sort_by(|a, b| {
+        b.modified_ms
+            .partial_cmp(&a.modified_ms)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+}
+
+/// The folder of `cwd`'s sessions and whether headers must be filtered by cwd.
+pub fn folder_for(cwd: &str, session_dir: Option<&Path>) -> (PathBuf, bool) {
+    let default = dirs::default_session_dir(cwd);
+    match session_dir {
+        Some(d) => {
+            let d = dirs::resolve(&d.to_string_lossy());
+            let filter = d != default;
+            (d, filter)
+        }
+        None => (default, false),
+    }
+}
+
+/// Whether a session's `cwd` resolves to `resolved_cwd` (empty never matches).
+pub fn cwd_matches(cwd: &str, resolved_cwd: &Path) -> bool {
+    !cwd.is_empty() && dirs::resolve(cwd) == resolved_cwd
+}
+
+/// `SessionManager.list(cwd, sessionDir)`.
+pub fn list(cwd: &str, session_dir: Option<&Path>, opts: ListOptions) -> Vec<SessionInfo> {
+    let (dir, filter) = folder_for(cwd, session_dir);
+    let resolved = dirs::resolve(cwd);
+    let files = dir_files(&dir);
+    let mut v = finish(scan_files(&files, opts, &|_| {}), opts);
+    if filter {
+        v.retain(|i| cwd_matches(&i.cwd, &resolved));
+    }
+    v
+}
+
+/// `SessionManager.listAll()` over `<agent_dir>/sessions/*/`.
+pub fn list_all(agent_dir: &Path, opts: ListOptions) -> Vec<SessionInfo> {
+    let files = all_files(agent_dir);
+    finish(scan_files(&files, opts, &|_| {}), opts)
+}
+
+/// `SessionManager.listAll(dir)`: the `*.jsonl` of one custom folder.
+pub fn list_dir(dir: &Path, opts: ListOptions) -> Vec<SessionInfo> {
+    finish(scan_files(&dir_files(dir), opts, &|_| {}), opts)
+}
