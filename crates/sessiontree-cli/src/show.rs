@@ -103,6 +103,21 @@ pub fn describe(e: &Entry) -> (String, String) {
     (kind, text)
 }
 
+/// ` [label]` for an entry that has a label, painted; empty otherwise.
+fn label_badge(out: &Out, t: &SessionTree, id: &str) -> String {
+    t.get_label(id)
+        .map(|l| {
+            out.paint(
+                "1;33",
+                &format!(
+                    " [{}]",
+                    sessiontree::json::Raw::trusted(&l.label).js_string()
+                ),
+            )
+        })
+        .unwrap_or_default()
+}
+
 fn role_color(kind: &str) -> &'static str {
     match kind {
         "user" => "1;36",
@@ -236,18 +251,7 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
         } else {
             String::new()
         };
-        let label = t
-            .get_label(id)
-            .map(|l| {
-                out.paint(
-                    "1;33",
-                    &format!(
-                        " [{}]",
-                        sessiontree::json::Raw::trusted(&l.label).js_string()
-                    ),
-                )
-            })
-            .unwrap_or_default();
+        let label = label_badge(out, t, id);
         out.line(&format!(
             "{:>6}  {}  {:<13} {}{}{}",
             e.line,
@@ -392,18 +396,7 @@ pub fn tree(out: &mut Out, t: &SessionTree) -> Result<()> {
         } else {
             out.paint("2", "○")
         };
-        let label = t
-            .get_label(id)
-            .map(|l| {
-                out.paint(
-                    "1;33",
-                    &format!(
-                        " [{}]",
-                        sessiontree::json::Raw::trusted(&l.label).js_string()
-                    ),
-                )
-            })
-            .unwrap_or_default();
+        let label = label_badge(out, t, id);
         let mark = if Some(id) == leaf {
             out.paint("1;33", " ◀ leaf")
         } else {

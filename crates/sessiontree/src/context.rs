@@ -177,8 +177,14 @@ pub(crate) fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String
             }
         }
     }
+    let s = pairs_object(order.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
+    canonicalize(s.as_bytes()).unwrap_or(s)
+}
+
+/// `{"k":v,...}` from keys and JSON values, in the order given.
+fn pairs_object<'k>(pairs: impl Iterator<Item = (&'k str, &'k str)>) -> String {
     let mut s = String::from("{");
-    for (i, (k, v)) in order.iter().enumerate() {
+    for (i, (k, v)) in pairs.enumerate() {
         if i > 0 {
             s.push(',');
         }
@@ -187,7 +193,7 @@ pub(crate) fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String
         s.push_str(v);
     }
     s.push('}');
-    canonicalize(s.as_bytes()).unwrap_or(s)
+    s
 }
 
 /// `sessionEntryToContextMessages`.
@@ -611,19 +617,8 @@ pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
         return None;
     }
     let content_json = js_str(&content.join("\n\n"));
-    let sections_json = (!sections.is_empty()).then(|| {
-        let mut s = String::from("{");
-        for (i, (k, v)) in sections.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            write_js_string(&mut s, k);
-            s.push(':');
-            s.push_str(v);
-        }
-        s.push('}');
-        s
-    });
+    let sections_json = (!sections.is_empty())
+        .then(|| pairs_object(sections.iter().map(|(k, v)| (k.as_str(), v.as_str()))));
     let tools_json = (!tools.is_empty()).then(|| {
         format!(
             "[{}]",

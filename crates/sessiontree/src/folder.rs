@@ -65,7 +65,7 @@ fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The folder sessions of `cwd` live in, and whether headers must be filtered by cwd
 /// (a custom folder may hold sessions of several cwds).
-fn folder_for(cwd: &str, session_dir: Option<&Path>) -> (PathBuf, bool) {
+pub fn folder_for(cwd: &str, session_dir: Option<&Path>) -> (PathBuf, bool) {
     let default = dirs::default_session_dir(cwd);
     match session_dir {
         Some(d) => {

@@ -650,18 +650,7 @@ pub fn sort_newest_first(v: &mut [SessionInfo]) {
     });
 }
 
-/// The folder of `cwd`'s sessions and whether headers must be filtered by cwd.
-pub fn folder_for(cwd: &str, session_dir: Option<&Path>) -> (PathBuf, bool) {
-    let default = dirs::default_session_dir(cwd);
-    match session_dir {
-        Some(d) => {
-            let d = dirs::resolve(&d.to_string_lossy());
-            let filter = d != default;
-            (d, filter)
-        }
-        None => (default, false),
-    }
-}
+pub use crate::folder::folder_for;
 
 /// Whether a session's `cwd` resolves to `resolved_cwd` (empty never matches).
 pub fn cwd_matches(cwd: &str, resolved_cwd: &Path) -> bool {
