@@ -706,3 +706,103 @@ fn extended() {
         m.0.iter().take(15).cloned().collect::<Vec<_>>().join("\n")
     );
 }
+
+/// A session with a run journal (issue 7) reads in the reference exactly as in sessiontree,
+/// and its context is the context of the same conversation written without the journal.
+#[test]
+fn journaled_sessions_give_the_reference_the_same_context_as_without_the_journal() {
+    big_stack(journaled);
+}
+
+fn journaled() {
+    use sessiontree::interrupted::{
+        close_interrupted, journal_tool_finished, journal_tool_started, journal_turn_finished,
+        journal_turn_started,
+    };
+    if !available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = WriteOptions {
+        creation: sessiontree::Creation::Eager,
+        durability: sessiontree::Durability::None,
+        ..Default::default()
+    };
+    let user = |n: u32| {
+        Json::parse(&format!(
+            r#"{{"role":"user","content":"step {n}","timestamp":{}}}"#,
+            1_764_450_000_000u64 + n as u64
+        ))
+        .unwrap()
+    };
+    let call = |n: u32| {
+        Json::parse(&format!(
+            r#"{{"role":"assistant","content":[{{"type":"toolCall","id":"call_{n}","name":"bash","arguments":{{"command":"echo {n}"}}}}],"provider":"p","model":"m","usage":{{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}}}},"stopReason":"toolUse","timestamp":{}}}"#,
+            1_764_450_000_500u64 + n as u64
+        ))
+        .unwrap()
+    };
+    let result = |n: u32| {
+        Json::parse(&format!(r#"{{"role":"toolResult","toolCallId":"call_{n}","toolName":"bash","content":[{{"type":"text","text":"{n}"}}],"isError":false,"timestamp":{}}}"#, 1_764_450_000_900u64 + n as u64)).unwrap()
+    };
+    let mut files = Vec::new();
+    for journal in [true, false] {
+        let dir = tmp.path().join(if journal { "with" } else { "without" });
+        let mut s = Session::create("/work/journal", Some(&dir), opts, None).unwrap();
+        for n in 0..4 {
+            let turn = if journal {
+                Some(journal_turn_started(&mut s).unwrap())
+            } else {
+                None
+            };
+            s.append_message(&user(n)).unwrap();
+            s.append_message(&call(n)).unwrap();
+            if journal {
+                journal_tool_started(&mut s, &format!("call_{n}"), "bash", n % 2 == 0).unwrap();
+            }
+            if n == 3 {
+                break; // the agent dies while the last call runs
+            }
+            s.append_message(&result(n)).unwrap();
+            if journal {
+                journal_tool_finished(&mut s, &format!("call_{n}"), false).unwrap();
+                journal_turn_finished(&mut s, turn.as_deref()).unwrap();
+            }
+        }
+        files.push(s.path().unwrap().to_path_buf());
+    }
+    // Both sessions end with the interrupted call (no result yet).
+    let results = oracle(&files, tmp.path());
+    let mut m = Mismatches(Vec::new());
+    for (path, result) in files.iter().zip(&results) {
+        assert!(result["error"].is_null(), "{}", result["error"]);
+        let mut loaded = load(path).unwrap();
+        compare(&mut m, result, &mut loaded);
+    }
+    assert!(m.0.is_empty(), "{}", m.0.join("\n"));
+    let context = |r: &Value| {
+        r["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "default")
+            .unwrap()["context"]
+            .clone()
+    };
+    assert_eq!(
+        norm0(&context(&results[0])),
+        norm0(&context(&results[1])),
+        "the journal changed the context"
+    );
+    // After closing the interrupted call, the reference still agrees with sessiontree.
+    let mut s = Session::open(&files[0], opts).unwrap();
+    assert_eq!(close_interrupted(&mut s).unwrap().len(), 1);
+    drop(s);
+    let after = oracle(&files[..1], tmp.path());
+    let mut loaded = load(&files[0]).unwrap();
+    compare(&mut m, &after[0], &mut loaded);
+    assert!(m.0.is_empty(), "{}", m.0.join("\n"));
+    let msgs = context(&after[0])["messages"].as_array().unwrap().clone();
+    assert_eq!(msgs.last().unwrap()["role"], "toolResult");
+    assert_eq!(msgs.last().unwrap()["isError"], true);
+}
