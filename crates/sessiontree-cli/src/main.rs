@@ -251,7 +251,7 @@ fn run(cli: Cli) -> Result<Outcome> {
     let outcome = match cli.cmd {
         Cmd::Info { file, json } => {
             let l = load(&file)?;
-            show::info(&mut out, &file, &l, json)?;
+            show::info(&mut out, &file, l, json)?;
             Outcome::Done
         }
         Cmd::Entries { file, json } => {

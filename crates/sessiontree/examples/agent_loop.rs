@@ -64,7 +64,7 @@ fn args() -> Args {
 fn command_for(k: usize, a: &Args) -> String {
     let d = a.delay_ms as f64 / 1000.0;
     let w = a.work.display();
-    if k % 2 == 0 {
+    if k.is_multiple_of(2) {
         format!("sleep {d}; printf 'step {k}\\n' > '{w}/safe_{k}.txt'")
     } else {
         format!("sleep {d}; echo 'step {k}' >> '{w}/unsafe.log'")

@@ -100,7 +100,7 @@ fn settings_releasing<'a>(
 
 /// `buildContextEntries`: the last compaction, its kept range (without system messages),
 /// then everything after it.
-pub fn context_entries<'a>(path: Vec<&'a Entry>) -> Vec<&'a Entry> {
+pub fn context_entries(path: Vec<&Entry>) -> Vec<&Entry> {
     let Some(ci) = path
         .iter()
         .rposition(|e| e.entry_type == EntryType::Compaction)

@@ -241,5 +241,5 @@ fn forks_navigation_and_in_memory_sessions() {
     assert_eq!(m.path(), None);
     assert_eq!(texts(m.tree(), LeafArg::Default), ["memory"]);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before_files);
-    assert!(Path::new("/w/mem").exists() == false);
+    assert!(!Path::new("/w/mem").exists());
 }

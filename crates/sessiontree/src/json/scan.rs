@@ -473,14 +473,14 @@ mod tests {
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let p = pieces[((seed >> 33) % 9) as usize];
-                if p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12" {
-                    if (seed >> 40) % 8 != 0 {
-                        continue;
-                    }
+                if (p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12")
+                    && !(seed >> 40).is_multiple_of(8)
+                {
+                    continue;
                 }
                 s.extend_from_slice(p);
             }
-            if (seed >> 20) % 5 != 0 {
+            if !(seed >> 20).is_multiple_of(5) {
                 s.push(b'"');
             }
             s.extend_from_slice(b"                                  tail");
