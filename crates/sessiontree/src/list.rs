@@ -81,6 +81,46 @@ impl SessionInfo {
         serde_json::Value::Object(m)
     }
 
+    /// [`SessionInfo::to_json`] serialized, byte for byte as `to_json().to_string()`, written
+    /// straight to `w` (no intermediate values; `allMessagesText` is escaped in one pass).
+    pub fn write_json(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        let s = |w: &mut _, v: &str| serde_json::to_writer(w, v).map_err(std::io::Error::other);
+        let v = |w: &mut _, v: &serde_json::Value| {
+            serde_json::to_writer(w, v).map_err(std::io::Error::other)
+        };
+        w.write_all(b"{\"path\":")?;
+        s(w, &self.path.to_string_lossy())?;
+        w.write_all(b",\"id\":")?;
+        v(w, &self.id)?;
+        w.write_all(b",\"cwd\":")?;
+        s(w, &self.cwd)?;
+        if let Some(n) = &self.name {
+            w.write_all(b",\"name\":")?;
+            s(w, n)?;
+        }
+        if let Some(p) = &self.parent_session_path {
+            w.write_all(b",\"parentSessionPath\":")?;
+            v(w, p)?;
+        }
+        w.write_all(b",\"created\":")?;
+        v(w, &js_date_json(self.created_ms))?;
+        w.write_all(b",\"modified\":")?;
+        v(w, &js_date_json(Some(self.modified_ms)))?;
+        write!(w, ",\"messageCount\":{}", self.message_count)?;
+        w.write_all(b",\"firstMessage\":")?;
+        s(w, &self.first_message)?;
+        w.write_all(b",\"allMessagesText\":")?;
+        s(w, &self.all_messages_text)?;
+        w.write_all(b"}")
+    }
+
+    /// [`SessionInfo::write_json`] into a string.
+    pub fn json_string(&self) -> String {
+        let mut b = Vec::with_capacity(self.all_messages_text.len() + self.first_message.len() + 256);
+        self.write_json(&mut b).expect("writing to a Vec");
+        String::from_utf8(b).expect("JSON is UTF-8")
+    }
+
     pub fn is_fork(&self) -> bool {
         self.parent_session_path
             .as_ref()
