@@ -288,7 +288,7 @@ impl Acc {
             return;
         }
         let owned;
-        let b: &[u8] = match std::str::from_utf8(raw) {
+        let b: &[u8] = match simdutf8::basic::from_utf8(raw) {
             Ok(_) => raw,
             Err(_) => {
                 owned = String::from_utf8_lossy(raw).into_owned();
@@ -408,6 +408,11 @@ impl Acc {
                 self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
             }
         }
+        if !chat && rows.is_none() {
+            // Only search rows use the text of tool results and the like (the bulk of a
+            // file): a listing does not decode it.
+            return;
+        }
         let text = match &*role {
             "user" | "assistant" | "toolResult" | "custom" | "hookMessage" => text_of(content),
             "bashExecution" => Ok(String::new()),
@@ -519,35 +524,59 @@ pub fn fnv(b: &[u8]) -> u64 {
     h
 }
 
+thread_local! {
+    /// The read buffer of [`pass`], kept per thread: a fresh 1 MiB buffer per file is a
+    /// fresh mapping, faulted in and unmapped again (most of a full scan's system time).
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Reads `file` from `start` (where `acc` was committed) to its end.
 pub fn pass(
+    file: impl Read,
+    start: u64,
+    acc: Acc,
+    rows: Option<&mut Vec<EntryText>>,
+) -> std::io::Result<Pass> {
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < 1 << 20 {
+                buf.resize(1 << 20, 0);
+            }
+            pass_with(&mut buf, file, start, acc, rows)
+        }
+        Err(_) => pass_with(&mut vec![0u8; 1 << 20], file, start, acc, rows),
+    })
+}
+
+fn pass_with(
+    buf: &mut [u8],
     mut file: impl Read,
     start: u64,
     mut acc: Acc,
     mut rows: Option<&mut Vec<EntryText>>,
 ) -> std::io::Result<Pass> {
-    let mut buf = vec![0u8; 1 << 20];
     let mut carry: Vec<u8> = Vec::new();
     let mut offset = start;
     let mut committed_offset = start;
     let mut bytes_read = 0u64;
     let mut tail: Vec<u8> = Vec::new();
     loop {
-        let n = file.read(&mut buf)?;
+        let n = file.read(buf)?;
         if n == 0 {
             break;
         }
         bytes_read += n as u64;
         let chunk = &buf[..n];
         let mut pos = 0;
+        // The last complete line lying wholly in this chunk, copied once per chunk.
+        let mut last: Option<(usize, usize)> = None;
         while let Some(i) = memchr::memchr(b'\n', &chunk[pos..]) {
             let end = pos + i;
             let line_len;
             if carry.is_empty() {
                 acc.feed(&chunk[pos..end], rows.as_deref_mut());
                 line_len = end - pos + 1;
-                tail.clear();
-                tail.extend_from_slice(&chunk[pos..=end]);
+                last = Some((pos, end + 1));
             } else {
                 carry.extend_from_slice(&chunk[pos..end]);
                 acc.feed(&carry, rows.as_deref_mut());
@@ -556,10 +585,15 @@ pub fn pass(
                 tail.extend_from_slice(&carry);
                 tail.push(b'\n');
                 carry.clear();
+                last = None;
             }
             offset += line_len as u64;
             committed_offset = offset;
             pos = end + 1;
+        }
+        if let Some((a, b)) = last {
+            tail.clear();
+            tail.extend_from_slice(&chunk[a..b]);
         }
         carry.extend_from_slice(&chunk[pos..]);
     }
