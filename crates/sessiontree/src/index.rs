@@ -402,6 +402,11 @@ impl Index {
 
     /// Runs a search over the indexed texts.
     pub fn search(&self, q: &crate::search::Query) -> crate::Result<Vec<crate::search::Hit>> {
+        // A search may touch much of the text; read it into the page cache, not mapped
+        // (a map of the whole file would count as this process's memory).
+        self.conn
+            .pragma_update(None, "mmap_size", 0)
+            .map_err(sql_err)?;
         crate::search::run(&self.conn, q).map_err(sql_err)
     }
 }

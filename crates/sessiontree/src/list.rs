@@ -644,17 +644,28 @@ pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(&sessions) else {
         return Vec::new();
     };
-    let mut files: Vec<(PathBuf, f64)> = rd
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
-        .flat_map(|e| jsonl_files(&e.path()))
-        .map(|p| {
-            let m = std::fs::metadata(&p)
-                .map(|m| mtime_ms(&m))
-                .unwrap_or(f64::NEG_INFINITY);
-            (p, m)
-        })
-        .collect();
+    let mut files: Vec<(PathBuf, f64)> = Vec::new();
+    for d in rd.filter_map(|e| e.ok()) {
+        if !d.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(d.path()) else {
+            continue;
+        };
+        for e in rd.filter_map(|e| e.ok()) {
+            if !e.file_name().to_string_lossy().ends_with(".jsonl") {
+                continue;
+            }
+            // Relative to the open folder (no walk of the whole path); a symlink is
+            // followed as `fs::metadata` would.
+            let meta = match e.file_type() {
+                Ok(t) if !t.is_symlink() => e.metadata(),
+                _ => std::fs::metadata(e.path()),
+            };
+            let m = meta.map(|m| mtime_ms(&m)).unwrap_or(f64::NEG_INFINITY);
+            files.push((e.path(), m));
+        }
+    }
     files.sort_by(|a, b| {
         b.1.partial_cmp(&a.1)
             .unwrap_or(std::cmp::Ordering::Equal)
