@@ -127,7 +127,10 @@ pub fn listing(
     });
     let out = match indexed {
         Some((v, idx)) => (v, Some(idx)),
-        None => (list::finish(list::scan_files(files, opts, &tick), opts), None),
+        None => (
+            list::finish(list::scan_files(files, opts, &tick), opts),
+            None,
+        ),
     };
     if let Some(pb) = pb {
         pb.finish_and_clear();

@@ -179,7 +179,11 @@ fn indexed_json_is_byte_identical_to_a_full_scan() {
             let t = 1735689601000u64 + (k * 10 + i) as u64 * 1000;
             let mut s = format!(
                 r#"{{"type":"session","version":3,"id":"s{k}{i}","timestamp":"2025-01-01T00:00:00.000Z","cwd":"{cwd}"{}}}"#,
-                if i == 2 { r#","parentSession":"/x/y.jsonl""# } else { "" }
+                if i == 2 {
+                    r#","parentSession":"/x/y.jsonl""#
+                } else {
+                    ""
+                }
             ) + "\n";
             s += &format!(
                 r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":{},"timestamp":{t}}}}}"#,
@@ -211,5 +215,9 @@ fn indexed_json_is_byte_identical_to_a_full_scan() {
     s += "\n";
     std::fs::write(&f, s).unwrap();
     check(&["ls", "--all", "--json"]);
-    check(&["ls", agent.join("sessions/--w-1--").to_str().unwrap(), "--json"]);
+    check(&[
+        "ls",
+        agent.join("sessions/--w-1--").to_str().unwrap(),
+        "--json",
+    ]);
 }

@@ -392,7 +392,11 @@ impl Index {
             let Some(r) = rows.next().map_err(sql_err)? else {
                 return Err(sql_err(rusqlite::Error::QueryReturnedNoRows));
             };
-            let b = r.get_ref(0).map_err(sql_err)?.as_bytes().map_err(|e| sql_err(e.into()))?;
+            let b = r
+                .get_ref(0)
+                .map_err(sql_err)?
+                .as_bytes()
+                .map_err(|e| sql_err(e.into()))?;
             let res = if n > 0 { w.write_all(b",") } else { Ok(()) };
             res.and_then(|_| w.write_all(b))
                 .map_err(crate::error::io(Path::new("<stdout>")))?;

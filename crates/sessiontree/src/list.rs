@@ -116,7 +116,8 @@ impl SessionInfo {
 
     /// [`SessionInfo::write_json`] into a string.
     pub fn json_string(&self) -> String {
-        let mut b = Vec::with_capacity(self.all_messages_text.len() + self.first_message.len() + 256);
+        let mut b =
+            Vec::with_capacity(self.all_messages_text.len() + self.first_message.len() + 256);
         self.write_json(&mut b).expect("writing to a Vec");
         String::from_utf8(b).expect("JSON is UTF-8")
     }
