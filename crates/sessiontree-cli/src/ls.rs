@@ -98,22 +98,27 @@ fn threads() -> usize {
         .clamp(1, 8)
 }
 
-/// Lists `files` (in candidate order) with or without the index.
+/// Lists `files` (in candidate order) with or without the index. With the index,
+/// `allMessagesText` is left empty: [`write_json`] takes it from the index's stored JSON.
 pub fn listing(
     files: &[PathBuf],
     in_scope: &dyn Fn(&Path) -> bool,
     opts: ListOptions,
     use_index: bool,
-) -> Result<Vec<SessionInfo>> {
+) -> Result<(Vec<SessionInfo>, Option<Index>)> {
     let pb = progress_bar(files.len(), "reading sessions");
     let tick = |n: usize| {
         if let Some(pb) = &pb {
             pb.set_position(n as u64);
         }
     };
+    let no_text = ListOptions {
+        with_text: false,
+        ..opts
+    };
     let indexed = use_index.then(open_index).flatten().and_then(|mut idx| {
-        match index::listed(&mut idx, files, in_scope, opts, &|n, _| tick(n)) {
-            Ok((v, _)) => Some(v),
+        match index::listed(&mut idx, files, in_scope, no_text, &|n, _| tick(n)) {
+            Ok((v, _)) => Some((v, idx)),
             Err(e) => {
                 eprintln!("sessiontree: index not usable ({e}); reading every file");
                 None
@@ -121,13 +126,34 @@ pub fn listing(
         }
     });
     let out = match indexed {
-        Some(v) => v,
-        None => list::finish(list::scan_files(files, opts, &tick), opts),
+        Some((v, idx)) => (v, Some(idx)),
+        None => (
+            list::finish(list::scan_files(files, opts, &tick), opts),
+            None,
+        ),
     };
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
     Ok(out)
+}
+
+/// `{"sessions":[...]}`, streamed: from the index's stored JSON when there is one.
+pub fn write_json(out: &mut Out, v: &[SessionInfo], idx: Option<&Index>) -> Result<()> {
+    out.write_str("{\"sessions\":[")?;
+    match idx {
+        Some(idx) => idx.write_json(v.iter().map(|i| i.path.as_path()), out)?,
+        None => {
+            for (n, i) in v.iter().enumerate() {
+                if n > 0 {
+                    out.write_str(",")?;
+                }
+                i.write_json(out)?;
+            }
+        }
+    }
+    out.line("]}")?;
+    Ok(())
 }
 
 fn fmt_ms(ms: f64) -> String {
@@ -154,10 +180,12 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
             None => std::env::current_dir()?.to_string_lossy().into_owned(),
         })
     };
+    let idx;
     let mut v = if a.all {
         let files = list::all_files(&agent);
         let scope = index::all_scope(&sessions_dir);
-        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
+        idx = i;
         if let Some(c) = &a.cwd {
             let r = dirs::resolve(c);
             v.retain(|i| list::cwd_matches(&i.cwd, &r));
@@ -167,7 +195,8 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         let d = dirs::resolve(&d.to_string_lossy());
         let files = list::dir_files(&d);
         let scope = index::folder_scope(&d);
-        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
+        idx = i;
         if let Some(c) = &a.cwd {
             let r = dirs::resolve(c);
             v.retain(|i| list::cwd_matches(&i.cwd, &r));
@@ -179,7 +208,8 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         let (dir, filter) = list::folder_for(&cwd, sd.as_deref());
         let files = list::dir_files(&dir);
         let scope = index::folder_scope(&dir);
-        let mut v = listing(&files, &scope, opts, !a.no_index)?;
+        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
+        idx = i;
         if filter {
             let r = dirs::resolve(&cwd);
             v.retain(|i| list::cwd_matches(&i.cwd, &r));
@@ -208,15 +238,7 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         v.truncate(l);
     }
     if a.json {
-        // Streamed, one session at a time.
-        out.write_str("{\"sessions\":[")?;
-        for (n, i) in v.iter().enumerate() {
-            if n > 0 {
-                out.write_str(",")?;
-            }
-            out.write_str(&i.to_json().to_string())?;
-        }
-        out.line("]}")?;
+        write_json(out, &v, idx.as_ref())?;
     } else {
         table(out, &v)?;
     }

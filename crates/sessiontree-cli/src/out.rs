@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 /// Stdout, buffered. A closed pipe (`| head`) ends the program quietly with success.
 pub struct Out {
-    w: std::io::BufWriter<std::io::Stdout>,
+    w: std::io::BufWriter<Box<dyn Write>>,
     pub color: bool,
 }
 
@@ -13,7 +13,7 @@ impl Out {
         let color = std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Out {
-            w: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            w: std::io::BufWriter::with_capacity(1 << 16, raw_stdout()),
             color,
         }
     }
@@ -62,6 +62,19 @@ impl Write for Out {
             r => r,
         }
     }
+}
+
+/// Stdout without Rust's line buffering: a large write through `Stdout` is searched for
+/// its last newline (a `memrchr` over every byte of `ls --json`), then copied again.
+fn raw_stdout() -> Box<dyn Write> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
+            return Box::new(std::fs::File::from(fd));
+        }
+    }
+    Box::new(std::io::stdout())
 }
 
 fn closed_pipe(e: std::io::Error) -> anyhow::Result<()> {

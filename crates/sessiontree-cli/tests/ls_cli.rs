@@ -164,3 +164,60 @@ fn exit_codes_and_json() {
     let (rc, _) = run(agent, &["ls", "--all", "--since", "2030-01-01"]);
     assert_eq!(rc, 1);
 }
+
+/// `ls --json` through the index (first build, warm, after an append, with filters) prints
+/// exactly the bytes of a full scan: the index stores each listing pre-serialized.
+#[test]
+fn indexed_json_is_byte_identical_to_a_full_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    for (k, cwd) in ["/w/a", "/w/b"].iter().enumerate() {
+        let d = agent.join(format!("sessions/--w-{k}--"));
+        std::fs::create_dir_all(&d).unwrap();
+        for i in 0..5 {
+            let text = format!("q\"uote \\ tab\t nl\n é 😀 \u{7f} \u{2028} {k}{i}");
+            let t = 1735689601000u64 + (k * 10 + i) as u64 * 1000;
+            let mut s = format!(
+                r#"{{"type":"session","version":3,"id":"s{k}{i}","timestamp":"2025-01-01T00:00:00.000Z","cwd":"{cwd}"{}}}"#,
+                if i == 2 {
+                    r#","parentSession":"/x/y.jsonl""#
+                } else {
+                    ""
+                }
+            ) + "\n";
+            s += &format!(
+                r#"{{"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{{"role":"user","content":{},"timestamp":{t}}}}}"#,
+                serde_json::to_string(&text).unwrap()
+            );
+            s += "\n";
+            if i % 2 == 0 {
+                s += r#"{"type":"session_info","id":"n1","parentId":"u1","timestamp":"2025-01-01T00:00:02.000Z","name":"named ✓"}"#;
+                s += "\n";
+            }
+            std::fs::write(d.join(format!("f{i}.jsonl")), s).unwrap();
+        }
+    }
+    let check = |args: &[&str]| {
+        let mut with: Vec<&str> = args.to_vec();
+        with.push("--no-index");
+        let (rc1, a) = run(agent, args);
+        let (rc2, b) = run(agent, &with);
+        assert_eq!((rc1, &a), (rc2, &b), "{args:?}");
+    };
+    check(&["ls", "--all", "--json"]);
+    check(&["ls", "--all", "--json"]);
+    check(&["ls", "--all", "--json", "--cwd", "/w/b", "--limit", "3"]);
+    check(&["ls", "--all", "--json", "--name", "NAMED"]);
+    check(&["ls", "--all"]);
+    let f = agent.join("sessions/--w-0--/f1.jsonl");
+    let mut s = std::fs::read_to_string(&f).unwrap();
+    s += r#"{"type":"message","id":"a9","parentId":"u1","timestamp":"2025-01-01T00:00:09.000Z","message":{"role":"assistant","content":[{"type":"text","text":"appended"}],"timestamp":1735689999000}}"#;
+    s += "\n";
+    std::fs::write(&f, s).unwrap();
+    check(&["ls", "--all", "--json"]);
+    check(&[
+        "ls",
+        agent.join("sessions/--w-1--").to_str().unwrap(),
+        "--json",
+    ]);
+}

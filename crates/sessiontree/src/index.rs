@@ -1,11 +1,15 @@
 //! A cache of listings and message texts: SQLite (FTS5, trigram) under the agent dir.
 //!
 //! Schema (version [`SCHEMA_VERSION`], in `meta`):
-//! * `files(id, path UNIQUE, size, mtime_ns, offset, head_hash, tail_hash, tail_len, state,
-//!   info, cwd, modified_ms, drops)`: per file, the byte `offset` just past the last complete
+//! * `files(id, path UNIQUE, size, mtime_ns, offset, head_hash, tail_hash, tail_len, cwd,
+//!   modified_ms, drops, info)`, `state(id, state)` and `listing(id, json)`: per file
+//!   (the large values in their own tables, so that reading a row never walks their
+//!   overflow pages), the byte `offset` just past the last complete
 //!   line read, the pass state at that offset (`state`, JSON of [`Acc`]: message count, first
 //!   message, last activity, name, leaf, ...), FNV-1a hashes of the first 4 KiB and of the
-//!   last complete line, and the listing (`info`, including a trailing unterminated line).
+//!   last complete line, and the listing (`info`, including a trailing unterminated line,
+//!   without `allMessagesText`; `json`, the whole Pi-shaped object pre-serialized, so that
+//!   `ls --json` only concatenates).
 //! * `links(file_id, entry_id, parent_id)`: every entry, for the current branch.
 //! * `entries(rowid, file_id, entry_id, role, ts_ms, on_branch)` and `fts(text)` (FTS5,
 //!   trigram, `detail=none`, same rowid): one row per entry with searchable text. Without
@@ -23,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: &str = "sessiontree-index-3";
+pub const SCHEMA_VERSION: &str = "sessiontree-index-5";
 pub const FILE_NAME: &str = "sessiontree-index.sqlite";
 
 /// What a refresh did.
@@ -107,8 +111,10 @@ fn head_hash(f: &mut std::fs::File, upto: u64) -> std::io::Result<(u64, u64)> {
 const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER, mtime_ns INTEGER,
-  offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER, state TEXT, info TEXT, all_text TEXT,
-  cwd TEXT, modified_ms REAL, drops INTEGER);
+  offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER,
+  cwd TEXT, modified_ms REAL, drops INTEGER, info TEXT);
+CREATE TABLE listing(id INTEGER PRIMARY KEY, json TEXT);
+CREATE TABLE state(id INTEGER PRIMARY KEY, state TEXT);
 CREATE TABLE links(file_id INTEGER, entry_id TEXT, parent_id TEXT);
 CREATE INDEX links_file ON links(file_id);
 CREATE TABLE entries(rowid INTEGER PRIMARY KEY, file_id INTEGER, entry_id TEXT, role TEXT,
@@ -120,10 +126,15 @@ CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='trigram', detail='none');
 fn try_open(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // Listings and texts are large values: big pages make their overflow chains short.
+    // (Only takes effect when the file is created.)
+    conn.pragma_update(None, "page_size", 65536)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "cache_size", -65536)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Large `json` values live in overflow pages: mapped, they are read without copies.
+    conn.pragma_update(None, "mmap_size", 1i64 << 32)?;
     let has_meta: bool = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE name='meta'",
@@ -252,7 +263,9 @@ impl Index {
                 Some(s) if s.size == size && s.mtime_ns == mtime_ns => Plan::Unchanged,
                 Some(mut s) if size >= s.offset && s.offset > 0 => {
                     let st: Option<String> = tx
-                        .query_row("SELECT state FROM files WHERE id=?1", [s.id], |r| r.get(0))
+                        .query_row("SELECT state FROM state WHERE id=?1", [s.id], |r| r.get(0))
+                        .optional()
+                        .map(Option::flatten)
                         .map_err(sql_err)?;
                     s.state = st.and_then(|t| serde_json::from_str(&t).ok());
                     if s.state.is_some() {
@@ -334,7 +347,7 @@ impl Index {
         with_text: bool,
     ) -> crate::Result<Vec<SessionInfo>> {
         let sql = if with_text {
-            "SELECT path, info, all_text FROM files WHERE info IS NOT NULL"
+            "SELECT path, info, json FROM files JOIN listing USING(id) WHERE info IS NOT NULL"
         } else {
             "SELECT path, info, '' FROM files WHERE info IS NOT NULL"
         };
@@ -348,9 +361,12 @@ impl Index {
             }
             let info: String = r.get(1).map_err(sql_err)?;
             if let Some(mut i) = from_stored(&info) {
-                i.all_messages_text = r
-                    .get::<_, Option<String>>(2)
-                    .map_err(sql_err)?
+                let json: Option<String> = r.get(2).map_err(sql_err)?;
+                i.all_messages_text = json
+                    .and_then(|j| {
+                        let v: serde_json::Value = serde_json::from_str(&j).ok()?;
+                        v.get("allMessagesText")?.as_str().map(str::to_string)
+                    })
                     .unwrap_or_default();
                 out.push(i);
             }
@@ -358,8 +374,43 @@ impl Index {
         Ok(out)
     }
 
+    /// Writes the stored Pi-shaped JSON of each of `paths` (indexed sessions), joined by
+    /// `,`, straight from the database pages. The same bytes as
+    /// [`SessionInfo::write_json`] of a full scan.
+    pub fn write_json<'p>(
+        &self,
+        paths: impl IntoIterator<Item = &'p Path>,
+        w: &mut dyn std::io::Write,
+    ) -> crate::Result<()> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT json FROM files JOIN listing USING(id) WHERE path = ?1")
+            .map_err(sql_err)?;
+        for (n, p) in paths.into_iter().enumerate() {
+            let path_s = p.to_string_lossy();
+            let mut rows = st.query([&*path_s]).map_err(sql_err)?;
+            let Some(r) = rows.next().map_err(sql_err)? else {
+                return Err(sql_err(rusqlite::Error::QueryReturnedNoRows));
+            };
+            let b = r
+                .get_ref(0)
+                .map_err(sql_err)?
+                .as_bytes()
+                .map_err(|e| sql_err(e.into()))?;
+            let res = if n > 0 { w.write_all(b",") } else { Ok(()) };
+            res.and_then(|_| w.write_all(b))
+                .map_err(crate::error::io(Path::new("<stdout>")))?;
+        }
+        Ok(())
+    }
+
     /// Runs a search over the indexed texts.
     pub fn search(&self, q: &crate::search::Query) -> crate::Result<Vec<crate::search::Hit>> {
+        // A search may touch much of the text; read it into the page cache, not mapped
+        // (a map of the whole file would count as this process's memory).
+        self.conn
+            .pragma_update(None, "mmap_size", 0)
+            .map_err(sql_err)?;
         crate::search::run(&self.conn, q).map_err(sql_err)
     }
 }
@@ -481,6 +532,8 @@ fn delete_file(tx: &Connection, id: i64, row_too: bool) -> rusqlite::Result<()> 
     tx.execute("DELETE FROM links WHERE file_id=?1", [id])?;
     if row_too {
         tx.execute("DELETE FROM files WHERE id=?1", [id])?;
+        tx.execute("DELETE FROM state WHERE id=?1", [id])?;
+        tx.execute("DELETE FROM listing WHERE id=?1", [id])?;
     }
     Ok(())
 }
@@ -546,7 +599,7 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
     let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
     tx.execute(
         "UPDATE files SET size=?2, mtime_ns=?3, offset=?4, head_hash=?5, tail_hash=?6, tail_len=?7,
-           state=?8, info=?9, cwd=?10, modified_ms=?11, drops=?12, all_text=?13 WHERE id=?1",
+           info=?8, cwd=?9, modified_ms=?10, drops=?11 WHERE id=?1",
         params![
             id,
             d.size as i64,
@@ -555,14 +608,16 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
             d.head_hash as i64,
             tail.0 as i64,
             tail.1 as i64,
-            state,
             info.as_ref().map(to_stored),
             info.as_ref().map(|i| i.cwd.clone()),
             info.as_ref().map(|i| i.modified_ms),
             info.as_ref().map(|i| i.reference_drops),
-            info.as_ref().map(|i| i.all_messages_text.as_str()),
         ],
     )?;
+    tx.prepare_cached("INSERT OR REPLACE INTO state(id, state) VALUES(?1, ?2)")?
+        .execute(params![id, state])?;
+    tx.prepare_cached("INSERT OR REPLACE INTO listing(id, json) VALUES(?1, ?2)")?
+        .execute(params![id, info.as_ref().map(|i| i.json_string())])?;
     {
         let mut ins_e = tx.prepare_cached(
             "INSERT INTO entries(file_id, entry_id, role, ts_ms, on_branch) VALUES(?1,?2,?3,?4,0)",

@@ -81,6 +81,47 @@ impl SessionInfo {
         serde_json::Value::Object(m)
     }
 
+    /// [`SessionInfo::to_json`] serialized, byte for byte as `to_json().to_string()`, written
+    /// straight to `w` (no intermediate values; `allMessagesText` is escaped in one pass).
+    pub fn write_json(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        let s = |w: &mut _, v: &str| serde_json::to_writer(w, v).map_err(std::io::Error::other);
+        let v = |w: &mut _, v: &serde_json::Value| {
+            serde_json::to_writer(w, v).map_err(std::io::Error::other)
+        };
+        w.write_all(b"{\"path\":")?;
+        s(w, &self.path.to_string_lossy())?;
+        w.write_all(b",\"id\":")?;
+        v(w, &self.id)?;
+        w.write_all(b",\"cwd\":")?;
+        s(w, &self.cwd)?;
+        if let Some(n) = &self.name {
+            w.write_all(b",\"name\":")?;
+            s(w, n)?;
+        }
+        if let Some(p) = &self.parent_session_path {
+            w.write_all(b",\"parentSessionPath\":")?;
+            v(w, p)?;
+        }
+        w.write_all(b",\"created\":")?;
+        v(w, &js_date_json(self.created_ms))?;
+        w.write_all(b",\"modified\":")?;
+        v(w, &js_date_json(Some(self.modified_ms)))?;
+        write!(w, ",\"messageCount\":{}", self.message_count)?;
+        w.write_all(b",\"firstMessage\":")?;
+        s(w, &self.first_message)?;
+        w.write_all(b",\"allMessagesText\":")?;
+        s(w, &self.all_messages_text)?;
+        w.write_all(b"}")
+    }
+
+    /// [`SessionInfo::write_json`] into a string.
+    pub fn json_string(&self) -> String {
+        let mut b =
+            Vec::with_capacity(self.all_messages_text.len() + self.first_message.len() + 256);
+        self.write_json(&mut b).expect("writing to a Vec");
+        String::from_utf8(b).expect("JSON is UTF-8")
+    }
+
     pub fn is_fork(&self) -> bool {
         self.parent_session_path
             .as_ref()
@@ -248,7 +289,7 @@ impl Acc {
             return;
         }
         let owned;
-        let b: &[u8] = match std::str::from_utf8(raw) {
+        let b: &[u8] = match simdutf8::basic::from_utf8(raw) {
             Ok(_) => raw,
             Err(_) => {
                 owned = String::from_utf8_lossy(raw).into_owned();
@@ -368,6 +409,11 @@ impl Acc {
                 self.last_activity = Some(self.last_activity.unwrap_or(0.0).max(t));
             }
         }
+        if !chat && rows.is_none() {
+            // Only search rows use the text of tool results and the like (the bulk of a
+            // file): a listing does not decode it.
+            return;
+        }
         let text = match &*role {
             "user" | "assistant" | "toolResult" | "custom" | "hookMessage" => text_of(content),
             "bashExecution" => Ok(String::new()),
@@ -479,35 +525,59 @@ pub fn fnv(b: &[u8]) -> u64 {
     h
 }
 
+thread_local! {
+    /// The read buffer of [`pass`], kept per thread: a fresh 1 MiB buffer per file is a
+    /// fresh mapping, faulted in and unmapped again (most of a full scan's system time).
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Reads `file` from `start` (where `acc` was committed) to its end.
 pub fn pass(
+    file: impl Read,
+    start: u64,
+    acc: Acc,
+    rows: Option<&mut Vec<EntryText>>,
+) -> std::io::Result<Pass> {
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < 1 << 20 {
+                buf.resize(1 << 20, 0);
+            }
+            pass_with(&mut buf, file, start, acc, rows)
+        }
+        Err(_) => pass_with(&mut vec![0u8; 1 << 20], file, start, acc, rows),
+    })
+}
+
+fn pass_with(
+    buf: &mut [u8],
     mut file: impl Read,
     start: u64,
     mut acc: Acc,
     mut rows: Option<&mut Vec<EntryText>>,
 ) -> std::io::Result<Pass> {
-    let mut buf = vec![0u8; 1 << 20];
     let mut carry: Vec<u8> = Vec::new();
     let mut offset = start;
     let mut committed_offset = start;
     let mut bytes_read = 0u64;
     let mut tail: Vec<u8> = Vec::new();
     loop {
-        let n = file.read(&mut buf)?;
+        let n = file.read(buf)?;
         if n == 0 {
             break;
         }
         bytes_read += n as u64;
         let chunk = &buf[..n];
         let mut pos = 0;
+        // The last complete line lying wholly in this chunk, copied once per chunk.
+        let mut last: Option<(usize, usize)> = None;
         while let Some(i) = memchr::memchr(b'\n', &chunk[pos..]) {
             let end = pos + i;
             let line_len;
             if carry.is_empty() {
                 acc.feed(&chunk[pos..end], rows.as_deref_mut());
                 line_len = end - pos + 1;
-                tail.clear();
-                tail.extend_from_slice(&chunk[pos..=end]);
+                last = Some((pos, end + 1));
             } else {
                 carry.extend_from_slice(&chunk[pos..end]);
                 acc.feed(&carry, rows.as_deref_mut());
@@ -516,10 +586,15 @@ pub fn pass(
                 tail.extend_from_slice(&carry);
                 tail.push(b'\n');
                 carry.clear();
+                last = None;
             }
             offset += line_len as u64;
             committed_offset = offset;
             pos = end + 1;
+        }
+        if let Some((a, b)) = last {
+            tail.clear();
+            tail.extend_from_slice(&chunk[a..b]);
         }
         carry.extend_from_slice(&chunk[pos..]);
     }
@@ -570,17 +645,28 @@ pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(&sessions) else {
         return Vec::new();
     };
-    let mut files: Vec<(PathBuf, f64)> = rd
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
-        .flat_map(|e| jsonl_files(&e.path()))
-        .map(|p| {
-            let m = std::fs::metadata(&p)
-                .map(|m| mtime_ms(&m))
-                .unwrap_or(f64::NEG_INFINITY);
-            (p, m)
-        })
-        .collect();
+    let mut files: Vec<(PathBuf, f64)> = Vec::new();
+    for d in rd.filter_map(|e| e.ok()) {
+        if !d.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(d.path()) else {
+            continue;
+        };
+        for e in rd.filter_map(|e| e.ok()) {
+            if !e.file_name().to_string_lossy().ends_with(".jsonl") {
+                continue;
+            }
+            // Relative to the open folder (no walk of the whole path); a symlink is
+            // followed as `fs::metadata` would.
+            let meta = match e.file_type() {
+                Ok(t) if !t.is_symlink() => e.metadata(),
+                _ => std::fs::metadata(e.path()),
+            };
+            let m = meta.map(|m| mtime_ms(&m)).unwrap_or(f64::NEG_INFINITY);
+            files.push((e.path(), m));
+        }
+    }
     files.sort_by(|a, b| {
         b.1.partial_cmp(&a.1)
             .unwrap_or(std::cmp::Ordering::Equal)
