@@ -3,6 +3,10 @@
 //! opened, e.g. a 250 MB session) or not (a new session is created there).
 
 use sessiontree::{Creation, Durability, Json, Session, WriteOptions};
+
+// The allocator the `sessiontree` command uses, so that figures match the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -5,6 +5,10 @@
 use sessiontree::{build_context, LeafArg};
 use std::time::Instant;
 
+// The allocator the `sessiontree` command uses, so that figures match the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path =
         std::path::PathBuf::from(std::env::args().nth(1).ok_or("usage: context_bench FILE")?);
