@@ -59,7 +59,10 @@ struct Model {
 
 impl Model {
     fn index(&self, id: &str) -> usize {
-        self.entries.iter().position(|e| e.id == id).expect("known id")
+        self.entries
+            .iter()
+            .position(|e| e.id == id)
+            .expect("known id")
     }
 
     fn path(&self, leaf: Option<usize>) -> Vec<usize> {
@@ -86,7 +89,10 @@ impl Model {
                     unreachable!()
                 };
                 let mut sel = vec![path[ci]];
-                if let Some(k) = path[..ci].iter().position(|&i| &self.entries[i].id == first) {
+                if let Some(k) = path[..ci]
+                    .iter()
+                    .position(|&i| &self.entries[i].id == first)
+                {
                     sel.extend(
                         path[k..ci]
                             .iter()
@@ -127,7 +133,10 @@ impl Model {
                 None => out.extend(msgs),
                 Some(None) => {}
                 Some(Some(r)) => out.extend(msgs.into_iter().map(|(role, t)| {
-                    if matches!(role.as_str(), "user" | "assistant" | "toolResult" | "custom") {
+                    if matches!(
+                        role.as_str(),
+                        "user" | "assistant" | "toolResult" | "custom"
+                    ) {
                         (role, r.clone())
                     } else {
                         (role, t)
@@ -147,7 +156,12 @@ impl Model {
         if sys.is_empty() {
             return None;
         }
-        Some(sys.into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n\n"))
+        Some(
+            sys.into_iter()
+                .filter(|t| !t.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )
     }
 
     fn push(&mut self, id: String, parent: Option<String>, kind: Kind, text: &str) {
@@ -197,26 +211,42 @@ fn apply(s: &mut Session, m: &mut Model, op: &Op) {
     match op {
         Op::User(t) | Op::Assistant(t) | Op::ToolResult(t) | Op::System(t) => {
             let (role, msg) = match op {
-                Op::User(_) => ("user", format!(r#"{{"role":"user","content":{},"timestamp":1}}"#, js(t))),
-                Op::System(_) => ("system", format!(r#"{{"role":"system","content":{},"timestamp":1}}"#, js(t))),
-                Op::Assistant(_) => ("assistant", format!(
-                    r#"{{"role":"assistant","content":[{{"type":"text","text":{}}}],"provider":"p","model":"m","timestamp":1}}"#,
-                    js(t)
-                )),
-                _ => ("toolResult", format!(
-                    r#"{{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{{"type":"text","text":{}}}],"isError":false,"timestamp":1}}"#,
-                    js(t)
-                )),
+                Op::User(_) => (
+                    "user",
+                    format!(r#"{{"role":"user","content":{},"timestamp":1}}"#, js(t)),
+                ),
+                Op::System(_) => (
+                    "system",
+                    format!(r#"{{"role":"system","content":{},"timestamp":1}}"#, js(t)),
+                ),
+                Op::Assistant(_) => (
+                    "assistant",
+                    format!(
+                        r#"{{"role":"assistant","content":[{{"type":"text","text":{}}}],"provider":"p","model":"m","timestamp":1}}"#,
+                        js(t)
+                    ),
+                ),
+                _ => (
+                    "toolResult",
+                    format!(
+                        r#"{{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{{"type":"text","text":{}}}],"isError":false,"timestamp":1}}"#,
+                        js(t)
+                    ),
+                ),
             };
             let id = s.append_message(&Json::parse(&msg).unwrap()).unwrap();
             m.push(id, parent, Kind::Msg(role), t);
         }
         Op::Custom => {
-            let id = s.append_custom_entry("state", Some(&Json::parse("{\"k\":1}").unwrap())).unwrap();
+            let id = s
+                .append_custom_entry("state", Some(&Json::parse("{\"k\":1}").unwrap()))
+                .unwrap();
             m.push(id, parent, Kind::Custom, "");
         }
         Op::CustomMessage(t) => {
-            let id = s.append_custom_message("note", &Json::string(t), true, None).unwrap();
+            let id = s
+                .append_custom_message("note", &Json::string(t), true, None)
+                .unwrap();
             m.push(id, parent, Kind::CustomMessage, t);
         }
         Op::Label(t, l) => {
@@ -257,7 +287,9 @@ fn apply(s: &mut Session, m: &mut Model, op: &Op) {
             m.push(id, parent, Kind::Compaction(sys, first_id), summary);
         }
         Op::BranchSummary(target, summary) => {
-            let target = target.filter(|_| n > 0).map(|k| m.entries[k % n].id.clone());
+            let target = target
+                .filter(|_| n > 0)
+                .map(|k| m.entries[k % n].id.clone());
             let id = s
                 .branch_with_summary(target.as_deref(), summary, None, None, None)
                 .unwrap();
@@ -278,7 +310,9 @@ fn apply(s: &mut Session, m: &mut Model, op: &Op) {
                 return;
             }
             let target = m.entries[editable[t % editable.len()]].id.clone();
-            let repl = r.as_ref().map(|r| Json::parse(&format!(r#"{{"content":{}}}"#, js(r))).unwrap());
+            let repl = r
+                .as_ref()
+                .map(|r| Json::parse(&format!(r#"{{"content":{}}}"#, js(r))).unwrap());
             let id = s.append_context_edit(&target, repl.as_ref()).unwrap();
             m.push(id, parent, Kind::ContextEdit(target, r.clone()), "");
         }
@@ -309,7 +343,11 @@ fn message_text(r: Raw<'_>) -> String {
         None => c
             .elements()
             .iter()
-            .filter_map(|b| b.get("text").and_then(|t| t.as_str()).map(|t| t.into_owned()))
+            .filter_map(|b| {
+                b.get("text")
+                    .and_then(|t| t.as_str())
+                    .map(|t| t.into_owned())
+            })
             .collect::<Vec<_>>()
             .join(""),
     }
@@ -333,12 +371,20 @@ fn tree_shape(tree: &SessionTree) -> (Vec<String>, Vec<Vec<String>>) {
     let id = |i: &u32| tree.entry_at(*i).id().unwrap().to_string();
     (
         view.roots.iter().map(id).collect(),
-        view.children.iter().map(|c| c.iter().map(id).collect()).collect(),
+        view.children
+            .iter()
+            .map(|c| c.iter().map(id).collect())
+            .collect(),
     )
 }
 
 fn model_shape(m: &Model) -> (Vec<String>, Vec<Vec<String>>) {
-    let roots = m.entries.iter().filter(|e| e.parent.is_none()).map(|e| e.id.clone()).collect();
+    let roots = m
+        .entries
+        .iter()
+        .filter(|e| e.parent.is_none())
+        .map(|e| e.id.clone())
+        .collect();
     let children = m
         .entries
         .iter()
@@ -356,16 +402,32 @@ fn model_shape(m: &Model) -> (Vec<String>, Vec<Vec<String>>) {
 fn labels_of(tree: &SessionTree) -> BTreeMap<String, String> {
     tree.labels()
         .into_iter()
-        .map(|(k, l)| (k.to_string(), Raw::parse(l.label.as_bytes()).unwrap().as_str().unwrap().into_owned()))
+        .map(|(k, l)| {
+            (
+                k.to_string(),
+                Raw::parse(l.label.as_bytes())
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .into_owned(),
+            )
+        })
         .collect()
 }
 
 /// Everything the model predicts, checked against `tree` with `leaf` as its leaf.
 fn check(tree: &mut SessionTree, m: &Model, leaf: Option<usize>, probes: &[usize]) {
-    assert_eq!(ids(tree.entries()), m.entries.iter().map(|e| e.id.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        ids(tree.entries()),
+        m.entries.iter().map(|e| e.id.clone()).collect::<Vec<_>>()
+    );
     let leaf_id = leaf.map(|i| m.entries[i].id.clone());
     assert_eq!(tree.leaf_id().map(str::to_string), leaf_id, "leaf");
-    let model_path: Vec<String> = m.path(leaf).iter().map(|&i| m.entries[i].id.clone()).collect();
+    let model_path: Vec<String> = m
+        .path(leaf)
+        .iter()
+        .map(|&i| m.entries[i].id.clone())
+        .collect();
     assert_eq!(ids(tree.get_branch(None)), model_path, "get_branch(leaf)");
     assert_eq!(tree_shape(tree), model_shape(m), "get_tree");
     for e in &m.entries {
@@ -386,7 +448,11 @@ fn check(tree: &mut SessionTree, m: &Model, leaf: Option<usize>, probes: &[usize
         Some(id) => LeafArg::Id(id),
         None => LeafArg::Null,
     };
-    assert_eq!(context_of(tree, at_leaf), m.context(leaf), "context at the leaf");
+    assert_eq!(
+        context_of(tree, at_leaf),
+        m.context(leaf),
+        "context at the leaf"
+    );
     for &p in probes {
         if m.entries.is_empty() {
             break;
@@ -394,7 +460,10 @@ fn check(tree: &mut SessionTree, m: &Model, leaf: Option<usize>, probes: &[usize
         let i = p % m.entries.len();
         assert_eq!(
             ids(tree.get_branch(Some(&m.entries[i].id))),
-            m.path(Some(i)).iter().map(|&j| m.entries[j].id.clone()).collect::<Vec<_>>()
+            m.path(Some(i))
+                .iter()
+                .map(|&j| m.entries[j].id.clone())
+                .collect::<Vec<_>>()
         );
         assert_eq!(
             context_of(tree, LeafArg::Id(&m.entries[i].id)),
@@ -406,7 +475,10 @@ fn check(tree: &mut SessionTree, m: &Model, leaf: Option<usize>, probes: &[usize
 }
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64);
     ProptestConfig {
         cases,
         ..ProptestConfig::default()
