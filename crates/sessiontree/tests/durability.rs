@@ -594,3 +594,32 @@ fn second_writer_waiting_on_a_new_file_sees_what_the_first_wrote() {
         a_id
     );
 }
+
+/// Disk full: the write fails with ENOSPC (`/dev/full` fails every write that way), the
+/// error says what was not written, and the appender refuses every later write instead of
+/// guessing where the file ends.
+#[test]
+fn disk_full_poisons_the_appender_and_says_what_was_not_written() {
+    use sessiontree::store::{Appender, Durability};
+    let full = std::path::Path::new("/dev/full");
+    if !full.exists() {
+        eprintln!("SKIPPED: no /dev/full here");
+        return;
+    }
+    let mut app = Appender::open(full, 0, Durability::None).unwrap();
+    let err = app
+        .append(b"{\"type\":\"custom\"}\n", &"entry abc12345")
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("No space left on device"), "{msg}");
+    assert!(msg.contains("entry abc12345 was not written"), "{msg}");
+    let again = app.append(b"{}\n", &"entry next").unwrap_err();
+    assert!(
+        matches!(again, sessiontree::Error::Poisoned { .. }),
+        "{again}"
+    );
+    assert!(
+        again.to_string().contains("refuses further writes"),
+        "{again}"
+    );
+}
