@@ -79,15 +79,19 @@ pub fn load(path: &Path) -> Result<Loaded> {
 fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
     let file = std::fs::File::open(path).map_err(io(path))?;
     let size = file.metadata().map_err(io(path))?.len();
-    if size < MMAP_MIN {
+    // Pi rewrites version 1 and 2 files in place when it opens them (truncating first), and
+    // a mapped file that shrinks would fault: such files are read, never mapped.
+    let current =
+        || crate::folder::read_header(path).is_some_and(|h| !crate::migrate::needs_migration(&h));
+    if size < MMAP_MIN || !current() {
         let mut bytes = Vec::with_capacity(size as usize);
         std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io(path))?;
         let len = bytes.len() as u64;
         return Ok((parse::backing(bytes), len));
     }
-    // SAFETY: the map is read-only and private. Session files are only ever appended to
-    // (appends past the mapped length are not seen); a file truncated by another program
-    // while mapped would fault, which no writer of this format does.
+    // SAFETY: the map is read-only and private. Version 3 session files are only ever
+    // appended to (appends past the mapped length are not seen); no writer of the format
+    // truncates them (the reference truncates only to migrate older versions, read above).
     let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io(path))?;
     let len = map.len() as u64;
     Ok((std::sync::Arc::new(Mapped(map)), len))
