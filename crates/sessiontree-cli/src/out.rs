@@ -56,6 +56,13 @@ impl Write for Out {
         }
     }
 
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        match self.w.write_vectored(bufs) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+            r => r,
+        }
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
         match self.w.flush() {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),

@@ -358,7 +358,9 @@ impl<'a> Plan<'a> {
 
     /// Streams the context's JSON (as [`Context::write_json`]) making each entry's messages
     /// just before writing them and giving the entry's bytes back right after, so that a
-    /// mapped session is never resident whole.
+    /// mapped session is never resident whole. Messages go out with vectored writes straight
+    /// from the stored bytes (no copy into a buffer); the writer sees batches of up to a few
+    /// hundred slices.
     pub fn write_json_releasing<W: std::io::Write + ?Sized>(
         &self,
         w: &mut W,
@@ -366,19 +368,68 @@ impl<'a> Plan<'a> {
         w.write_all(b"{\"messages\":[")?;
         let mut first = true;
         let mut releaser = crate::entry::Releaser::new();
+        let mut batch: Vec<Message<'a>> = Vec::new();
+        let mut batch_entries: Vec<&'a Entry> = Vec::new();
+        let mut batch_bytes = 0usize;
+        let flush = |batch: &mut Vec<Message<'a>>,
+                     entries: &mut Vec<&'a Entry>,
+                     first: &mut bool,
+                     releaser: &mut crate::entry::Releaser,
+                     w: &mut W|
+         -> std::io::Result<()> {
+            let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(batch.len() * 2);
+            for m in batch.iter() {
+                if !*first {
+                    slices.push(std::io::IoSlice::new(b","));
+                }
+                *first = false;
+                slices.push(std::io::IoSlice::new(m.json().as_bytes()));
+            }
+            write_all_vectored(w, &mut slices)?;
+            drop(slices);
+            batch.clear();
+            for e in entries.drain(..) {
+                releaser.passed(e);
+            }
+            Ok(())
+        };
         for (i, entry) in self.selected.iter().enumerate() {
             for m in self.messages_of(i) {
-                if !first {
-                    w.write_all(b",")?;
-                }
-                first = false;
-                w.write_all(m.json().as_bytes())?;
+                batch_bytes += m.json().len();
+                batch.push(m);
             }
-            releaser.passed(entry);
+            batch_entries.push(entry);
+            if batch.len() >= 500 || batch_bytes >= 4 << 20 {
+                flush(&mut batch, &mut batch_entries, &mut first, &mut releaser, w)?;
+                batch_bytes = 0;
+            }
         }
+        flush(&mut batch, &mut batch_entries, &mut first, &mut releaser, w)?;
         w.write_all(b"]")?;
         write_settings(w, self.thinking_level.as_ref(), self.model.as_ref())
     }
+}
+
+/// `write_all` for vectored writes (short writes and interruptions continue).
+fn write_all_vectored<W: std::io::Write + ?Sized>(
+    w: &mut W,
+    mut bufs: &mut [std::io::IoSlice<'_>],
+) -> std::io::Result<()> {
+    std::io::IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        match w.write_vectored(bufs) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "failed to write whole buffer",
+                ))
+            }
+            Ok(n) => std::io::IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn write_settings<W: std::io::Write + ?Sized>(
