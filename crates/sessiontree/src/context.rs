@@ -592,6 +592,14 @@ pub fn to_llm<'a>(messages: &[Message<'a>]) -> Vec<Message<'a>> {
     out
 }
 
+/// A tool declaration's name as the key of the reference's `Map` (its canonical JSON, so
+/// that a string and a number name stay apart).
+fn tool_key(tool: Raw<'_>) -> String {
+    tool.get("name")
+        .map(|n| canonicalize(n.bytes()).unwrap_or_default())
+        .unwrap_or_default()
+}
+
 /// `getCurrentSystemMessage`: every system message of a list folded into one (9.5).
 pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
     let mut content: Vec<String> = Vec::new();
@@ -643,10 +651,7 @@ pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
             .map(|r| r.elements())
             .unwrap_or_default()
         {
-            let name = t
-                .get("name")
-                .map(|n| canonicalize(n.bytes()).unwrap_or_default())
-                .unwrap_or_default();
+            let name = tool_key(t);
             tools.retain(|(n, _)| *n != name);
         }
         for t in raw
@@ -654,10 +659,7 @@ pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
             .map(|r| r.elements())
             .unwrap_or_default()
         {
-            let name = t
-                .get("name")
-                .map(|n| canonicalize(n.bytes()).unwrap_or_default())
-                .unwrap_or_default();
+            let name = tool_key(t);
             match tools.iter_mut().find(|(n, _)| *n == name) {
                 Some(slot) => slot.1 = t.text().to_string(),
                 None => tools.push((name, t.text().to_string())),
