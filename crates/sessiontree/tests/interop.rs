@@ -15,44 +15,9 @@ use serde_json::Value;
 use sessiontree::json::{Kind, Raw};
 use sessiontree::{build_context, load, Json, LeafArg, Session, WriteOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop")
-}
-
-fn available() -> bool {
-    let ok = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-        && interop_dir()
-            .join("node_modules/pi16/dist/core/session-manager.js")
-            .exists();
-    if !ok {
-        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("interop tests need node and interop/node_modules (cd interop && npm ci)");
-        }
-        eprintln!(
-            "SKIPPED: interop tests need node and interop/node_modules (cd interop && npm ci)"
-        );
-    }
-    ok
-}
-
-fn node(args: &[&str]) -> String {
-    let out = Command::new("node")
-        .current_dir(interop_dir())
-        .args(args)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "node {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
+mod common;
+use common::interop::{available, node};
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)
