@@ -200,17 +200,21 @@ fn pairs_object<'k>(pairs: impl Iterator<Item = (&'k str, &'k str)>) -> String {
 pub fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
     match e.entry_type {
         EntryType::Message => {
-            let Some(m) = e.message() else {
+            // Kinds come from what the load recorded: the message's bytes are not touched
+            // here (a mapped session streams out without being read twice).
+            let (Some(m), Some(kind)) = (e.message(), e.field_kind("message")) else {
                 return Vec::new();
             };
-            if m.kind() != Kind::Object {
-                return if m.is_null() {
+            if kind != Kind::Object {
+                return if kind == Kind::Null {
                     Vec::new()
                 } else {
                     vec![Message::Stored(m)]
                 };
             }
-            let content_missing = e.message_field("content").is_none_or(|c| c.is_null());
+            let content_missing = e
+                .message_field_kind("content")
+                .is_none_or(|c| c == Kind::Null);
             match e.role() {
                 Some("system") if content_missing => {
                     vec![Message::Built(with_field(m, "content", Some("\"\"")))]

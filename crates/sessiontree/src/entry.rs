@@ -151,6 +151,85 @@ pub struct Entry {
     /// `message.role`, for message entries.
     pub role: Option<Box<str>>,
     message_members: Box<[Member]>,
+    /// Where the fields the library reads are, found while the line was being scanned, so
+    /// that reading them later never touches the line's bytes (a mapped session's pages
+    /// may have been given back).
+    known: Box<KnownFields>,
+}
+
+/// Top-level keys whose member is looked up once, at load.
+const TOP_KEYS: [&str; 22] = [
+    "type",
+    "id",
+    "parentId",
+    "timestamp",
+    "message",
+    "summary",
+    "firstKeptEntryId",
+    "targetId",
+    "content",
+    "tokensBefore",
+    "thinkingLevel",
+    "systemMessage",
+    "replacement",
+    "provider",
+    "modelId",
+    "label",
+    "fromId",
+    "display",
+    "details",
+    "customType",
+    "name",
+    "data",
+];
+
+/// Keys of `message` looked up once, at load.
+const MESSAGE_KEYS: [&str; 8] = [
+    "role",
+    "content",
+    "provider",
+    "model",
+    "toolName",
+    "toolCallId",
+    "stopReason",
+    "errorMessage",
+];
+
+/// For each known key, the index + 1 of its last member (0: absent), and the first byte of
+/// its value (which tells its kind).
+#[derive(Clone, Default)]
+struct KnownFields {
+    top: [u32; TOP_KEYS.len()],
+    message: [u32; MESSAGE_KEYS.len()],
+    top_first: [u8; TOP_KEYS.len()],
+    message_first: [u8; MESSAGE_KEYS.len()],
+}
+
+fn slot_of(keys: &[&str], key: &str) -> Option<usize> {
+    keys.iter().position(|k| *k == key)
+}
+
+/// Fills `slots` with the last member of each key in `keys` (keys are read from `text`).
+fn find_known(
+    text: &[u8],
+    members: &[Member],
+    keys: &[&str],
+    slots: &mut [u32],
+    first: &mut [u8],
+) {
+    for (i, m) in members.iter().enumerate() {
+        let lit = &text[m.key.clone()];
+        let inner = &lit[1..lit.len() - 1];
+        let slot = if inner.contains(&b'\\') {
+            slot_of(keys, &decode_string(lit))
+        } else {
+            std::str::from_utf8(inner).ok().and_then(|k| slot_of(keys, k))
+        };
+        if let Some(s) = slot {
+            slots[s] = i as u32 + 1;
+            first[s] = text[m.value.start];
+        }
+    }
 }
 
 impl fmt::Debug for Entry {
@@ -186,7 +265,15 @@ impl Entry {
     pub fn from_scanned(text: Text, scanned: json::Scanned, line: u64, offset: u64) -> Entry {
         let bytes = text.as_bytes();
         let members = scanned.members;
-        let get = |k: &str| last(bytes, &members, k);
+        let mut known = Box::<KnownFields>::default();
+        {
+            let k = &mut *known;
+            find_known(bytes, &members, &TOP_KEYS, &mut k.top, &mut k.top_first);
+        }
+        let get = |k: &str| {
+            let i = known.top[slot_of(&TOP_KEYS, k).expect("a known key")];
+            (i > 0).then(|| Raw::new_unchecked(&bytes[members[i as usize - 1].value.clone()]))
+        };
         let entry_type = match get("type").and_then(|t| t.as_str()) {
             Some(t) => EntryType::from_name(&t),
             None => EntryType::Untyped,
@@ -203,12 +290,8 @@ impl Entry {
             None => Parent::Invalid,
         };
         // Members of `message` (the last `message` member, as JavaScript keeps).
-        let msg_index = members
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, m)| key_is(&bytes[m.key.clone()], "message"))
-            .map(|(i, _)| i as u32);
+        let msg_index = known.top[slot_of(&TOP_KEYS, "message").expect("a known key")]
+            .checked_sub(1);
         let message_members: Box<[Member]> = match msg_index {
             Some(i) => scanned
                 .inner
@@ -218,8 +301,23 @@ impl Entry {
                 .collect(),
             None => Box::new([]),
         };
+        {
+            let k = &mut *known;
+            find_known(
+                bytes,
+                &message_members,
+                &MESSAGE_KEYS,
+                &mut k.message,
+                &mut k.message_first,
+            );
+        }
         let role = if entry_type == EntryType::Message {
-            last(bytes, &message_members, "role")
+            (known.message[0] > 0)
+                .then(|| {
+                    Raw::new_unchecked(
+                        &bytes[message_members[known.message[0] as usize - 1].value.clone()],
+                    )
+                })
                 .and_then(|r| r.as_str())
                 .map(|s| s.into_owned().into_boxed_str())
         } else {
@@ -232,6 +330,7 @@ impl Entry {
             role,
             message_members,
             members: members.into_boxed_slice(),
+            known,
             text,
             line,
             offset,
@@ -272,11 +371,6 @@ impl Entry {
         self.text.buf.release(self.text.range.clone());
     }
 
-    /// Start of this line in its buffer.
-    pub(crate) fn buffer_offset(&self) -> usize {
-        self.text.range.start
-    }
-
     /// The entry's line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()
@@ -299,7 +393,33 @@ impl Entry {
 
     /// A top-level field (the last occurrence, as JavaScript keeps).
     pub fn field(&self, key: &str) -> Option<Raw<'_>> {
-        last(self.text.as_bytes(), &self.members, key)
+        match slot_of(&TOP_KEYS, key) {
+            Some(s) => self.known_member(&self.members, self.known.top[s]),
+            None => last(self.text.as_bytes(), &self.members, key),
+        }
+    }
+
+    /// The kind of a top-level field's value, without reading the line when the key is one
+    /// the library knows.
+    pub fn field_kind(&self, key: &str) -> Option<json::Kind> {
+        match slot_of(&TOP_KEYS, key) {
+            Some(s) => (self.known.top[s] > 0)
+                .then(|| json::Kind::of_first_byte(self.known.top_first[s])),
+            None => self.field(key).map(|v| v.kind()),
+        }
+    }
+
+    /// The kind of a field of `message` (as [`Entry::field_kind`]).
+    pub fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
+        match slot_of(&MESSAGE_KEYS, key) {
+            Some(s) => (self.known.message[s] > 0)
+                .then(|| json::Kind::of_first_byte(self.known.message_first[s])),
+            None => self.message_field(key).map(|v| v.kind()),
+        }
+    }
+
+    fn known_member(&self, members: &[Member], i: u32) -> Option<Raw<'_>> {
+        (i > 0).then(|| Raw::new_unchecked(&self.text.as_bytes()[members[i as usize - 1].value.clone()]))
     }
 
     /// A string field, decoded.
@@ -314,7 +434,10 @@ impl Entry {
 
     /// A field of `message`.
     pub fn message_field(&self, key: &str) -> Option<Raw<'_>> {
-        last(self.text.as_bytes(), &self.message_members, key)
+        match slot_of(&MESSAGE_KEYS, key) {
+            Some(s) => self.known_member(&self.message_members, self.known.message[s]),
+            None => last(self.text.as_bytes(), &self.message_members, key),
+        }
     }
 
     pub fn id(&self) -> Option<&str> {
@@ -475,13 +598,42 @@ impl Releaser {
         Releaser::default()
     }
 
-    /// `e` was written out: the bytes before it are not needed any more.
+    /// `e` was written out: the bytes before its end are not needed any more. Released
+    /// in steps of at least a MiB (a system call per entry would cost more than it saves).
     pub fn passed(&mut self, e: &Entry) {
-        let start = e.buffer_offset();
-        if start >= self.next + (1 << 20) {
-            e.text.buf.release(self.next..start);
-            self.next = start;
+        let end = e.text.range.end;
+        if end >= self.next + (1 << 20) {
+            e.text.buf.release(self.next..end);
+            self.next = end;
         }
-        e.release_bytes();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Kind;
+
+    #[test]
+    fn known_fields_follow_escaped_and_duplicate_keys() {
+        // `\u0074ype` spells "type"; the last `id` and `message` win, as in JavaScript.
+        let e = Entry::parse(
+            r#"{"\u0074ype":"message","id":"a","id":"b","parentId":null,"message":{"role":"user"},"message":{"r\u006fle":"assistant","content":null,"provider":"p"}}"#
+                .to_string(),
+        )
+        .expect("valid");
+        assert_eq!(e.entry_type, EntryType::Message);
+        assert_eq!(e.id(), Some("b"));
+        assert_eq!(e.role(), Some("assistant"));
+        assert_eq!(e.message_field_kind("content"), Some(Kind::Null));
+        assert_eq!(e.message_field("provider").map(|v| v.text()), Some("\"p\""));
+        assert_eq!(e.field_kind("message"), Some(Kind::Object));
+        assert_eq!(e.field_kind("summary"), None);
+        // Keys outside the known set are found by reading the line.
+        assert_eq!(e.field("parentId").map(|v| v.is_null()), Some(true));
+        let odd = Entry::parse(r#"{"type":"x","id":"c","extra":[1],"extra":2}"#.to_string())
+            .expect("valid");
+        assert_eq!(odd.field("extra").map(|v| v.text()), Some("2"));
+        assert_eq!(odd.field_kind("extra"), Some(Kind::Number));
     }
 }
