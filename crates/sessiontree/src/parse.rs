@@ -80,6 +80,34 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
             buf.release(released..pos);
             released = pos;
         }
+        // The common case in one pass: a valid UTF-8 JSON line, its end found by the scan.
+        if let Some((scanned, len)) = scan::scan_line(&bytes[pos..to]) {
+            let end = pos + len;
+            let has_nl = end < to;
+            let offset = pos as u64;
+            let text = Text::new(buf.clone(), pos..end);
+            let top = &text.as_bytes()[scanned.top.clone()];
+            let value = if top[0] == b'{' {
+                Value1::Object(Entry::from_scanned(text.clone(), scanned, 0, offset))
+            } else {
+                let raw = json::Raw::new_unchecked(top);
+                Value1::Other {
+                    text: raw.text().to_string(),
+                    truthy: raw.truthy(),
+                }
+            };
+            out.push(Scanned1 {
+                line,
+                offset,
+                has_nl,
+                invalid_utf8: false,
+                len,
+                value: Ok(value),
+            });
+            pos = end + has_nl as usize;
+            line += has_nl as u64;
+            continue;
+        }
         let (end, next, has_nl) = match memchr::memchr(b'\n', &bytes[pos..to]) {
             Some(i) => (pos + i, pos + i + 1, true),
             None => (to, to, false),

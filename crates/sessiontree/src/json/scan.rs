@@ -84,6 +84,25 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Whitespace inside one line of a buffer of lines: a `\n` ends the line, so it is not
+/// skipped.
+#[inline]
+fn skip_ws_in_line(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r') {
+        i += 1;
+    }
+    i
+}
+
+#[inline]
+fn ws<const LINE: bool>(b: &[u8], i: usize) -> usize {
+    if LINE {
+        skip_ws_in_line(b, i)
+    } else {
+        skip_ws(b, i)
+    }
+}
+
 /// True when the text holds only JSON whitespace.
 pub fn is_blank(b: &[u8]) -> bool {
     skip_ws(b, 0) == b.len()
@@ -218,8 +237,23 @@ fn expect_lit(b: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError
 ///
 /// A blank text is an error ("empty"); callers check [`is_blank`] first when blank is fine.
 pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
+    scan_impl::<false>(b).map(|(s, _)| s)
+}
+
+/// Scans the line that starts `b` without finding its end first: `Some((scanned, end))`
+/// when the line (up to the `\n` at `end`, or the end of `b`) is a valid JSON value in
+/// UTF-8, with spans as [`scan`] gives them for `&b[..end]`. `None` for anything else
+/// (blank, invalid, not UTF-8): the caller then takes the careful path, which finds the
+/// line's end and reports what is wrong. (A `\n` can only end a line: inside a string it
+/// is a control character, which JSON does not allow.)
+pub(crate) fn scan_line(b: &[u8]) -> Option<(Scanned, usize)> {
+    let (scanned, end) = scan_impl::<true>(b).ok()?;
+    simdutf8::basic::from_utf8(&b[..end]).is_ok().then_some((scanned, end))
+}
+
+fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> {
     let mut out = Scanned::default();
-    let mut i = skip_ws(b, 0);
+    let mut i = ws::<LINE>(b, 0);
     if i == b.len() {
         return Err(err(i, "empty"));
     }
@@ -239,14 +273,14 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
         match c {
             b'{' | b'[' => {
                 let is_obj = c == b'{';
-                i = skip_ws(b, i + 1);
+                i = ws::<LINE>(b, i + 1);
                 let close = if is_obj { b'}' } else { b']' };
                 if b.get(i) == Some(&close) {
                     i += 1;
                 } else {
                     stack.push(is_obj);
                     if is_obj {
-                        i = member_key(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                        i = member_key::<LINE>(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
                     }
                     continue 'value;
                 }
@@ -264,12 +298,12 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
             let Some(&is_obj) = stack.last() else {
                 break 'value;
             };
-            i = skip_ws(b, i);
+            i = ws::<LINE>(b, i);
             match b.get(i) {
                 Some(b',') => {
-                    i = skip_ws(b, i + 1);
+                    i = ws::<LINE>(b, i + 1);
                     if is_obj {
-                        i = member_key(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                        i = member_key::<LINE>(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
                     }
                     continue 'value;
                 }
@@ -296,15 +330,15 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
         }
     }
     out.top = top_start..i;
-    let end = skip_ws(b, i);
-    if end != b.len() {
+    let end = ws::<LINE>(b, i);
+    if end != b.len() && !(LINE && b[end] == b'\n') {
         return Err(err(end, "unexpected text after the value"));
     }
-    Ok(out)
+    Ok((out, end))
 }
 
 /// Parses `"key" :` at `i` inside an object and opens a member record where one is kept.
-fn member_key(
+fn member_key<const LINE: bool>(
     b: &[u8],
     i: usize,
     stack: &[bool],
@@ -316,11 +350,11 @@ fn member_key(
         return Err(err(i, "expected a key"));
     }
     let key_end = skip_string(b, i)?;
-    let j = skip_ws(b, key_end);
+    let j = ws::<LINE>(b, key_end);
     if b.get(j) != Some(&b':') {
         return Err(err(j, "expected ':'"));
     }
-    let value_start = skip_ws(b, j + 1);
+    let value_start = ws::<LINE>(b, j + 1);
     if top_is_object {
         if stack.len() == 1 {
             *open1 = Some((i..key_end, value_start));
@@ -521,5 +555,85 @@ mod tests {
         ok(&s);
         let s = "{\"a\":".repeat(depth) + "1" + &"}".repeat(depth);
         ok(&s);
+    }
+
+    /// The one-pass line scan agrees with finding the newline first and scanning the line:
+    /// same spans and end for every valid UTF-8 line, `None` for every other line.
+    #[test]
+    fn line_scan_agrees_with_splitting_first() {
+        let pieces: &[&[u8]] = &[
+            b"{\"type\":\"message\",\"id\":\"a\"}",
+            b"{\"message\":{\"role\":\"user\",\"content\":\"x\\n\\\"y\"}}",
+            b"  {\"a\" : [1, 2.5e3, true, null] }\r",
+            b"\"just a string\"",
+            b"-0",
+            b"12",
+            b"[]",
+            b"",
+            b"   ",
+            b"\r",
+            b"{\"a\":\"line\nbreak\"}",
+            b"{\"a\":1",
+            b"{\"a\":1}}",
+            b"{\"\xc3\xa9\":\"\xe6\x97\xa5\xf0\x9f\x98\x80\"}",
+            b"{\"bad\":\"\xc3\"}",
+            b"{\"bad\":\"\xff\"}",
+            b"\xef\xbb\xbf{\"bom\":1}",
+            b"{\"x\":\"\\\\\"}",
+            b"{\"x\":\"\\u00e9\\ud800\"}",
+            b"{\"x\":\"\\q\"}",
+            b"nul",
+            b"{\"k\":1} x",
+            b"{\"n\":1e}",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..4000 {
+            let mut buf = Vec::new();
+            let lines = 1 + next() as usize % 4;
+            for _ in 0..lines {
+                let p = pieces[next() as usize % pieces.len()];
+                buf.extend_from_slice(p);
+                // Long strings so the 64-byte blocks of the string skipper cross lines.
+                if next() % 3 == 0 {
+                    buf.extend_from_slice(b"{\"long\":\"");
+                    buf.extend(std::iter::repeat_n(b'a', next() as usize % 150));
+                    buf.extend_from_slice(b"\"}");
+                }
+                buf.push(b'\n');
+            }
+            if round % 2 == 1 {
+                buf.pop();
+            }
+            let mut pos = 0;
+            while pos < buf.len() {
+                let rest = &buf[pos..];
+                let end = rest.iter().position(|&c| c == b'\n').unwrap_or(rest.len());
+                let line = &rest[..end];
+                let careful = (std::str::from_utf8(line).is_ok())
+                    .then(|| scan(line).ok())
+                    .flatten();
+                let fast = scan_line(rest);
+                match (careful, fast) {
+                    (None, None) => {}
+                    (Some(c), Some((f, fend))) => {
+                        assert_eq!(fend, end, "{:?}", String::from_utf8_lossy(line));
+                        assert_eq!((c.top, c.members, c.inner), (f.top, f.members, f.inner));
+                    }
+                    (c, f) => panic!(
+                        "disagree on {:?}: careful {:?}, one pass {:?}",
+                        String::from_utf8_lossy(line),
+                        c.is_some(),
+                        f.is_some()
+                    ),
+                }
+                pos += end + 1;
+            }
+        }
     }
 }
