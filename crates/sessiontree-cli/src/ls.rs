@@ -101,7 +101,7 @@ fn threads() -> usize {
 /// Lists `files` (in candidate order) with or without the index. With the index,
 /// `allMessagesText` is left empty: [`write_json`] takes it from the index's stored JSON.
 pub fn listing(
-    files: &[PathBuf],
+    files: &[(PathBuf, Option<list::FileStat>)],
     in_scope: &dyn Fn(&Path) -> bool,
     opts: ListOptions,
     use_index: bool,
@@ -127,10 +127,13 @@ pub fn listing(
     });
     let out = match indexed {
         Some((v, idx)) => (v, Some(idx)),
-        None => (
-            list::finish(list::scan_files(files, opts, &tick), opts),
-            None,
-        ),
+        None => {
+            let paths: Vec<PathBuf> = files.iter().map(|f| f.0.clone()).collect();
+            (
+                list::finish(list::scan_files(&paths, opts, &tick), opts),
+                None,
+            )
+        }
     };
     if let Some(pb) = pb {
         pb.finish_and_clear();
@@ -139,7 +142,7 @@ pub fn listing(
 }
 
 /// `{"sessions":[...]}`, streamed: from the index's stored JSON when there is one.
-pub fn write_json(out: &mut Out, v: &[SessionInfo], idx: Option<&Index>) -> Result<()> {
+pub fn write_json(out: &mut Out, v: &[SessionInfo], idx: Option<&mut Index>) -> Result<()> {
     out.write_str("{\"sessions\":[")?;
     match idx {
         Some(idx) => idx.write_json(v.iter().map(|i| i.path.as_path()), out)?,
@@ -180,9 +183,9 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
             None => std::env::current_dir()?.to_string_lossy().into_owned(),
         })
     };
-    let idx;
+    let mut idx;
     let mut v = if a.all {
-        let files = list::all_files(&agent);
+        let files = list::all_files_stat(&agent);
         let scope = index::all_scope(&sessions_dir);
         let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
         idx = i;
@@ -193,7 +196,7 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         v
     } else if let Some(d) = &a.dir {
         let d = dirs::resolve(&d.to_string_lossy());
-        let files = list::dir_files(&d);
+        let files = list::with_stats(list::dir_files(&d));
         let scope = index::folder_scope(&d);
         let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
         idx = i;
@@ -206,7 +209,7 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         let cwd = cwd_now()?;
         let sd = dirs::session_dir_override(a.session_dir.as_deref());
         let (dir, filter) = list::folder_for(&cwd, sd.as_deref());
-        let files = list::dir_files(&dir);
+        let files = list::with_stats(list::dir_files(&dir));
         let scope = index::folder_scope(&dir);
         let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
         idx = i;
@@ -238,7 +241,7 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         v.truncate(l);
     }
     if a.json {
-        write_json(out, &v, idx.as_ref())?;
+        write_json(out, &v, idx.as_mut())?;
     } else {
         table(out, &v)?;
     }

@@ -415,7 +415,7 @@ impl<'a> Plan<'a> {
 }
 
 /// `write_all` for vectored writes (short writes and interruptions continue).
-fn write_all_vectored<W: std::io::Write + ?Sized>(
+pub(crate) fn write_all_vectored<W: std::io::Write + ?Sized>(
     w: &mut W,
     mut bufs: &mut [std::io::IoSlice<'_>],
 ) -> std::io::Result<()> {

@@ -2,14 +2,15 @@
 //!
 //! Schema (version [`SCHEMA_VERSION`], in `meta`):
 //! * `files(id, path UNIQUE, size, mtime_ns, offset, head_hash, tail_hash, tail_len, cwd,
-//!   modified_ms, drops, info)`, `state(id, state)` and `listing(id, json)`: per file
+//!   modified_ms, drops, info)`, `state(id, state)` and `listing(id, off, len)`: per file
 //!   (the large values in their own tables, so that reading a row never walks their
 //!   overflow pages), the byte `offset` just past the last complete
 //!   line read, the pass state at that offset (`state`, JSON of [`Acc`]: message count, first
 //!   message, last activity, name, leaf, ...), FNV-1a hashes of the first 4 KiB and of the
 //!   last complete line, and the listing (`info`, including a trailing unterminated line,
-//!   without `allMessagesText`; `json`, the whole Pi-shaped object pre-serialized, so that
-//!   `ls --json` only concatenates).
+//!   without `allMessagesText`; `off`/`len`, where the whole Pi-shaped object, pre-serialized,
+//!   is in the listing store beside the database ([`crate::listing_store`]), so that
+//!   `ls --json` only hands mapped ranges to the kernel).
 //! * `links(file_id, entry_id, parent_id)`: every entry, for the current branch.
 //! * `entries(rowid, file_id, entry_id, role, ts_ms, on_branch)` and `fts(text)` (FTS5,
 //!   trigram, `detail=none`, same rowid): one row per entry with searchable text. Without
@@ -21,14 +22,18 @@
 //! stored state. Anything else: read again from 0. Files gone: rows deleted. The index is a
 //! cache: a file that is not SQLite or has another schema version is deleted and rebuilt.
 
-use crate::list::{self, Acc, EntryText, SessionInfo};
+use crate::list::{self, Acc, EntryText, FileStat, SessionInfo};
+use crate::listing_store::{self, Mismatch, Store};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: &str = "sessiontree-index-5";
+pub const SCHEMA_VERSION: &str = "sessiontree-index-6";
 pub const FILE_NAME: &str = "sessiontree-index.sqlite";
+
+/// Dead bytes the listing store may hold before it is compacted (and at most its live size).
+const COMPACT_FLOOR: u64 = 8 << 20;
 
 /// What a refresh did.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -49,6 +54,9 @@ pub struct RefreshStats {
 
 pub struct Index {
     conn: Connection,
+    store: Store,
+    /// The listing store is compacted when its dead bytes exceed its live bytes and this.
+    compact_floor: u64,
     pub path: PathBuf,
     pub rebuilt: bool,
 }
@@ -87,17 +95,8 @@ struct Done {
 }
 
 fn meta_of(path: &Path) -> Option<(u64, i64, f64)> {
-    let m = std::fs::metadata(path).ok()?;
-    if m.is_dir() {
-        return None;
-    }
-    let ns = m
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0);
-    Some((m.len(), ns, list::mtime_ms(&m)))
+    let s = FileStat::of_path(path)?;
+    Some((s.size, s.mtime_ns, s.mtime_ms))
 }
 
 fn head_hash(f: &mut std::fs::File, upto: u64) -> std::io::Result<(u64, u64)> {
@@ -113,7 +112,7 @@ CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER, mtime_ns INTEGER,
   offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER,
   cwd TEXT, modified_ms REAL, drops INTEGER, info TEXT);
-CREATE TABLE listing(id INTEGER PRIMARY KEY, json TEXT);
+CREATE TABLE listing(id INTEGER PRIMARY KEY, off INTEGER, len INTEGER);
 CREATE TABLE state(id INTEGER PRIMARY KEY, state TEXT);
 CREATE TABLE links(file_id INTEGER, entry_id TEXT, parent_id TEXT);
 CREATE INDEX links_file ON links(file_id);
@@ -123,7 +122,56 @@ CREATE INDEX entries_file ON entries(file_id);
 CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='trigram', detail='none');
 ";
 
-fn try_open(path: &Path) -> rusqlite::Result<Connection> {
+/// Why an index file cannot be used as it is.
+enum OpenError {
+    Sql(rusqlite::Error),
+    Store(Mismatch),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        OpenError::Sql(e)
+    }
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Sql(e) => write!(f, "{e}"),
+            OpenError::Store(Mismatch::Io(e)) => write!(f, "listing store: {e}"),
+            OpenError::Store(Mismatch::Stale(why)) => write!(f, "listing store: {why}"),
+        }
+    }
+}
+
+fn meta_u64(conn: &Connection, key: &str) -> rusqlite::Result<Option<u64>> {
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key=?1", [key], |r| r.get(0))
+        .optional()?;
+    Ok(v.and_then(|v| v.parse().ok()))
+}
+
+fn set_meta(conn: &Connection, key: &str, v: u64) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+        params![key, v.to_string()],
+    )?;
+    Ok(())
+}
+
+/// The listing store the database describes.
+fn open_store(conn: &Connection, path: &Path) -> Result<Store, OpenError> {
+    let sp = listing_store::path_for(path);
+    let (Some(nonce), Some(len)) = (
+        meta_u64(conn, "listing_nonce")?,
+        meta_u64(conn, "listing_len")?,
+    ) else {
+        return Err(OpenError::Store(Mismatch::Stale("not recorded".into())));
+    };
+    Store::open(&sp, nonce, len).map_err(OpenError::Store)
+}
+
+fn try_open(path: &Path) -> Result<(Connection, Store), OpenError> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
     // Listings and texts are large values: big pages make their overflow chains short.
@@ -145,13 +193,18 @@ fn try_open(path: &Path) -> rusqlite::Result<Connection> {
     if !has_meta {
         let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
         if tables > 0 {
-            return Err(rusqlite::Error::InvalidQuery);
+            return Err(rusqlite::Error::InvalidQuery.into());
         }
+        let store = Store::create(&listing_store::path_for(path))
+            .map_err(|e| OpenError::Store(Mismatch::Io(e)))?;
         conn.execute_batch(SCHEMA)?;
         conn.execute(
             "INSERT INTO meta VALUES('schema', ?1)",
             params![SCHEMA_VERSION],
         )?;
+        set_meta(&conn, "listing_nonce", store.nonce)?;
+        set_meta(&conn, "listing_len", listing_store::HEADER_LEN)?;
+        return Ok((conn, store));
     }
     let v: Option<String> = conn
         .query_row("SELECT value FROM meta WHERE key='schema'", [], |r| {
@@ -159,12 +212,28 @@ fn try_open(path: &Path) -> rusqlite::Result<Connection> {
         })
         .optional()?;
     if v.as_deref() != Some(SCHEMA_VERSION) {
-        return Err(rusqlite::Error::InvalidQuery);
+        return Err(rusqlite::Error::InvalidQuery.into());
     }
-    Ok(conn)
+    let store = match open_store(&conn, path) {
+        Ok(s) => s,
+        Err(OpenError::Store(Mismatch::Stale(_))) => {
+            // A compaction by another process may sit between our read of the database
+            // and of the store: under the write lock nobody compacts, so ask again there.
+            let tx = rusqlite::Transaction::new_unchecked(
+                &conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )?;
+            let s = open_store(&tx, path);
+            tx.rollback()?;
+            s?
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((conn, store))
 }
 
 fn remove_db(path: &Path) {
+    listing_store::remove(path);
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
@@ -184,16 +253,20 @@ impl Index {
             std::fs::create_dir_all(d).map_err(crate::error::io(d))?;
         }
         match try_open(path) {
-            Ok(conn) => Ok(Index {
+            Ok((conn, store)) => Ok(Index {
                 conn,
+                store,
+                compact_floor: COMPACT_FLOOR,
                 path: path.to_path_buf(),
                 rebuilt: false,
             }),
             Err(_) => {
                 remove_db(path);
-                let conn = try_open(path).map_err(sql_err)?;
+                let (conn, store) = try_open(path).map_err(open_err)?;
                 Ok(Index {
                     conn,
+                    store,
+                    compact_floor: COMPACT_FLOOR,
                     path: path.to_path_buf(),
                     rebuilt: true,
                 })
@@ -236,6 +309,18 @@ impl Index {
         threads: usize,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> crate::Result<RefreshStats> {
+        let files = list::with_stats(files.to_vec());
+        self.refresh_stat(&files, in_scope, threads, progress)
+    }
+
+    /// [`Index::refresh`] for files already stat'ed (`None`: gone, or a folder).
+    pub fn refresh_stat(
+        &mut self,
+        files: &[(PathBuf, Option<FileStat>)],
+        in_scope: &dyn Fn(&Path) -> bool,
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> crate::Result<RefreshStats> {
         let mut stats = RefreshStats {
             files: files.len(),
             rebuilt: self.rebuilt,
@@ -247,15 +332,15 @@ impl Index {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(sql_err)?;
         let mut stored = stored(&tx).map_err(sql_err)?;
-        let wanted: HashSet<&PathBuf> = files.iter().collect();
+        let wanted: HashSet<&PathBuf> = files.iter().map(|f| &f.0).collect();
         let gone: Vec<i64> = stored
             .iter()
             .filter(|(p, _)| in_scope(p) && !wanted.contains(p))
             .map(|(_, s)| s.id)
             .collect();
         let mut work: Vec<(PathBuf, Plan)> = Vec::new();
-        for p in files {
-            let Some((size, mtime_ns, _)) = meta_of(p) else {
+        for (p, st) in files {
+            let Some(FileStat { size, mtime_ns, .. }) = *st else {
                 continue;
             };
             let plan = match stored.remove(p) {
@@ -288,7 +373,7 @@ impl Index {
         let total = work.len();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let (send, recv) = std::sync::mpsc::sync_channel::<Done>(4);
-        let mut err: Option<rusqlite::Error> = None;
+        let mut err: Option<StoreError> = None;
         std::thread::scope(|s| {
             for _ in 0..threads.max(1) {
                 let send = send.clone();
@@ -321,14 +406,20 @@ impl Index {
                     stats.added += 1;
                 }
                 if err.is_none() {
-                    if let Err(e) = store(&tx, d) {
+                    if let Err(e) = store(&tx, &mut self.store, d) {
                         err = Some(e);
                     }
                 }
             }
         });
         if let Some(e) = err {
-            return Err(sql_err(e));
+            return Err(match e {
+                StoreError::Sql(e) => sql_err(e),
+                StoreError::Io(e) => store_err(e),
+            });
+        }
+        if total > 0 || !gone.is_empty() {
+            finish_store(&mut self.store, &tx, self.compact_floor)?;
         }
         tx.commit().map_err(sql_err)?;
         self.rebuilt = false;
@@ -347,9 +438,9 @@ impl Index {
         with_text: bool,
     ) -> crate::Result<Vec<SessionInfo>> {
         let sql = if with_text {
-            "SELECT path, info, json FROM files JOIN listing USING(id) WHERE info IS NOT NULL"
+            "SELECT path, info, off, len FROM files JOIN listing USING(id) WHERE info IS NOT NULL"
         } else {
-            "SELECT path, info, '' FROM files WHERE info IS NOT NULL"
+            "SELECT path, info, NULL, NULL FROM files WHERE info IS NOT NULL"
         };
         let mut st = self.conn.prepare(sql).map_err(sql_err)?;
         let mut rows = st.query([]).map_err(sql_err)?;
@@ -361,7 +452,14 @@ impl Index {
             }
             let info: String = r.get(1).map_err(sql_err)?;
             if let Some(mut i) = from_stored(&info) {
-                let json: Option<String> = r.get(2).map_err(sql_err)?;
+                let off: Option<i64> = r.get(2).map_err(sql_err)?;
+                let len: Option<i64> = r.get(3).map_err(sql_err)?;
+                let json = match (off, len) {
+                    (Some(o), Some(l)) => {
+                        Some(self.store.read(o as u64, l as u64).map_err(store_err)?)
+                    }
+                    _ => None,
+                };
                 i.all_messages_text = json
                     .and_then(|j| {
                         let v: serde_json::Value = serde_json::from_str(&j).ok()?;
@@ -375,33 +473,75 @@ impl Index {
     }
 
     /// Writes the stored Pi-shaped JSON of each of `paths` (indexed sessions), joined by
-    /// `,`, straight from the database pages. The same bytes as
-    /// [`SessionInfo::write_json`] of a full scan.
+    /// `,`: ranges of the mapped listing store, handed to the kernel with vectored writes
+    /// (no copy here). The same bytes as [`SessionInfo::write_json`] of a full scan.
     pub fn write_json<'p>(
-        &self,
+        &mut self,
         paths: impl IntoIterator<Item = &'p Path>,
         w: &mut dyn std::io::Write,
     ) -> crate::Result<()> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT json FROM files JOIN listing USING(id) WHERE path = ?1")
-            .map_err(sql_err)?;
-        for (n, p) in paths.into_iter().enumerate() {
-            let path_s = p.to_string_lossy();
-            let mut rows = st.query([&*path_s]).map_err(sql_err)?;
-            let Some(r) = rows.next().map_err(sql_err)? else {
-                return Err(sql_err(rusqlite::Error::QueryReturnedNoRows));
-            };
-            let b = r
-                .get_ref(0)
-                .map_err(sql_err)?
-                .as_bytes()
-                .map_err(|e| sql_err(e.into()))?;
-            let res = if n > 0 { w.write_all(b",") } else { Ok(()) };
-            res.and_then(|_| w.write_all(b))
+        let paths: Vec<&Path> = paths.into_iter().collect();
+        // One read transaction: the ranges and the store's nonce come from one snapshot,
+        // and the store file checked against it stays open (and valid) whatever a
+        // concurrent refresh does. A compaction between our snapshot and our open makes
+        // the nonces differ: then try again.
+        for _attempt in 0..5 {
+            let tx = self.conn.transaction().map_err(sql_err)?;
+            let nonce = meta_u64(&tx, "listing_nonce").map_err(sql_err)?;
+            if nonce != Some(self.store.nonce) {
+                let len = meta_u64(&tx, "listing_len").map_err(sql_err)?.unwrap_or(0);
+                match Store::open(&self.store.path, nonce.unwrap_or(0), len) {
+                    Ok(s) => self.store = s,
+                    Err(Mismatch::Stale(_)) => {
+                        drop(tx);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        continue;
+                    }
+                    Err(Mismatch::Io(e)) => return Err(store_err(e)),
+                }
+            }
+            let mut ranges = Vec::with_capacity(paths.len());
+            {
+                let mut st = tx
+                    .prepare_cached(
+                        "SELECT off, len FROM files JOIN listing USING(id) WHERE path = ?1",
+                    )
+                    .map_err(sql_err)?;
+                for p in &paths {
+                    let path_s = p.to_string_lossy();
+                    let r: Option<(Option<i64>, Option<i64>)> = st
+                        .query_row([&*path_s], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                        .map_err(sql_err)?;
+                    match r {
+                        Some((Some(o), Some(l))) => ranges.push((o as usize, l as usize)),
+                        _ => return Err(sql_err(rusqlite::Error::QueryReturnedNoRows)),
+                    }
+                }
+            }
+            let map = self.store.map().map_err(store_err)?;
+            let bytes: &[u8] = &map;
+            let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(ranges.len() * 2);
+            for (n, &(o, l)) in ranges.iter().enumerate() {
+                let Some(b) = bytes.get(o..o + l) else {
+                    return Err(store_err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        format!("listing at {o}+{l} is past the store's end"),
+                    )));
+                };
+                if n > 0 {
+                    slices.push(std::io::IoSlice::new(b","));
+                }
+                slices.push(std::io::IoSlice::new(b));
+            }
+            crate::context::write_all_vectored(w, &mut slices)
                 .map_err(crate::error::io(Path::new("<stdout>")))?;
+            drop(tx);
+            return Ok(());
         }
-        Ok(())
+        Err(store_err(std::io::Error::other(
+            "the listing store kept changing (another sessiontree compacting it?)",
+        )))
     }
 
     /// Runs a search over the indexed texts.
@@ -415,6 +555,47 @@ impl Index {
     }
 }
 
+/// After a refresh's writes: the store made durable, compacted when most of it is
+/// dead, and its length recorded (all before the transaction commits).
+fn finish_store(store: &mut Store, tx: &Connection, floor: u64) -> crate::Result<()> {
+    let len = store.len().map_err(store_err)?;
+    let live: u64 = tx
+        .query_row("SELECT coalesce(sum(len), 0) FROM listing", [], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map_err(sql_err)? as u64;
+    let dead = len - listing_store::HEADER_LEN - live.min(len - listing_store::HEADER_LEN);
+    if dead > live.max(floor) {
+        // Newest first, as listings are asked for: `ls --json` then reads forward.
+        let rows: Vec<(i64, u64, u64)> = tx
+            .prepare(
+                "SELECT id, off, len FROM listing JOIN files USING(id)
+                 WHERE off IS NOT NULL ORDER BY modified_ms DESC, id",
+            )
+            .and_then(|mut st| {
+                st.query_map([], |r| {
+                    Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))
+                })?
+                .collect()
+            })
+            .map_err(sql_err)?;
+        let ranges: Vec<(u64, u64)> = rows.iter().map(|r| (r.1, r.2)).collect();
+        let (new, offsets) = store.compact(&ranges).map_err(store_err)?;
+        let mut up = tx
+            .prepare("UPDATE listing SET off=?2 WHERE id=?1")
+            .map_err(sql_err)?;
+        for (r, off) in rows.iter().zip(offsets) {
+            up.execute(params![r.0, off as i64]).map_err(sql_err)?;
+        }
+        set_meta(tx, "listing_nonce", new.nonce).map_err(sql_err)?;
+        set_meta(tx, "listing_len", new.len().map_err(store_err)?).map_err(sql_err)?;
+        *store = new;
+        return Ok(());
+    }
+    store.sync().map_err(store_err)?;
+    set_meta(tx, "listing_len", len).map_err(sql_err)
+}
+
 /// Files in a sub-folder of `sessions` (what `list_all` covers).
 pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
     move |p| p.parent().and_then(Path::parent) == Some(sessions)
@@ -423,6 +604,20 @@ pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
 /// Files directly in `dir`.
 pub fn folder_scope(dir: &Path) -> impl Fn(&Path) -> bool + '_ {
     move |p| p.parent() == Some(dir)
+}
+
+fn open_err(e: OpenError) -> crate::Error {
+    crate::Error::Io {
+        path: PathBuf::from(FILE_NAME),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+fn store_err(e: std::io::Error) -> crate::Error {
+    crate::Error::Io {
+        path: PathBuf::from(FILE_NAME).with_extension("sqlite.listing"),
+        source: e,
+    }
 }
 
 fn sql_err(e: rusqlite::Error) -> crate::Error {
@@ -555,28 +750,67 @@ fn to_stored(i: &SessionInfo) -> String {
     v.to_string()
 }
 
+/// The stored listing fields (what [`to_stored`] writes; other keys are skipped).
+#[derive(serde::Deserialize)]
+struct StoredInfo {
+    path: String,
+    #[serde(default)]
+    id: serde_json::Value,
+    #[serde(default)]
+    cwd: String,
+    #[serde(default)]
+    name: Option<String>,
+    /// Present (even `null`) or absent: kept apart.
+    #[serde(default, rename = "parentSessionPath", deserialize_with = "present")]
+    parent_session_path: Option<serde_json::Value>,
+    #[serde(default, rename = "_createdMs")]
+    created_ms: Option<f64>,
+    #[serde(default, rename = "_modifiedMs")]
+    modified_ms: Option<f64>,
+    #[serde(default, rename = "messageCount")]
+    message_count: u64,
+    #[serde(default, rename = "firstMessage")]
+    first_message: String,
+    #[serde(default, rename = "_drops")]
+    drops: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    <serde_json::Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 fn from_stored(s: &str) -> Option<SessionInfo> {
-    let v: serde_json::Value = serde_json::from_str(s).ok()?;
-    let st = |k: &str| v.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    let v: StoredInfo = serde_json::from_str(s).ok()?;
     Some(SessionInfo {
-        path: PathBuf::from(st("path")?),
-        id: v.get("id").cloned().unwrap_or(serde_json::Value::Null),
-        cwd: st("cwd").unwrap_or_default(),
-        name: st("name"),
-        parent_session_path: v.get("parentSessionPath").cloned(),
-        created_ms: v.get("_createdMs").and_then(|x| x.as_f64()),
-        modified_ms: v
-            .get("_modifiedMs")
-            .and_then(|x| x.as_f64())
-            .unwrap_or(f64::NAN),
-        message_count: v.get("messageCount").and_then(|x| x.as_u64()).unwrap_or(0),
-        first_message: st("firstMessage").unwrap_or_default(),
-        all_messages_text: st("allMessagesText").unwrap_or_default(),
-        reference_drops: v.get("_drops").and_then(|x| x.as_bool()).unwrap_or(false),
+        path: PathBuf::from(v.path),
+        id: v.id,
+        cwd: v.cwd,
+        name: v.name,
+        parent_session_path: v.parent_session_path,
+        created_ms: v.created_ms,
+        modified_ms: v.modified_ms.unwrap_or(f64::NAN),
+        message_count: v.message_count,
+        first_message: v.first_message,
+        all_messages_text: String::new(),
+        reference_drops: v.drops,
     })
 }
 
-fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
+/// A failed write of one file's rows.
+enum StoreError {
+    Sql(rusqlite::Error),
+    Io(std::io::Error),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreError> {
     let path_s = d.path.to_string_lossy().into_owned();
     let id: i64 = match d.old {
         Some(id) => {
@@ -616,8 +850,16 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
     )?;
     tx.prepare_cached("INSERT OR REPLACE INTO state(id, state) VALUES(?1, ?2)")?
         .execute(params![id, state])?;
-    tx.prepare_cached("INSERT OR REPLACE INTO listing(id, json) VALUES(?1, ?2)")?
-        .execute(params![id, info.as_ref().map(|i| i.json_string())])?;
+    let range = match &info {
+        Some(i) => {
+            let json = i.json_string();
+            let off = listings.append(json.as_bytes()).map_err(StoreError::Io)?;
+            Some((off as i64, json.len() as i64))
+        }
+        None => None,
+    };
+    tx.prepare_cached("INSERT OR REPLACE INTO listing(id, off, len) VALUES(?1, ?2, ?3)")?
+        .execute(params![id, range.map(|r| r.0), range.map(|r| r.1)])?;
     {
         let mut ins_e = tx.prepare_cached(
             "INSERT INTO entries(file_id, entry_id, role, ts_ms, on_branch) VALUES(?1,?2,?3,?4,0)",
@@ -674,6 +916,16 @@ fn store(tx: &Connection, d: Done) -> rusqlite::Result<()> {
 
 impl Index {
     #[doc(hidden)]
+    pub fn set_compaction_floor_for_tests(&mut self, bytes: u64) {
+        self.compact_floor = bytes;
+    }
+
+    /// The listing store's file (beside the database).
+    pub fn listing_store_path(&self) -> &Path {
+        &self.store.path
+    }
+
+    #[doc(hidden)]
     pub fn set_schema_version_for_tests(&mut self, v: &str) -> crate::Result<()> {
         self.conn
             .execute("UPDATE meta SET value=?1 WHERE key='schema'", [v])
@@ -686,16 +938,16 @@ impl Index {
 /// ([`list::finish`] order: the given candidate order, then newest first).
 pub fn listed(
     idx: &mut Index,
-    files: &[PathBuf],
+    files: &[(PathBuf, Option<FileStat>)],
     in_scope: &dyn Fn(&Path) -> bool,
     opts: list::ListOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
-    let st = idx.refresh(files, in_scope, opts.threads, progress)?;
+    let st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
     let pos: HashMap<&Path, usize> = files
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.as_path(), i))
+        .map(|(i, p)| (p.0.as_path(), i))
         .collect();
     let mut v: Vec<(usize, SessionInfo)> = idx
         .infos_with(in_scope, opts.with_text)?

@@ -31,6 +31,7 @@ pub mod index;
 pub mod interrupted;
 pub mod json;
 pub mod list;
+mod listing_store;
 pub mod migrate;
 pub mod parse;
 pub mod repair;

@@ -638,20 +638,72 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A session file's size and modification time, as the index keys it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// As the reference reads `mtime` (milliseconds, possibly fractional).
+    pub mtime_ms: f64,
+}
+
+impl FileStat {
+    /// `None` for a folder.
+    pub fn of(m: &std::fs::Metadata) -> Option<FileStat> {
+        if m.is_dir() {
+            return None;
+        }
+        let mtime_ns = m
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        Some(FileStat {
+            size: m.len(),
+            mtime_ns,
+            mtime_ms: mtime_ms(m),
+        })
+    }
+
+    /// Follows symlinks; `None` when the path is gone or a folder.
+    pub fn of_path(p: &Path) -> Option<FileStat> {
+        FileStat::of(&std::fs::metadata(p).ok()?)
+    }
+}
+
+/// Paths with their [`FileStat`]s (read now).
+pub fn with_stats(paths: Vec<PathBuf>) -> Vec<(PathBuf, Option<FileStat>)> {
+    paths
+        .into_iter()
+        .map(|p| {
+            let s = FileStat::of_path(&p);
+            (p, s)
+        })
+        .collect()
+}
+
 /// Every session file under `<agent dir>/sessions/*/` (sub-folders and symlinks to them),
 /// in the reference's candidate order: newest mtime first, then file name descending.
 pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
+    all_files_stat(agent_dir).into_iter().map(|f| f.0).collect()
+}
+
+/// [`all_files`] with each file's stat (taken once, folders read on all cores), for the
+/// index to compare without asking the file system again.
+pub fn all_files_stat(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
     let sessions = agent_dir.join("sessions");
     let Ok(rd) = std::fs::read_dir(&sessions) else {
         return Vec::new();
     };
-    let mut files: Vec<(PathBuf, f64)> = Vec::new();
-    for d in rd.filter_map(|e| e.ok()) {
-        if !d.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
-            continue;
-        }
-        let Ok(rd) = std::fs::read_dir(d.path()) else {
-            continue;
+    let folders: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
+        .map(|d| d.path())
+        .collect();
+    let read_folder = |dir: &Path, files: &mut Vec<(PathBuf, Option<FileStat>, f64)>| {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
         };
         for e in rd.filter_map(|e| e.ok()) {
             if !e.file_name().to_string_lossy().ends_with(".jsonl") {
@@ -663,16 +715,48 @@ pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
                 Ok(t) if !t.is_symlink() => e.metadata(),
                 _ => std::fs::metadata(e.path()),
             };
-            let m = meta.map(|m| mtime_ms(&m)).unwrap_or(f64::NEG_INFINITY);
-            files.push((e.path(), m));
+            let m = meta.as_ref().map(mtime_ms).unwrap_or(f64::NEG_INFINITY);
+            let st = meta.ok().and_then(|m| FileStat::of(&m));
+            files.push((e.path(), st, m));
         }
-    }
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+        .min(folders.len().max(1));
+    let mut files: Vec<(PathBuf, Option<FileStat>, f64)> = if threads > 1 {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let folders = &folders;
+                    let read_folder = &read_folder;
+                    sc.spawn(move || {
+                        let mut v = Vec::new();
+                        for d in folders.iter().skip(t).step_by(threads) {
+                            read_folder(d, &mut v);
+                        }
+                        v
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("folder reader"))
+                .collect()
+        })
+    } else {
+        let mut v = Vec::new();
+        for d in &folders {
+            read_folder(d, &mut v);
+        }
+        v
+    };
     files.sort_by(|a, b| {
-        b.1.partial_cmp(&a.1)
+        b.2.partial_cmp(&a.2)
             .unwrap_or(std::cmp::Ordering::Equal)
             .then_with(|| b.0.file_name().cmp(&a.0.file_name()))
     });
-    files.into_iter().map(|f| f.0).collect()
+    files.into_iter().map(|f| (f.0, f.1)).collect()
 }
 
 /// Files of one folder in the reference's order (name descending).

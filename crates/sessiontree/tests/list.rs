@@ -107,11 +107,30 @@ fn scan_json(agent: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The `ls --json` bytes of a full scan, and those the index writes for the same paths
+/// (from its listing store).
+fn json_bytes(idx: &mut Index, agent: &Path) -> (Vec<u8>, Vec<u8>) {
+    let infos = list::list_all(agent, ListOptions::default());
+    let mut scan = Vec::new();
+    for (n, i) in infos.iter().enumerate() {
+        if n > 0 {
+            scan.push(b',');
+        }
+        i.write_json(&mut scan).unwrap();
+    }
+    let mut stored = Vec::new();
+    idx.write_json(infos.iter().map(|i| i.path.as_path()), &mut stored)
+        .unwrap();
+    (scan, stored)
+}
+
 fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index::RefreshStats) {
     let files = list::all_files(agent);
     let sessions = agent.join("sessions");
     let scope = sessiontree::index::all_scope(&sessions);
     let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
+    let (scan, stored) = json_bytes(idx, agent);
+    assert_eq!(String::from_utf8_lossy(&scan), String::from_utf8_lossy(&stored));
     let mut v = idx.infos(&scope).unwrap();
     // Same order as a scan: candidates order, then stable sort by modified.
     let pos: std::collections::HashMap<_, _> = files
@@ -215,6 +234,82 @@ fn index_agrees_with_a_full_scan_through_changes() {
     assert!(idx.rebuilt);
     let (v, _) = index_json(&mut idx, agent);
     assert_eq!(v, scan_json(agent));
+}
+
+#[test]
+fn listing_store_is_compacted_and_rebuilt_when_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let mut paths = Vec::new();
+    for (k, cwd) in ["/w/a", "/w/b", "/w/c"].iter().enumerate() {
+        paths.push(write_session(
+            agent,
+            cwd,
+            &format!("s{k}.jsonl"),
+            &line("u1", None, 1000 + k as u64, "user", "a first message"),
+        ));
+    }
+    let ipath = Index::default_path(agent);
+    let mut idx = Index::open(&ipath).unwrap();
+    idx.set_compaction_floor_for_tests(0);
+    let store = idx.listing_store_path().to_path_buf();
+    // A second handle that keeps reading while the first compacts.
+    let mut reader = Index::open(&ipath).unwrap();
+    let (v, _) = index_json(&mut reader, agent);
+    assert_eq!(v, scan_json(agent));
+    let mut parent = "u1".to_string();
+    for round in 0..12 {
+        let id = format!("m{round}");
+        append(
+            &paths[round % 3],
+            &line(&id, Some(&parent), 5000 + round as u64, "user", &"more text ".repeat(40)),
+        );
+        if round % 3 == 2 {
+            parent = id;
+        }
+        let (v, _) = index_json(&mut idx, agent);
+        assert_eq!(v, scan_json(agent));
+        // Live listings are what a scan prints; the store holds at most as much again.
+        let (scan, _) = json_bytes(&mut idx, agent);
+        let size = std::fs::metadata(&store).unwrap().len();
+        assert!(
+            size <= 16 + 2 * scan.len() as u64,
+            "round {round}: store {size} bytes for {} live",
+            scan.len()
+        );
+        // The other handle's store file was replaced by a compaction: it notices.
+        let (scan, stored) = json_bytes(&mut reader, agent);
+        assert_eq!(scan, stored, "round {round}");
+    }
+    drop((idx, reader));
+
+    // A missing, truncated or foreign store makes the index rebuild itself.
+    let other = tempfile::tempdir().unwrap();
+    let foreign = Index::open(&Index::default_path(other.path())).unwrap();
+    let foreign_store = foreign.listing_store_path().to_path_buf();
+    drop(foreign);
+    let damage: [&dyn Fn(); 3] = [
+        &|| std::fs::remove_file(&store).unwrap(),
+        &|| {
+            let len = std::fs::metadata(&store).unwrap().len();
+            let f = std::fs::OpenOptions::new().write(true).open(&store).unwrap();
+            f.set_len(len / 2).unwrap();
+        },
+        &|| {
+            std::fs::copy(&foreign_store, &store).unwrap();
+        },
+    ];
+    for (k, d) in damage.iter().enumerate() {
+        let mut idx = Index::open(&ipath).unwrap();
+        let (v, _) = index_json(&mut idx, agent);
+        assert_eq!(v, scan_json(agent));
+        drop(idx);
+        d();
+        let mut idx = Index::open(&ipath).unwrap();
+        assert!(idx.rebuilt, "damage {k} not noticed");
+        let (v, _) = index_json(&mut idx, agent);
+        assert_eq!(v, scan_json(agent));
+    }
 }
 
 /// Writes an SQLite file with another schema, without depending on rusqlite in the tests:
