@@ -824,7 +824,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             tx.last_insert_rowid()
         }
     };
-    let info = d.pass.full.info(&d.path, d.mtime_ms);
+    let info = d.pass.full().info(&d.path, d.mtime_ms);
     let tail = if d.append && d.pass.tail_len == 0 {
         d.prev_tail
     } else {

@@ -84,7 +84,7 @@ impl SessionInfo {
     /// [`SessionInfo::to_json`] serialized, byte for byte as `to_json().to_string()`, written
     /// straight to `w` (no intermediate values; `allMessagesText` is escaped in one pass).
     pub fn write_json(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
-        let s = |w: &mut _, v: &str| serde_json::to_writer(w, v).map_err(std::io::Error::other);
+        let s = |w: &mut _, v: &str| crate::json::write_js_string_to(w, v);
         let v = |w: &mut _, v: &serde_json::Value| {
             serde_json::to_writer(w, v).map_err(std::io::Error::other)
         };
@@ -459,6 +459,11 @@ impl Acc {
 
     /// The listing of this state; `None` when the file is not a session.
     pub fn info(&self, path: &Path, file_mtime_ms: f64) -> Option<SessionInfo> {
+        self.clone().into_info(path, file_mtime_ms)
+    }
+
+    /// [`Acc::info`] without copying the texts.
+    pub fn into_info(self, path: &Path, file_mtime_ms: f64) -> Option<SessionInfo> {
         if !self.header_seen || self.not_session {
             return None;
         }
@@ -468,19 +473,19 @@ impl Acc {
         };
         Some(SessionInfo {
             path: path.to_path_buf(),
-            id: self.id.clone().unwrap_or(serde_json::Value::Null),
-            cwd: self.cwd.clone(),
-            name: self.name.clone(),
-            parent_session_path: self.parent.clone(),
+            id: self.id.unwrap_or(serde_json::Value::Null),
+            cwd: self.cwd,
+            name: self.name,
+            parent_session_path: self.parent,
             created_ms: self.created_ms,
             modified_ms,
             message_count: self.message_count,
             first_message: if self.first_message.is_empty() {
                 "(no messages)".into()
             } else {
-                self.first_message.clone()
+                self.first_message
             },
-            all_messages_text: self.all_text.clone(),
+            all_messages_text: self.all_text,
             reference_drops: self.reference_drops,
         })
     }
@@ -507,12 +512,24 @@ pub struct Pass {
     pub committed: Acc,
     /// Offset just past that line.
     pub committed_offset: u64,
-    /// State including a trailing unterminated line (what the listing shows).
-    pub full: Acc,
+    /// State including a trailing unterminated line, when there is one (see [`Pass::full`]).
+    full: Option<Acc>,
     pub bytes_read: u64,
     /// Hash of the last complete line (with its `\n`), for append detection.
     pub tail_hash: u64,
     pub tail_len: u64,
+}
+
+impl Pass {
+    /// State including a trailing unterminated line (what the listing shows).
+    pub fn full(&self) -> &Acc {
+        self.full.as_ref().unwrap_or(&self.committed)
+    }
+
+    /// [`Pass::full`], by value.
+    pub fn into_full(self) -> Acc {
+        self.full.unwrap_or(self.committed)
+    }
 }
 
 /// FNV-1a, for cheap prefix checks.
@@ -598,14 +615,19 @@ fn pass_with(
         }
         carry.extend_from_slice(&chunk[pos..]);
     }
-    let committed = acc.clone();
-    if !carry.is_empty() {
-        acc.feed(&carry, None);
-    }
+    // The state with a trailing unterminated line, kept apart only when there is one (a
+    // copy of the accumulated text otherwise costs as much as the whole pass).
+    let full = if carry.is_empty() {
+        None
+    } else {
+        let mut full = acc.clone();
+        full.feed(&carry, None);
+        Some(full)
+    };
     Ok(Pass {
-        committed,
+        committed: acc,
         committed_offset,
-        full: acc,
+        full,
         bytes_read,
         tail_hash: fnv(&tail),
         tail_len: tail.len() as u64,
@@ -624,7 +646,7 @@ pub fn session_info(path: &Path, with_text: bool) -> Option<SessionInfo> {
         return None;
     }
     let p = pass(f, 0, Acc::new(with_text), None).ok()?;
-    p.full.info(path, mtime_ms(&meta))
+    p.into_full().into_info(path, mtime_ms(&meta))
 }
 
 /// `*.jsonl` names in a folder, full paths.

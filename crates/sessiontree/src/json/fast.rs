@@ -80,8 +80,21 @@ pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, s
     const EVEN: u64 = 0x5555_5555_5555_5555;
     let splat = |c: u8| _mm256_set1_epi8(c as i8);
     let (quote, backslash, limit) = (splat(b'"'), splat(b'\\'), splat(0x1f));
-    let allowed = [b'"', b'\\', b'/', b'b', b'f', b'n', b'r', b't', b'u'].map(splat);
     let u = splat(b'u');
+    // The nine bytes allowed after a backslash, as a nibble lookup: a byte is allowed when
+    // the bits of its low and high nibbles meet (bit 0: high nibble 2, 1: 5, 2: 6, 3: 7).
+    #[rustfmt::skip]
+    let lo_tbl = _mm256_setr_epi8(
+        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
+        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
+    );
+    #[rustfmt::skip]
+    let hi_tbl = _mm256_setr_epi8(
+        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
+    );
+    let nibble = splat(0x0f);
+    let zero = _mm256_setzero_si256();
     let mask_of = |v: __m256i| _mm256_movemask_epi8(v) as u32 as u64;
     // Whether the first byte of the next block is escaped by a backslash run before it.
     let mut carry: u64 = 0;
@@ -104,16 +117,24 @@ pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, s
         } else {
             (1u64 << real_quotes.trailing_zeros()) - 1
         };
-        let ok_escape = both(&|v| {
-            let mut m = _mm256_cmpeq_epi8(v, allowed[0]);
-            for a in &allowed[1..] {
-                m = _mm256_or_si256(m, _mm256_cmpeq_epi8(v, *a));
-            }
-            m
-        });
-        let bad_escape = escaped & !ok_escape & before_end;
+        let escaped_here = escaped & before_end;
+        let (bad_escape, mut u_escapes) = if escaped_here == 0 {
+            (0, 0)
+        } else {
+            let not_allowed = both(&|v| {
+                let l = _mm256_shuffle_epi8(lo_tbl, _mm256_and_si256(v, nibble));
+                let h = _mm256_shuffle_epi8(
+                    hi_tbl,
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
+                );
+                _mm256_cmpeq_epi8(_mm256_and_si256(l, h), zero)
+            });
+            (
+                escaped_here & not_allowed,
+                escaped_here & both(&|v| _mm256_cmpeq_epi8(v, u)),
+            )
+        };
         let bad_ctrl = ctrl & !escaped & before_end;
-        let mut u_escapes = escaped & both(&|v| _mm256_cmpeq_epi8(v, u)) & before_end;
         if bad_escape | bad_ctrl | u_escapes != 0 {
             // The first problem in text order, as the portable loop reports it.
             let mut first_err: Option<(usize, super::ScanError)> = None;

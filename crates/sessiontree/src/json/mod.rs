@@ -12,7 +12,7 @@ pub mod scan;
 
 use std::borrow::Cow;
 
-pub use canon::{canonicalize, write_js_string};
+pub use canon::{canonicalize, write_js_string, write_js_string_to};
 pub use scan::{Kind, Member, ScanError, Scanned, Span};
 
 /// A validated JSON value, borrowed from the text it was scanned in.
