@@ -19,19 +19,39 @@ def sh(cmd, stdout=subprocess.DEVNULL, **kw):
 
 
 def measure(cmd, runs, stdout_to=os.devnull):
-    """Median wall seconds and max peak RSS (MB) of a whole process."""
-    walls, rss, out = [], [], None
-    for _ in range(runs):
+    """Median wall seconds (perf_counter around the process) and max peak RSS (MB, from
+    wait4's rusage) of a whole process, after one warm-up run."""
+    walls, rss, err = [], [], None
+    for k in range(runs + 1):
         with open(stdout_to, "w") as sink:
-            p = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M"] + cmd, stdout=sink, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            return None, None, p.stderr.strip().splitlines()[-2:] if p.stderr else "failed"
-        line = [l for l in p.stderr.splitlines() if l.startswith("TIME ")][-1]
-        _, e, m = line.split()
-        walls.append(float(e))
-        rss.append(int(m) / 1024)
-        out = p.stderr
-    return statistics.median(walls), max(rss), out
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE)
+            _, status, ru = os.wait4(p.pid, 0)
+            wall = time.perf_counter() - t0
+            err = p.stderr.read().decode(errors="replace")
+            p.stderr.close()
+        if os.waitstatus_to_exitcode(status) != 0:
+            return None, None, err.strip().splitlines()[-2:] if err else "failed"
+        if k == 0:
+            continue  # warm-up
+        walls.append(wall)
+        rss.append(ru.ru_maxrss / 1024)
+    return statistics.median(walls), max(rss), err
+
+
+def measure_interleaved(cmds, runs):
+    """`measure` for several commands, one run of each in turn, so that all see the same
+    machine (page cache, reclaim, neighbours). Returns [(median s, max RSS MB)]."""
+    res = [([], []) for _ in cmds]
+    for k in range(runs + 1):
+        for i, cmd in enumerate(cmds):
+            t, m, _ = measure(cmd, 1)
+            if t is None:
+                return [(None, None) for _ in cmds]
+            if k > 0:
+                res[i][0].append(t)
+                res[i][1].append(m)
+    return [(statistics.median(w), max(r)) for w, r in res]
 
 
 def json_line(text):
@@ -69,8 +89,10 @@ def main():
     rows = []
     for label, n, f, size in files:
         subprocess.run(["cat", f], stdout=subprocess.DEVNULL)  # warm the page cache
-        cat_t, _, _ = measure(["cat", f], args.runs)
-        ours_t, ours_m, _ = measure([st, "context", f, "--json"], args.runs)
+        os.sync()
+        (cat_t, _), (ours_t, ours_m) = measure_interleaved(
+            [["cat", f], [st, "context", f, "--json"]], args.runs
+        )
         inproc = json_line(sh([ex("context_bench"), f], stdout=subprocess.PIPE).stdout)
         ref = {}
         for w in ["pi16", "pi073"]:
@@ -84,7 +106,7 @@ def main():
             ref[w] = (t, m, ms)
         rows.append((label, size, cat_t, ours_t, ours_m, inproc, ref))
 
-    def fmt(x, unit="s", nd=2):
+    def fmt(x, unit="s", nd=3):
         return "n/a" if x is None else f"{x:.{nd}f} {unit}"
 
     print(f"\n### Open + context ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, median of {args.runs})\n")
@@ -93,7 +115,7 @@ def main():
     for label, size, cat_t, ours_t, ours_m, inproc, ref in rows:
         r16 = ref["pi16"]
         ratio = f"{r16[0] / ours_t:.1f}x" if r16[0] and ours_t else "n/a"
-        xcat = f"{ours_t / max(cat_t, 0.01):.1f}" if ours_t else "n/a"
+        xcat = f"{ours_t / cat_t:.1f}" if ours_t and cat_t else "n/a"
         print(f"| {label} | {size / 1e6:.0f} MB | {fmt(cat_t)} | {fmt(ours_t)} | {fmt(ours_m, 'MB', 0)} | {fmt(r16[0])} | {fmt(r16[1], 'MB', 0)} | {ratio} | {xcat} | {fmt(ref['pi073'][0])} | {fmt(ref['pi073'][1], 'MB', 0)} |")
     print("\n### In-process\n")
     print("| session | sessiontree load | path walk | context | context JSON | Pi 1.6.0 open+context | Pi 0.73.1 |")
@@ -113,11 +135,13 @@ def main():
         rf = os.path.join(d, "ref.jsonl")
         if target != "new session":
             shutil.copy(big, rf)
+        os.sync()  # no writeback of the copy during the measurement
         ref_us = json_line(sh(["node", os.path.join(ROOT, "bench", "ref-append.mjs"), "pi16", rf, str(n)], stdout=subprocess.PIPE).stdout)["us_per_entry"]
         for policy in ["none", "batch", "entry"]:
             of = os.path.join(d, f"ours-{policy}.jsonl")
             if target != "new session":
                 shutil.copy(big, of)
+            os.sync()
             count = n if policy != "entry" else 2000
             r = json_line(sh([ex("append_bench"), of, str(count), policy], stdout=subprocess.PIPE).stdout)
             ratio = f"{ref_us / r['us_per_entry']:.1f}x" if policy == "none" else ""

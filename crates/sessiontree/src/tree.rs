@@ -89,6 +89,9 @@ impl SessionTree {
         let mut t = SessionTree::new(header);
         t.diagnostics = diagnostics;
         t.entries.reserve(entries.len());
+        t.parent_of.reserve(entries.len());
+        t.slots.reserve(entries.len());
+        t.by_id.reserve(entries.len());
         for e in entries {
             t.index_entry(e, true);
         }
