@@ -48,20 +48,32 @@ pub fn iso_from_ms(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
     let (y, m, d) = civil_from_days(days);
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else if y < 0 {
-        format!("-{:06}", -y)
+    // Written digit by digit: a timestamp is made for every appended entry.
+    let mut out = String::with_capacity(27);
+    fn push(out: &mut String, v: i64, width: u32) {
+        for k in (0..width).rev() {
+            out.push((b'0' + (v / 10i64.pow(k) % 10) as u8) as char);
+        }
+    }
+    if (0..=9999).contains(&y) {
+        push(&mut out, y, 4);
     } else {
-        format!("+{y:06}")
-    };
-    format!(
-        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
+        out.push(if y < 0 { '-' } else { '+' });
+        push(&mut out, y.abs(), 6);
+    }
+    for (sep, v, w) in [
+        ('-', m, 2),
+        ('-', d, 2),
+        ('T', rem / 3_600_000, 2),
+        (':', rem / 60_000 % 60, 2),
+        (':', rem / 1000 % 60, 2),
+        ('.', rem % 1000, 3),
+    ] {
+        out.push(sep);
+        push(&mut out, v, w);
+    }
+    out.push('Z');
+    out
 }
 
 fn digits(s: &[u8], i: &mut usize, n: usize) -> Option<i64> {
@@ -223,6 +235,16 @@ mod tests {
             iso_from_ms(253_402_300_800_000),
             "+010000-01-01T00:00:00.000Z"
         );
+        // As `new Date(ms).toISOString()` prints years before 0 and year 0.
+        assert_eq!(
+            iso_from_ms(-62_198_755_200_000),
+            "-000001-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            iso_from_ms(-62_167_219_200_001),
+            "-000001-12-31T23:59:59.999Z"
+        );
+        assert_eq!(iso_from_ms(-62_167_219_200_000), "0000-01-01T00:00:00.000Z");
     }
 
     #[test]

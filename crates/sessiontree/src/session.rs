@@ -200,7 +200,15 @@ fn entry_line(
     ts: &str,
     fields: &[(&str, Option<&str>)],
 ) -> String {
-    let mut s = String::from("{\"type\":");
+    let mut s = String::with_capacity(
+        128 + id.len()
+            + parent.map_or(0, str::len)
+            + fields
+                .iter()
+                .map(|(k, v)| k.len() + v.map_or(0, str::len) + 4)
+                .sum::<usize>(),
+    );
+    s.push_str("{\"type\":");
     write_js_string(&mut s, ty);
     let envelope = |s: &mut String| {
         s.push_str(",\"id\":");
@@ -254,13 +262,7 @@ pub struct Session {
     flushed: bool,
     tail: Tail,
     lines_seen: u64,
-    /// When the file's size was last compared with what this handle has seen.
-    last_look: Option<std::time::Instant>,
 }
-
-/// How long an appender trusts its view of the file before looking for lines that other
-/// (non-locking) writers added. A pause longer than this always sees them.
-const LOOK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Drop for Session {
     fn drop(&mut self) {
@@ -316,7 +318,6 @@ impl Session {
             flushed: false,
             tail: Tail::Clean,
             lines_seen: 0,
-            last_look: None,
         })
     }
 
@@ -439,7 +440,6 @@ impl Session {
             flushed: true,
             tail,
             lines_seen,
-            last_look: None,
         })
     }
 
@@ -649,9 +649,9 @@ impl Session {
         parent: ParentOf,
         build: impl FnOnce(&SessionTree, &str, Option<&str>, &str) -> Result<String>,
     ) -> Result<String> {
-        if self.last_look.is_none_or(|t| t.elapsed() >= LOOK_INTERVAL) {
-            self.refresh()?;
-        }
+        // Lines other (non-locking) writers appended are read before every entry, so the
+        // new one hangs under the true leaf (an fstat when nothing changed).
+        self.refresh()?;
         let id = self.tree.generate_id();
         let parent = match parent {
             ParentOf::Leaf => self.tree.leaf_id().map(str::to_string),
