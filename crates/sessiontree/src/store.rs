@@ -315,7 +315,11 @@ impl Appender {
     /// Reads what other writers appended since we last looked (none when the size is unchanged).
     pub fn growth(&mut self) -> Result<Option<Growth>> {
         self.check()?;
-        let size = self.file.metadata().map_err(io(&self.path))?.len();
+        // The file's end by `lseek` (cheaper than `fstat`; the descriptor is O_APPEND, so its
+        // position does not decide where writes go, and reads below seek first).
+        let size = (&self.file)
+            .seek(SeekFrom::End(0))
+            .map_err(io(&self.path))?;
         if size == self.len {
             return Ok(None);
         }

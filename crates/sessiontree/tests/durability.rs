@@ -188,6 +188,34 @@ fn weakness_glued_append_after_a_torn_line_written_while_open() {
 }
 
 #[test]
+fn an_entry_appended_right_after_a_foreign_one_hangs_under_it() {
+    // Pi does not take our lock: a line it adds while our handle is open must be seen by
+    // the very next append (no window in which the new entry would fork the session).
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "f.jsonl",
+        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
+    );
+    let mut s = Session::open(&p, opts(Durability::None)).unwrap();
+    let mut parent = s.append_message(&user("first")).unwrap();
+    for k in 0..20 {
+        let foreign = format!("x{k}");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        writeln!(f, "{}", entry(&foreign, Some(&parent))).unwrap();
+        drop(f);
+        let mine = s.append_message(&user("mine")).unwrap();
+        let e = s.tree().get_entry(&mine).unwrap();
+        assert_eq!(e.parent.walk_id(), Some(foreign.as_str()), "round {k}");
+        assert!(s.tree().contains(&foreign));
+        parent = mine;
+    }
+    drop(s);
+    let l = load(&p).unwrap();
+    assert_eq!(l.tree.get_branch(None).len(), 2 + 2 * 20);
+}
+
+#[test]
 fn weakness_no_more_appends_after_a_failed_write() {
     // After the handle saw the file in a state it cannot trust (here: shrunk under it),
     // it refuses every further write instead of appending blind.
