@@ -22,32 +22,30 @@ sync
 (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null || true
 
 RESULTS=()
-measure() { # name, command...
-  local name=$1; shift
-  local log; log=$(mktemp)
-  /usr/bin/time -v "$@" >/dev/null 2>"$log" || { local rc=$?; [ $rc -eq 1 ] || { cat "$log"; exit 1; }; }
-  local wall rss
-  wall=$(grep 'Elapsed (wall clock)' "$log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
-  rss=$(grep 'Maximum resident' "$log" | awk '{print $NF}')
-  rm -f "$log"
+RUNS=${RUNS:-5}
+measure() { # name, runs, command...  (median wall seconds, peak RSS)
+  local name=$1 runs=$2; shift 2
+  local out wall rss
+  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
+  read -r wall rss <<<"$out"
   RESULTS+=("$name|$wall|$rss")
-  printf '%-44s %8.2f s %9d KiB\n' "$name" "$wall" "$rss" >&2
+  printf '%-44s %8.3f s %9d KiB\n' "$name" "$wall" "$rss" >&2
 }
 
 if command -v node >/dev/null && [ -d interop/node_modules ]; then
-  measure "reference listAll (node oracle list-all)" node interop/oracle.mjs list-all "$DATA"
+  measure "reference listAll (node oracle list-all)" 3 node interop/oracle.mjs list-all "$DATA"
 fi
-measure "ls --all --no-index --json" "$BIN" ls --all --no-index --json
-measure "ls --all --no-index (table)" "$BIN" ls --all --no-index
+measure "ls --all --no-index --json" "$RUNS" "$BIN" ls --all --no-index --json
+measure "ls --all --no-index (table)" "$RUNS" "$BIN" ls --all --no-index
 rm -f "$DATA"/sessiontree-index.sqlite*
-measure "ls --all --json, cold index build" "$BIN" ls --all --json
-measure "ls --all --json, warm index" "$BIN" ls --all --json
-measure "ls --all (table), warm index" "$BIN" ls --all
+measure "ls --all --json, cold index build" 0 "$BIN" ls --all --json
+measure "ls --all --json, warm index" "$RUNS" "$BIN" ls --all --json
+measure "ls --all (table), warm index" "$RUNS" "$BIN" ls --all
 F=$(find "$DATA/sessions" -name '*.jsonl' | sort | sed -n 1p)
 printf '{"type":"message","id":"bench%05d","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"appended quokka","timestamp":1767225600000}}\n' $RANDOM >> "$F"
-measure "ls --all --json, after one append" "$BIN" ls --all --json
-measure "search quokka_marker (warm)" "$BIN" search quokka_marker --limit 20
-measure "search --regex 'quokka_\\w+::Needle' (warm)" "$BIN" search --regex 'quokka_\w+::Needle' --limit 20
+measure "ls --all --json, after one append" 0 "$BIN" ls --all --json
+measure "search quokka_marker (warm)" "$RUNS" "$BIN" search quokka_marker --limit 20
+measure "search --regex 'quokka_\\w+::Needle' (warm)" "$RUNS" "$BIN" search --regex 'quokka_\w+::Needle' --limit 20
 
 echo
 base=$(echo "${RESULTS[0]}" | cut -d'|' -f2)
@@ -55,5 +53,5 @@ printf '| %-44s | %9s | %12s | %10s |\n' "run" "wall s" "peak RSS MiB" "vs ref"
 printf '|%s|%s|%s|%s|\n' "----------------------------------------------" "-----------" "--------------" "------------"
 for r in "${RESULTS[@]}"; do
   IFS='|' read -r n w m <<<"$r"
-  printf '| %-44s | %9.2f | %12.1f | %9.1fx |\n' "$n" "$w" "$(echo "$m/1024" | bc -l)" "$(echo "$base/$w" | bc -l)"
+  printf '| %-44s | %9.3f | %12.1f | %9.1fx |\n' "$n" "$w" "$(echo "$m/1024" | bc -l)" "$(echo "$base/$w" | bc -l)"
 done

@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Times a whole process: `python3 bench/measure.py RUNS CMD...` runs CMD once to warm up,
+then RUNS times with stdout to /dev/null (RUNS 0: one run, no warm-up, for what is only
+cold once), and prints `MEDIAN_SECONDS MAX_RSS_KIB`
+(wall time from perf_counter around the process, peak RSS from wait4). Exit status 1 of
+CMD (nothing found) counts as success; any other failure is printed and exits 2."""
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def main():
+    runs = int(sys.argv[1])
+    cmd = sys.argv[2:]
+    walls, rss = [], []
+    for k in range(runs + 1 if runs > 0 else 1):
+        with open(os.devnull, "w") as sink:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE)
+            _, status, ru = os.wait4(p.pid, 0)
+            wall = time.perf_counter() - t0
+            err = p.stderr.read().decode(errors="replace")
+            p.stderr.close()
+        code = os.waitstatus_to_exitcode(status)
+        if code not in (0, 1):
+            sys.stderr.write(err)
+            sys.exit(2)
+        if k > 0 or runs == 0:
+            walls.append(wall)
+            rss.append(ru.ru_maxrss)
+    print(f"{statistics.median(walls):.4f} {max(rss)}")
+
+
+if __name__ == "__main__":
+    main()
