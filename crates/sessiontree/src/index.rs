@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: &str = "sessiontree-index-6";
+pub const SCHEMA_VERSION: &str = "sessiontree-index-7";
 pub const FILE_NAME: &str = "sessiontree-index.sqlite";
 
 /// Dead bytes the listing store may hold before it is compacted (and at most its live size).
@@ -70,6 +70,8 @@ struct Stored {
     head_hash: u64,
     tail_hash: u64,
     tail_len: u64,
+    /// The file's searchable texts (`entries`, `fts`, `links`) are indexed up to `offset`.
+    texts: bool,
     state: Option<Acc>,
 }
 
@@ -92,6 +94,8 @@ struct Done {
     rows: Vec<EntryText>,
     prev_tail: (u64, u64),
     verify: u64,
+    /// `rows` were gathered (and, when appending, the stored ones were complete).
+    texts: bool,
 }
 
 fn meta_of(path: &Path) -> Option<(u64, i64, f64)> {
@@ -111,7 +115,7 @@ const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, size INTEGER, mtime_ns INTEGER,
   offset INTEGER, head_hash INTEGER, tail_hash INTEGER, tail_len INTEGER,
-  cwd TEXT, modified_ms REAL, drops INTEGER, info TEXT);
+  cwd TEXT, modified_ms REAL, drops INTEGER, info TEXT, texts INTEGER);
 CREATE TABLE listing(id INTEGER PRIMARY KEY, off INTEGER, len INTEGER);
 CREATE TABLE state(id INTEGER PRIMARY KEY, state TEXT);
 CREATE TABLE links(file_id INTEGER, entry_id TEXT, parent_id TEXT);
@@ -278,7 +282,7 @@ impl Index {
 fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
     {
         let mut st = conn.prepare(
-            "SELECT id, path, size, mtime_ns, offset, head_hash, tail_hash, tail_len FROM files",
+            "SELECT id, path, size, mtime_ns, offset, head_hash, tail_hash, tail_len, texts FROM files",
         )?;
         let rows = st.query_map([], |r| {
             Ok((
@@ -291,6 +295,7 @@ fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
                     head_hash: r.get::<_, i64>(5)? as u64,
                     tail_hash: r.get::<_, i64>(6)? as u64,
                     tail_len: r.get::<_, i64>(7)? as u64,
+                    texts: r.get::<_, Option<bool>>(8)?.unwrap_or(false),
                     state: None,
                 },
             ))
@@ -300,8 +305,8 @@ fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
 }
 
 impl Index {
-    /// Brings the index up to date for `files`; rows of files `in_scope` that are not in
-    /// `files` are removed (see [`all_scope`], [`folder_scope`]).
+    /// Brings the index up to date for `files`, searchable texts included; rows of files
+    /// `in_scope` that are not in `files` are removed (see [`all_scope`], [`folder_scope`]).
     pub fn refresh(
         &mut self,
         files: &[PathBuf],
@@ -310,15 +315,19 @@ impl Index {
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> crate::Result<RefreshStats> {
         let files = list::with_stats(files.to_vec());
-        self.refresh_stat(&files, in_scope, threads, progress)
+        self.refresh_stat(&files, in_scope, threads, true, progress)
     }
 
-    /// [`Index::refresh`] for files already stat'ed (`None`: gone, or a folder).
+    /// [`Index::refresh`] for files already stat'ed (`None`: gone, or a folder). Without
+    /// `texts` only the listings are brought up to date (what `ls` needs, several times
+    /// faster the first time); files whose texts are then behind are marked so, and the
+    /// next refresh with `texts` (a search) reads them again.
     pub fn refresh_stat(
         &mut self,
         files: &[(PathBuf, Option<FileStat>)],
         in_scope: &dyn Fn(&Path) -> bool,
         threads: usize,
+        texts: bool,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> crate::Result<RefreshStats> {
         let mut stats = RefreshStats {
@@ -345,6 +354,8 @@ impl Index {
             };
             let plan = match stored.remove(p) {
                 None => Plan::Full(None),
+                // Texts wanted but behind: read again from the start.
+                Some(s) if texts && !s.texts => Plan::Full(Some(s.id)),
                 Some(s) if s.size == size && s.mtime_ns == mtime_ns => Plan::Unchanged,
                 Some(mut s) if size >= s.offset && s.offset > 0 => {
                     let st: Option<String> = tx
@@ -384,7 +395,7 @@ impl Index {
                     if i >= work.len() {
                         break;
                     }
-                    if let Some(d) = process(&work[i].0, &work[i].1) {
+                    if let Some(d) = process(&work[i].0, &work[i].1, texts) {
                         if send.send(d).is_err() {
                             break;
                         }
@@ -627,7 +638,7 @@ fn sql_err(e: rusqlite::Error) -> crate::Error {
     }
 }
 
-fn process(path: &Path, plan: &Plan) -> Option<Done> {
+fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
     let (size, mtime_ns, mtime_ms) = meta_of(path)?;
     let mut f = std::fs::File::open(path).ok()?;
     let mut verify = 0;
@@ -646,16 +657,16 @@ fn process(path: &Path, plan: &Plan) -> Option<Done> {
         })()
         .unwrap_or(false);
         if ok {
-            return resume(path, f, s, size, mtime_ns, mtime_ms, verify);
+            return resume(path, f, s, size, mtime_ns, mtime_ms, verify, texts);
         }
         f.seek(SeekFrom::Start(0)).ok()?;
-        return full(path, f, Some(s.id), size, mtime_ns, mtime_ms, verify);
+        return full(path, f, Some(s.id), size, mtime_ns, mtime_ms, verify, texts);
     }
     let old = match plan {
         Plan::Full(o) => *o,
         _ => None,
     };
-    full(path, f, old, size, mtime_ns, mtime_ms, verify)
+    full(path, f, old, size, mtime_ns, mtime_ms, verify, texts)
 }
 
 fn resume(
@@ -666,11 +677,12 @@ fn resume(
     mtime_ns: i64,
     mtime_ms: f64,
     verify: u64,
+    texts: bool,
 ) -> Option<Done> {
     let acc = s.state.clone()?;
     f.seek(SeekFrom::Start(s.offset)).ok()?;
     let mut rows = Vec::new();
-    let pass = list::pass(f, s.offset, acc, Some(&mut rows)).ok()?;
+    let pass = list::pass(f, s.offset, acc, texts.then_some(&mut rows)).ok()?;
     Some(Done {
         path: path.to_path_buf(),
         size,
@@ -683,6 +695,8 @@ fn resume(
         prev_tail: (s.tail_hash, s.tail_len),
         rows,
         verify,
+        // Appended texts extend complete ones only.
+        texts: texts && s.texts,
     })
 }
 
@@ -694,9 +708,10 @@ fn full(
     mtime_ns: i64,
     mtime_ms: f64,
     verify: u64,
+    texts: bool,
 ) -> Option<Done> {
     let mut rows = Vec::new();
-    let pass = list::pass(f, 0, Acc::new(true), Some(&mut rows)).ok()?;
+    let pass = list::pass(f, 0, Acc::new(true), texts.then_some(&mut rows)).ok()?;
     let mut f = std::fs::File::open(path).ok()?;
     let head = if pass.committed_offset > 0 {
         head_hash(&mut f, pass.committed_offset).ok()?.0
@@ -715,6 +730,7 @@ fn full(
         prev_tail: (0, 0),
         rows,
         verify,
+        texts,
     })
 }
 
@@ -833,7 +849,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
     let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
     tx.execute(
         "UPDATE files SET size=?2, mtime_ns=?3, offset=?4, head_hash=?5, tail_hash=?6, tail_len=?7,
-           info=?8, cwd=?9, modified_ms=?10, drops=?11 WHERE id=?1",
+           info=?8, cwd=?9, modified_ms=?10, drops=?11, texts=?12 WHERE id=?1",
         params![
             id,
             d.size as i64,
@@ -846,6 +862,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             info.as_ref().map(|i| i.cwd.clone()),
             info.as_ref().map(|i| i.modified_ms),
             info.as_ref().map(|i| i.reference_drops),
+            d.texts,
         ],
     )?;
     tx.prepare_cached("INSERT OR REPLACE INTO state(id, state) VALUES(?1, ?2)")?
@@ -860,6 +877,10 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
     };
     tx.prepare_cached("INSERT OR REPLACE INTO listing(id, off, len) VALUES(?1, ?2, ?3)")?
         .execute(params![id, range.map(|r| r.0), range.map(|r| r.1)])?;
+    if !d.texts {
+        // Listing only: the texts stay behind (marked), for the next search to redo.
+        return Ok(());
+    }
     {
         let mut ins_e = tx.prepare_cached(
             "INSERT INTO entries(file_id, entry_id, role, ts_ms, on_branch) VALUES(?1,?2,?3,?4,0)",
@@ -943,7 +964,8 @@ pub fn listed(
     opts: list::ListOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
-    let st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
+    // Listings only: texts wait for the first search.
+    let st = idx.refresh_stat(files, in_scope, opts.threads, false, progress)?;
     let pos: HashMap<&Path, usize> = files
         .iter()
         .enumerate()

@@ -411,3 +411,56 @@ fn search_finds_text_and_flags_abandoned_branches() {
     since.since_ms = Some(3500.0);
     assert_eq!(idx.search(&since).unwrap().len(), 2);
 }
+
+#[test]
+fn listing_refreshes_leave_texts_to_the_first_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let a = write_session(
+        agent,
+        "/w/a",
+        "a.jsonl",
+        &line("u1", None, 1000, "user", "the walrus speaks"),
+    );
+    let sessions = agent.join("sessions");
+    let scope = sessiontree::index::all_scope(&sessions);
+    let mut idx = Index::open(&Index::default_path(agent)).unwrap();
+    let listing = |idx: &mut Index| {
+        let files = list::with_stats(list::all_files(agent));
+        sessiontree::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {})
+            .unwrap()
+    };
+    let texts = |idx: &mut Index| {
+        idx.refresh(&list::all_files(agent), &scope, 1, &|_, _| {})
+            .unwrap()
+    };
+    let (v, st) = listing(&mut idx);
+    assert_eq!(v.len(), 1);
+    assert_eq!(st.added, 1);
+    // The first search reads the file again for its texts, then finds them.
+    let st = texts(&mut idx);
+    assert_eq!(st.reread, 1);
+    assert_eq!(idx.search(&q("walrus", Mode::Words)).unwrap().len(), 1);
+    // A second search reads nothing.
+    let st = texts(&mut idx);
+    assert_eq!((st.unchanged, st.bytes_read), (1, 0));
+
+    // Grown while only listings were refreshed: the listing reads just the new line, and
+    // the texts, now behind, are redone by the next search.
+    append(&a, &line("u2", Some("u1"), 2000, "user", "a narwhal answers"));
+    let (v, st) = listing(&mut idx);
+    assert_eq!((st.appended, v[0].message_count), (1, 2));
+    assert_eq!(v, list::list_all(agent, ListOptions::default()));
+    let st = texts(&mut idx);
+    assert_eq!(st.reread, 1);
+    assert_eq!(idx.search(&q("narwhal", Mode::Words)).unwrap().len(), 1);
+    assert_eq!(idx.search(&q("walrus", Mode::Words)).unwrap().len(), 1);
+    // Grown again, now seen by a search directly: only the new bytes are read.
+    let extra = line("u3", Some("u2"), 3000, "user", "an orca listens");
+    append(&a, &extra);
+    let st = texts(&mut idx);
+    assert_eq!((st.appended, st.bytes_read), (1, extra.len() as u64));
+    let z = idx.search(&q("orca", Mode::Words)).unwrap();
+    assert_eq!(z.len(), 1);
+    assert!(z[0].on_branch);
+}
