@@ -16,6 +16,20 @@ fn rss() -> String {
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
         .join(", ")
+        + &faults()
+}
+
+/// Page faults so far (minor, major), from /proc/self/stat.
+fn faults() -> String {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = s.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields after the command: state(0) ... minflt is field 10 of stat (index 7 here).
+    format!(
+        ", faults: {} minor, {} major",
+        f.get(7).unwrap_or(&"?"),
+        f.get(9).unwrap_or(&"?")
+    )
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,6 +57,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let parsed =
             sessiontree::parse::parse(std::sync::Arc::new(M(map))).map_err(|e| format!("{e:?}"))?;
         println!("after parse: {}", rss());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        println!("300 ms later: {}", rss());
         let tree = sessiontree::SessionTree::from_parsed(parsed);
         println!("after index: {}", rss());
         drop(tree);

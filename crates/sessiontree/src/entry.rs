@@ -203,7 +203,17 @@ struct KnownFields {
     message: [u32; MESSAGE_KEYS.len()],
     top_first: [u8; TOP_KEYS.len()],
     message_first: [u8; MESSAGE_KEYS.len()],
+    /// Copies of short top-level values of entries other than messages (labels,
+    /// compactions, edits, names...), read by the index and the projection after the load:
+    /// read from here, the mapped line is never touched again (a touch maps the page back,
+    /// and the kernel may map a whole 2 MiB folio with it).
+    small: Box<[u8]>,
+    /// Where each top-level known value is in `small`: (start, len); len 0: not copied.
+    small_at: [(u16, u16); TOP_KEYS.len()],
 }
+
+/// Values up to this many bytes are copied into [`KnownFields::small`].
+const SMALL_VALUE: usize = 256;
 
 fn slot_of(keys: &[&str], key: &str) -> Option<usize> {
     keys.iter().position(|k| *k == key)
@@ -269,6 +279,21 @@ impl Entry {
         {
             let k = &mut *known;
             find_known(bytes, &members, &TOP_KEYS, &mut k.top, &mut k.top_first);
+            if !matches!(
+                k.top[0].checked_sub(1).map(|i| &bytes[members[i as usize].value.clone()]),
+                Some(b"\"message\"")
+            ) {
+                let mut small = Vec::new();
+                for (slot, &i) in k.top.iter().enumerate() {
+                    let Some(i) = i.checked_sub(1) else { continue };
+                    let v = &bytes[members[i as usize].value.clone()];
+                    if v.len() <= SMALL_VALUE {
+                        k.small_at[slot] = (small.len() as u16, v.len() as u16);
+                        small.extend_from_slice(v);
+                    }
+                }
+                k.small = small.into_boxed_slice();
+            }
         }
         let get = |k: &str| {
             let i = known.top[slot_of(&TOP_KEYS, k).expect("a known key")];
@@ -394,7 +419,12 @@ impl Entry {
     /// A top-level field (the last occurrence, as JavaScript keeps).
     pub fn field(&self, key: &str) -> Option<Raw<'_>> {
         match slot_of(&TOP_KEYS, key) {
-            Some(s) => self.known_member(&self.members, self.known.top[s]),
+            Some(s) => match self.known.small_at[s] {
+                (at, len) if len > 0 => Some(Raw::new_unchecked(
+                    &self.known.small[at as usize..at as usize + len as usize],
+                )),
+                _ => self.known_member(&self.members, self.known.top[s]),
+            },
             None => last(self.text.as_bytes(), &self.members, key),
         }
     }
@@ -635,5 +665,21 @@ mod tests {
             .expect("valid");
         assert_eq!(odd.field("extra").map(|v| v.text()), Some("2"));
         assert_eq!(odd.field_kind("extra"), Some(Kind::Number));
+        // Short values of other entries are read from their copies: same answers.
+        let big = format!("\"{}\"", "x".repeat(SMALL_VALUE + 10));
+        let label = Entry::parse(format!(
+            r#"{{"type":"label","id":"l1","targetId":"a","targetId":"t\u00e9","label":{big},"timestamp":"2025-01-01T00:00:00.000Z","summary":null}}"#
+        ))
+        .expect("valid");
+        assert!(label.known.small_at[slot_of(&TOP_KEYS, "targetId").unwrap()].1 > 0);
+        assert_eq!(label.str_field("targetId").as_deref(), Some("té"));
+        assert_eq!(label.field("label").map(|v| v.text()), Some(big.as_str()));
+        assert_eq!(
+            label.timestamp().map(|v| v.text()),
+            Some("\"2025-01-01T00:00:00.000Z\"")
+        );
+        assert_eq!(label.field("summary").map(|v| v.is_null()), Some(true));
+        assert_eq!(label.field_kind("fromId"), None);
+        assert!(label.field("fromId").is_none());
     }
 }
