@@ -4,6 +4,10 @@
 
 use std::time::Instant;
 
+// The allocator the `sessiontree` command uses, so that figures match the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn rss() -> String {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     s.lines()

@@ -147,10 +147,8 @@ pub struct Entry {
     pub entry_type: EntryType,
     pub id: Option<Box<str>>,
     pub parent: Parent,
-    members: Box<[Member]>,
     /// `message.role`, for message entries.
     pub role: Option<Box<str>>,
-    message_members: Box<[Member]>,
     /// Where the fields the library reads are, found while the line was being scanned, so
     /// that reading them later never touches the line's bytes (a mapped session's pages
     /// may have been given back).
@@ -195,12 +193,13 @@ const MESSAGE_KEYS: [&str; 8] = [
     "errorMessage",
 ];
 
-/// For each known key, the index + 1 of its last member (0: absent), and the first byte of
-/// its value (which tells its kind).
+/// For each known key, where the value of its last member is in the line (`start..end`;
+/// an empty span: absent), and the first byte of that value (which tells its kind). Other
+/// keys are found by scanning the line again (rare: the library asks for known keys).
 #[derive(Clone, Default)]
 struct KnownFields {
-    top: [u32; TOP_KEYS.len()],
-    message: [u32; MESSAGE_KEYS.len()],
+    top: [(u32, u32); TOP_KEYS.len()],
+    message: [(u32, u32); MESSAGE_KEYS.len()],
     top_first: [u8; TOP_KEYS.len()],
     message_first: [u8; MESSAGE_KEYS.len()],
     /// Copies of short top-level values of entries other than messages (labels,
@@ -208,8 +207,8 @@ struct KnownFields {
     /// read from here, the mapped line is never touched again (a touch maps the page back,
     /// and the kernel may map a whole 2 MiB folio with it).
     small: Box<[u8]>,
-    /// Where each top-level known value is in `small`: (start, len); len 0: not copied.
-    small_at: [(u16, u16); TOP_KEYS.len()],
+    /// Bit `s`: the value of top-level key `s` is the span `top[s]` of `small`.
+    in_small: u32,
 }
 
 /// Values up to this many bytes are copied into [`KnownFields::small`].
@@ -219,15 +218,16 @@ fn slot_of(keys: &[&str], key: &str) -> Option<usize> {
     keys.iter().position(|k| *k == key)
 }
 
-/// Fills `slots` with the last member of each key in `keys` (keys are read from `text`).
+/// Fills `spans` with the value of the last member of each key in `keys` (keys are read
+/// from `text`).
 fn find_known(
     text: &[u8],
     members: &[Member],
     keys: &[&str],
-    slots: &mut [u32],
+    spans: &mut [(u32, u32)],
     first: &mut [u8],
 ) {
-    for (i, m) in members.iter().enumerate() {
+    for m in members {
         let lit = &text[m.key.clone()];
         let inner = &lit[1..lit.len() - 1];
         let slot = if inner.contains(&b'\\') {
@@ -236,10 +236,14 @@ fn find_known(
             std::str::from_utf8(inner).ok().and_then(|k| slot_of(keys, k))
         };
         if let Some(s) = slot {
-            slots[s] = i as u32 + 1;
+            spans[s] = (m.value.start as u32, m.value.end as u32);
             first[s] = text[m.value.start];
         }
     }
+}
+
+fn span_of(span: (u32, u32)) -> Option<Range<usize>> {
+    (span.1 > span.0).then_some(span.0 as usize..span.1 as usize)
 }
 
 impl fmt::Debug for Entry {
@@ -276,37 +280,25 @@ impl Entry {
         let bytes = text.as_bytes();
         let members = scanned.members;
         let mut known = Box::<KnownFields>::default();
-        {
-            let k = &mut *known;
+        // Spans are kept as u32: a line of 4 GiB or more keeps none (its fields are then
+        // found by scanning it again).
+        let fits = bytes.len() <= u32::MAX as usize;
+        let k = &mut *known;
+        if fits {
             find_known(bytes, &members, &TOP_KEYS, &mut k.top, &mut k.top_first);
-            if !matches!(
-                k.top[0].checked_sub(1).map(|i| &bytes[members[i as usize].value.clone()]),
-                Some(b"\"message\"")
-            ) {
-                let mut small = Vec::new();
-                for (slot, &i) in k.top.iter().enumerate() {
-                    let Some(i) = i.checked_sub(1) else { continue };
-                    let v = &bytes[members[i as usize].value.clone()];
-                    if v.len() <= SMALL_VALUE {
-                        k.small_at[slot] = (small.len() as u16, v.len() as u16);
-                        small.extend_from_slice(v);
-                    }
-                }
-                k.small = small.into_boxed_slice();
-            }
         }
-        let get = |k: &str| {
-            let i = known.top[slot_of(&TOP_KEYS, k).expect("a known key")];
-            (i > 0).then(|| Raw::new_unchecked(&bytes[members[i as usize - 1].value.clone()]))
+        let top = |k: &KnownFields, key: &str| {
+            span_of(k.top[slot_of(&TOP_KEYS, key).expect("a known key")])
+                .map(|r| Raw::new_unchecked(&bytes[r]))
         };
-        let entry_type = match get("type").and_then(|t| t.as_str()) {
+        let entry_type = match top(k, "type").and_then(|t| t.as_str()) {
             Some(t) => EntryType::from_name(&t),
             None => EntryType::Untyped,
         };
-        let id = get("id")
+        let id = top(k, "id")
             .and_then(|v| v.as_str())
             .map(|s| s.into_owned().into_boxed_str());
-        let parent = match get("parentId") {
+        let parent = match top(k, "parentId") {
             Some(v) if v.is_null() => Parent::Null,
             Some(v) => match v.as_str() {
                 Some(s) => Parent::Id(s.into_owned().into_boxed_str()),
@@ -315,34 +307,34 @@ impl Entry {
             None => Parent::Invalid,
         };
         // Members of `message` (the last `message` member, as JavaScript keeps).
-        let msg_index = known.top[slot_of(&TOP_KEYS, "message").expect("a known key")]
-            .checked_sub(1);
-        let message_members: Box<[Member]> = match msg_index {
-            Some(i) => scanned
-                .inner
-                .into_iter()
-                .filter(|(p, _)| *p == i)
-                .map(|(_, m)| m)
-                .collect(),
-            None => Box::new([]),
-        };
-        {
-            let k = &mut *known;
-            find_known(
-                bytes,
-                &message_members,
-                &MESSAGE_KEYS,
-                &mut k.message,
-                &mut k.message_first,
-            );
+        if fits {
+            let msg_at = k.top[slot_of(&TOP_KEYS, "message").expect("a known key")].0 as usize;
+            let msg_index = members.iter().rposition(|m| m.value.start == msg_at);
+            if let Some(i) = msg_index.filter(|_| span_of(k.top[4]).is_some()) {
+                let inner: Vec<Member> = scanned
+                    .inner
+                    .into_iter()
+                    .filter(|(p, _)| *p == i as u32)
+                    .map(|(_, m)| m)
+                    .collect();
+                find_known(bytes, &inner, &MESSAGE_KEYS, &mut k.message, &mut k.message_first);
+            }
+        }
+        if entry_type != EntryType::Message {
+            let mut small = Vec::new();
+            for slot in 0..TOP_KEYS.len() {
+                let Some(r) = span_of(k.top[slot]) else { continue };
+                if r.len() <= SMALL_VALUE {
+                    k.top[slot] = (small.len() as u32, (small.len() + r.len()) as u32);
+                    k.in_small |= 1 << slot;
+                    small.extend_from_slice(&bytes[r]);
+                }
+            }
+            k.small = small.into_boxed_slice();
         }
         let role = if entry_type == EntryType::Message {
-            (known.message[0] > 0)
-                .then(|| {
-                    Raw::new_unchecked(
-                        &bytes[message_members[known.message[0] as usize - 1].value.clone()],
-                    )
-                })
+            span_of(k.message[0])
+                .map(|r| Raw::new_unchecked(&bytes[r]))
                 .and_then(|r| r.as_str())
                 .map(|s| s.into_owned().into_boxed_str())
         } else {
@@ -353,14 +345,18 @@ impl Entry {
             parent,
             entry_type,
             role,
-            message_members,
-            members: members.into_boxed_slice(),
             known,
             text,
             line,
             offset,
             ordinal: 0,
         }
+    }
+
+    /// The line's top-level members, found by scanning it again (for keys the load did not
+    /// record).
+    fn rescan(&self) -> json::Scanned {
+        json::scan::scan(self.text.as_bytes()).unwrap_or_default()
     }
 
     /// Parses one line of JSON text into an entry (for lines made in memory).
@@ -418,14 +414,17 @@ impl Entry {
 
     /// A top-level field (the last occurrence, as JavaScript keeps).
     pub fn field(&self, key: &str) -> Option<Raw<'_>> {
+        let fits = self.text.range.len() <= u32::MAX as usize;
         match slot_of(&TOP_KEYS, key) {
-            Some(s) => match self.known.small_at[s] {
-                (at, len) if len > 0 => Some(Raw::new_unchecked(
-                    &self.known.small[at as usize..at as usize + len as usize],
-                )),
-                _ => self.known_member(&self.members, self.known.top[s]),
-            },
-            None => last(self.text.as_bytes(), &self.members, key),
+            Some(s) if fits => {
+                let r = span_of(self.known.top[s])?;
+                Some(Raw::new_unchecked(if self.known.in_small & (1 << s) != 0 {
+                    &self.known.small[r]
+                } else {
+                    &self.text.as_bytes()[r]
+                }))
+            }
+            _ => last(self.text.as_bytes(), &self.rescan().members, key),
         }
     }
 
@@ -433,24 +432,26 @@ impl Entry {
     /// the library knows.
     pub fn field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&TOP_KEYS, key) {
-            Some(s) => (self.known.top[s] > 0)
-                .then(|| json::Kind::of_first_byte(self.known.top_first[s])),
-            None => self.field(key).map(|v| v.kind()),
+            Some(s) if self.text.range.len() <= u32::MAX as usize => {
+                span_of(self.known.top[s])
+                    .map(|_| json::Kind::of_first_byte(self.known.top_first[s]))
+            }
+            _ => self.field(key).map(|v| v.kind()),
         }
     }
 
     /// The kind of a field of `message` (as [`Entry::field_kind`]).
     pub fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&MESSAGE_KEYS, key) {
-            Some(s) => (self.known.message[s] > 0)
-                .then(|| json::Kind::of_first_byte(self.known.message_first[s])),
-            None => self.message_field(key).map(|v| v.kind()),
+            Some(s) if self.text.range.len() <= u32::MAX as usize => {
+                span_of(self.known.message[s])
+                    .map(|_| json::Kind::of_first_byte(self.known.message_first[s]))
+            }
+            _ => self.message_field(key).map(|v| v.kind()),
         }
     }
 
-    fn known_member(&self, members: &[Member], i: u32) -> Option<Raw<'_>> {
-        (i > 0).then(|| Raw::new_unchecked(&self.text.as_bytes()[members[i as usize - 1].value.clone()]))
-    }
+
 
     /// A string field, decoded.
     pub fn str_field(&self, key: &str) -> Option<Cow<'_, str>> {
@@ -465,8 +466,26 @@ impl Entry {
     /// A field of `message`.
     pub fn message_field(&self, key: &str) -> Option<Raw<'_>> {
         match slot_of(&MESSAGE_KEYS, key) {
-            Some(s) => self.known_member(&self.message_members, self.known.message[s]),
-            None => last(self.text.as_bytes(), &self.message_members, key),
+            Some(s) if self.text.range.len() <= u32::MAX as usize => {
+                span_of(self.known.message[s]).map(|r| Raw::new_unchecked(&self.text.as_bytes()[r]))
+            }
+            _ => {
+                let b = self.text.as_bytes();
+                let sc = self.rescan();
+                let (i, _) = sc
+                    .members
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find(|(_, m)| key_is(&b[m.key.clone()], "message"))?;
+                let inner: Vec<Member> = sc
+                    .inner
+                    .into_iter()
+                    .filter(|(p, _)| *p == i as u32)
+                    .map(|(_, m)| m)
+                    .collect();
+                last(b, &inner, key)
+            }
         }
     }
 
@@ -501,17 +520,8 @@ pub struct Header {
 impl Header {
     /// The header an object line makes, if it is a valid one.
     pub fn from_entry(e: &Entry) -> Option<Header> {
-        let b = e.text.as_bytes();
-        if last(b, &e.members, "type")?.as_str()? != "session" {
-            return None;
-        }
-        let id = last(b, &e.members, "id")?.as_str()?.into_owned();
-        Some(Header {
-            id,
-            line: e.line,
-            members: e.members.clone(),
-            text: e.text.clone(),
-        })
+        let scanned = e.rescan();
+        Header::from_scanned(e.text.clone(), &scanned, e.line)
     }
 
     /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
@@ -671,7 +681,8 @@ mod tests {
             r#"{{"type":"label","id":"l1","targetId":"a","targetId":"t\u00e9","label":{big},"timestamp":"2025-01-01T00:00:00.000Z","summary":null}}"#
         ))
         .expect("valid");
-        assert!(label.known.small_at[slot_of(&TOP_KEYS, "targetId").unwrap()].1 > 0);
+        assert!(label.known.in_small & (1 << slot_of(&TOP_KEYS, "targetId").unwrap()) != 0);
+        assert!(label.known.in_small & (1 << slot_of(&TOP_KEYS, "label").unwrap()) == 0);
         assert_eq!(label.str_field("targetId").as_deref(), Some("té"));
         assert_eq!(label.field("label").map(|v| v.text()), Some(big.as_str()));
         assert_eq!(
