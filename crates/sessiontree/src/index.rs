@@ -26,6 +26,9 @@ use crate::list::{self, Acc, EntryText, FileStat, SessionInfo};
 use crate::listing_store::{self, Mismatch, Store};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::{HashMap, HashSet};
+
+/// Stored rows by path (Fx hashing: the paths are ours, and there are thousands).
+type StoredMap = rustc_hash::FxHashMap<PathBuf, Stored>;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -72,7 +75,8 @@ struct Stored {
     tail_len: u64,
     /// The file's searchable texts (`entries`, `fts`, `links`) are indexed up to `offset`.
     texts: bool,
-    state: Option<Acc>,
+    /// Boxed: most files are unchanged, and their rows stay small.
+    state: Option<Box<Acc>>,
 }
 
 #[allow(clippy::large_enum_variant)] // one per file, short-lived
@@ -279,7 +283,7 @@ impl Index {
     }
 }
 
-fn stored(conn: &Connection) -> rusqlite::Result<HashMap<PathBuf, Stored>> {
+fn stored(conn: &Connection) -> rusqlite::Result<StoredMap> {
     {
         let mut st = conn.prepare(
             "SELECT id, path, size, mtime_ns, offset, head_hash, tail_hash, tail_len, texts FROM files",
@@ -363,7 +367,7 @@ impl Index {
                         .optional()
                         .map(Option::flatten)
                         .map_err(sql_err)?;
-                    s.state = st.and_then(|t| serde_json::from_str(&t).ok());
+                    s.state = st.and_then(|t| serde_json::from_str(&t).ok().map(Box::new));
                     if s.state.is_some() {
                         Plan::Append(s)
                     } else {
@@ -682,7 +686,7 @@ fn resume(
     let acc = s.state.clone()?;
     f.seek(SeekFrom::Start(s.offset)).ok()?;
     let mut rows = Vec::new();
-    let pass = list::pass(f, s.offset, acc, texts.then_some(&mut rows)).ok()?;
+    let pass = list::pass(f, s.offset, *acc, texts.then_some(&mut rows)).ok()?;
     Some(Done {
         path: path.to_path_buf(),
         size,
