@@ -510,7 +510,7 @@ pub fn bash_execution_text(m: Raw<'_>) -> String {
     if get("cancelled").is_some_and(|c| c.truthy()) {
         text.push_str("\n\n(command cancelled)");
     } else if let Some(code) =
-        exit.filter(|c| !c.is_null() && !(c.kind() == Kind::Number && c.as_f64() == Some(0.0)))
+        exit.filter(|c| !(c.is_null() || c.kind() == Kind::Number && c.as_f64() == Some(0.0)))
     {
         text.push_str(&format!(
             "\n\nCommand exited with code {}",

@@ -200,7 +200,7 @@ fn is_leap(y: i64) -> bool {
 
 /// `new Date(x).getTime()` for a JSON value; `None` is NaN (JSON prints it as `null`).
 pub fn js_date_ms(x: Option<Raw<'_>>) -> Option<f64> {
-    let Some(x) = x else { return None };
+    let x = x?;
     match x.kind() {
         Kind::String => parse_iso(&x.as_str()?),
         Kind::Number => {

@@ -233,7 +233,9 @@ fn find_known(
         let slot = if inner.contains(&b'\\') {
             slot_of(keys, &decode_string(lit))
         } else {
-            std::str::from_utf8(inner).ok().and_then(|k| slot_of(keys, k))
+            std::str::from_utf8(inner)
+                .ok()
+                .and_then(|k| slot_of(keys, k))
         };
         if let Some(s) = slot {
             spans[s] = (m.value.start as u32, m.value.end as u32);
@@ -317,13 +319,21 @@ impl Entry {
                     .filter(|(p, _)| *p == i as u32)
                     .map(|(_, m)| m)
                     .collect();
-                find_known(bytes, &inner, &MESSAGE_KEYS, &mut k.message, &mut k.message_first);
+                find_known(
+                    bytes,
+                    &inner,
+                    &MESSAGE_KEYS,
+                    &mut k.message,
+                    &mut k.message_first,
+                );
             }
         }
         if entry_type != EntryType::Message {
             let mut small = Vec::new();
             for slot in 0..TOP_KEYS.len() {
-                let Some(r) = span_of(k.top[slot]) else { continue };
+                let Some(r) = span_of(k.top[slot]) else {
+                    continue;
+                };
                 if r.len() <= SMALL_VALUE {
                     k.top[slot] = (small.len() as u32, (small.len() + r.len()) as u32);
                     k.in_small |= 1 << slot;
@@ -432,10 +442,8 @@ impl Entry {
     /// the library knows.
     pub fn field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&TOP_KEYS, key) {
-            Some(s) if self.text.range.len() <= u32::MAX as usize => {
-                span_of(self.known.top[s])
-                    .map(|_| json::Kind::of_first_byte(self.known.top_first[s]))
-            }
+            Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.top[s])
+                .map(|_| json::Kind::of_first_byte(self.known.top_first[s])),
             _ => self.field(key).map(|v| v.kind()),
         }
     }
@@ -443,15 +451,11 @@ impl Entry {
     /// The kind of a field of `message` (as [`Entry::field_kind`]).
     pub fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&MESSAGE_KEYS, key) {
-            Some(s) if self.text.range.len() <= u32::MAX as usize => {
-                span_of(self.known.message[s])
-                    .map(|_| json::Kind::of_first_byte(self.known.message_first[s]))
-            }
+            Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.message[s])
+                .map(|_| json::Kind::of_first_byte(self.known.message_first[s])),
             _ => self.message_field(key).map(|v| v.kind()),
         }
     }
-
-
 
     /// A string field, decoded.
     pub fn str_field(&self, key: &str) -> Option<Cow<'_, str>> {

@@ -589,7 +589,11 @@ fn finish_store(store: &mut Store, tx: &Connection, floor: u64) -> crate::Result
             )
             .and_then(|mut st| {
                 st.query_map([], |r| {
-                    Ok((r.get(0)?, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64))
+                    Ok((
+                        r.get(0)?,
+                        r.get::<_, i64>(1)? as u64,
+                        r.get::<_, i64>(2)? as u64,
+                    ))
                 })?
                 .collect()
             })
@@ -642,6 +646,17 @@ fn sql_err(e: rusqlite::Error) -> crate::Error {
     }
 }
 
+/// What a worker found of a file before reading it.
+struct Seen {
+    size: u64,
+    mtime_ns: i64,
+    mtime_ms: f64,
+    /// Bytes read to check a grown file's prefix.
+    verify: u64,
+    /// Gather searchable texts.
+    texts: bool,
+}
+
 fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
     let (size, mtime_ns, mtime_ms) = meta_of(path)?;
     let mut f = std::fs::File::open(path).ok()?;
@@ -660,29 +675,41 @@ fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
             Ok(list::fnv(&tail) == s.tail_hash)
         })()
         .unwrap_or(false);
+        let seen = Seen {
+            size,
+            mtime_ns,
+            mtime_ms,
+            verify,
+            texts,
+        };
         if ok {
-            return resume(path, f, s, size, mtime_ns, mtime_ms, verify, texts);
+            return resume(path, f, s, seen);
         }
         f.seek(SeekFrom::Start(0)).ok()?;
-        return full(path, f, Some(s.id), size, mtime_ns, mtime_ms, verify, texts);
+        return full(path, f, Some(s.id), seen);
     }
     let old = match plan {
         Plan::Full(o) => *o,
         _ => None,
     };
-    full(path, f, old, size, mtime_ns, mtime_ms, verify, texts)
+    let seen = Seen {
+        size,
+        mtime_ns,
+        mtime_ms,
+        verify,
+        texts,
+    };
+    full(path, f, old, seen)
 }
 
-fn resume(
-    path: &Path,
-    mut f: std::fs::File,
-    s: &Stored,
-    size: u64,
-    mtime_ns: i64,
-    mtime_ms: f64,
-    verify: u64,
-    texts: bool,
-) -> Option<Done> {
+fn resume(path: &Path, mut f: std::fs::File, s: &Stored, seen: Seen) -> Option<Done> {
+    let Seen {
+        size,
+        mtime_ns,
+        mtime_ms,
+        verify,
+        texts,
+    } = seen;
     let acc = s.state.clone()?;
     f.seek(SeekFrom::Start(s.offset)).ok()?;
     let mut rows = Vec::new();
@@ -704,16 +731,14 @@ fn resume(
     })
 }
 
-fn full(
-    path: &Path,
-    f: std::fs::File,
-    old: Option<i64>,
-    size: u64,
-    mtime_ns: i64,
-    mtime_ms: f64,
-    verify: u64,
-    texts: bool,
-) -> Option<Done> {
+fn full(path: &Path, f: std::fs::File, old: Option<i64>, seen: Seen) -> Option<Done> {
+    let Seen {
+        size,
+        mtime_ns,
+        mtime_ms,
+        verify,
+        texts,
+    } = seen;
     let mut rows = Vec::new();
     let pass = list::pass(f, 0, Acc::new(true), texts.then_some(&mut rows)).ok()?;
     let mut f = std::fs::File::open(path).ok()?;
@@ -795,9 +820,7 @@ struct StoredInfo {
     drops: bool,
 }
 
-fn present<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<serde_json::Value>, D::Error> {
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
     <serde_json::Value as serde::Deserialize>::deserialize(d).map(Some)
 }
 

@@ -578,12 +578,12 @@ fn v8_sort(list: &mut [u32], keys: &[f64]) {
             run = 2;
             let descending = cmp(work[low + 1].1, work[low].1) < 0.0;
             let mut prev = work[low + 1].1;
-            for idx in low + 2..high {
-                let order = cmp(work[idx].1, prev);
+            for item in &work[low + 2..high] {
+                let order = cmp(item.1, prev);
                 if (descending && order >= 0.0) || (!descending && order < 0.0) {
                     break;
                 }
-                prev = work[idx].1;
+                prev = item.1;
                 run += 1;
             }
             if descending {

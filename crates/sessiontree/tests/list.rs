@@ -130,7 +130,10 @@ fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index:
     let scope = sessiontree::index::all_scope(&sessions);
     let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
     let (scan, stored) = json_bytes(idx, agent);
-    assert_eq!(String::from_utf8_lossy(&scan), String::from_utf8_lossy(&stored));
+    assert_eq!(
+        String::from_utf8_lossy(&scan),
+        String::from_utf8_lossy(&stored)
+    );
     let mut v = idx.infos(&scope).unwrap();
     // Same order as a scan: candidates order, then stable sort by modified.
     let pos: std::collections::HashMap<_, _> = files
@@ -262,7 +265,13 @@ fn listing_store_is_compacted_and_rebuilt_when_damaged() {
         let id = format!("m{round}");
         append(
             &paths[round % 3],
-            &line(&id, Some(&parent), 5000 + round as u64, "user", &"more text ".repeat(40)),
+            &line(
+                &id,
+                Some(&parent),
+                5000 + round as u64,
+                "user",
+                &"more text ".repeat(40),
+            ),
         );
         if round % 3 == 2 {
             parent = id;
@@ -292,7 +301,10 @@ fn listing_store_is_compacted_and_rebuilt_when_damaged() {
         &|| std::fs::remove_file(&store).unwrap(),
         &|| {
             let len = std::fs::metadata(&store).unwrap().len();
-            let f = std::fs::OpenOptions::new().write(true).open(&store).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&store)
+                .unwrap();
             f.set_len(len / 2).unwrap();
         },
         &|| {
@@ -427,8 +439,7 @@ fn listing_refreshes_leave_texts_to_the_first_search() {
     let mut idx = Index::open(&Index::default_path(agent)).unwrap();
     let listing = |idx: &mut Index| {
         let files = list::with_stats(list::all_files(agent));
-        sessiontree::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {})
-            .unwrap()
+        sessiontree::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {}).unwrap()
     };
     let texts = |idx: &mut Index| {
         idx.refresh(&list::all_files(agent), &scope, 1, &|_, _| {})
@@ -447,7 +458,10 @@ fn listing_refreshes_leave_texts_to_the_first_search() {
 
     // Grown while only listings were refreshed: the listing reads just the new line, and
     // the texts, now behind, are redone by the next search.
-    append(&a, &line("u2", Some("u1"), 2000, "user", "a narwhal answers"));
+    append(
+        &a,
+        &line("u2", Some("u1"), 2000, "user", "a narwhal answers"),
+    );
     let (v, st) = listing(&mut idx);
     assert_eq!((st.appended, v[0].message_count), (1, 2));
     assert_eq!(v, list::list_all(agent, ListOptions::default()));

@@ -106,7 +106,14 @@ pub fn write_js_string_to<W: std::io::Write + ?Sized>(w: &mut W, s: &str) -> std
             b'\n' => w.write_all(b"\\n")?,
             b'\r' => w.write_all(b"\\r")?,
             b'\t' => w.write_all(b"\\t")?,
-            _ => w.write_all(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]])?,
+            _ => w.write_all(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(c >> 4) as usize],
+                HEX[(c & 15) as usize],
+            ])?,
         }
         pos += 1;
     }
@@ -324,9 +331,10 @@ mod tests {
     #[test]
     fn string_writer_matches_serde_json() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let alphabet: Vec<char> = "ab \"\\/\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}\u{7f}é中😀\u{2028}"
-            .chars()
-            .collect();
+        let alphabet: Vec<char> =
+            "ab \"\\/\u{0}\u{1}\u{8}\t\n\u{b}\u{c}\r\u{1f}\u{7f}é中😀\u{2028}"
+                .chars()
+                .collect();
         for _ in 0..3000 {
             seed ^= seed << 13;
             seed ^= seed >> 7;

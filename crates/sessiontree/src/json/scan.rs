@@ -271,7 +271,9 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
 /// is a control character, which JSON does not allow.)
 pub(crate) fn scan_line(b: &[u8]) -> Option<(Scanned, usize)> {
     let (scanned, end) = scan_impl::<true>(b).ok()?;
-    simdutf8::basic::from_utf8(&b[..end]).is_ok().then_some((scanned, end))
+    simdutf8::basic::from_utf8(&b[..end])
+        .is_ok()
+        .then_some((scanned, end))
 }
 
 fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> {
@@ -303,7 +305,14 @@ fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> 
                 } else {
                     stack.push(is_obj);
                     if is_obj {
-                        i = member_key::<LINE>(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                        i = member_key::<LINE>(
+                            b,
+                            i,
+                            &stack,
+                            top_is_object,
+                            &mut open1,
+                            &mut open2,
+                        )?;
                     }
                     continue 'value;
                 }
@@ -326,7 +335,14 @@ fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> 
                 Some(b',') => {
                     i = ws::<LINE>(b, i + 1);
                     if is_obj {
-                        i = member_key::<LINE>(b, i, &stack, top_is_object, &mut open1, &mut open2)?;
+                        i = member_key::<LINE>(
+                            b,
+                            i,
+                            &stack,
+                            top_is_object,
+                            &mut open1,
+                            &mut open2,
+                        )?;
                     }
                     continue 'value;
                 }
