@@ -276,6 +276,12 @@ pub(crate) fn scan_line(b: &[u8]) -> Option<(Scanned, usize)> {
         .then_some((scanned, end))
 }
 
+/// [`scan_line`], for the fuzz targets (not a stable API).
+#[doc(hidden)]
+pub fn scan_line_for_fuzzing(b: &[u8]) -> Option<(Scanned, usize)> {
+    scan_line(b)
+}
+
 fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> {
     let mut out = Scanned::default();
     let mut i = ws::<LINE>(b, 0);
