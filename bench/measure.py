@@ -11,10 +11,11 @@ import sys
 import time
 
 
-def main():
-    runs = int(sys.argv[1])
-    cmd = sys.argv[2:]
-    walls, rss = [], []
+def measure(cmd, runs):
+    """(median wall seconds, max peak RSS in KiB, last stderr) of `cmd` run `runs` times
+    after a warm-up run (`runs` 0: once, no warm-up); `None` times when it failed (exit
+    status other than 0 and 1)."""
+    walls, rss, err = [], [], ""
     for k in range(runs + 1 if runs > 0 else 1):
         with open(os.devnull, "w") as sink:
             t0 = time.perf_counter()
@@ -23,14 +24,20 @@ def main():
             wall = time.perf_counter() - t0
             err = p.stderr.read().decode(errors="replace")
             p.stderr.close()
-        code = os.waitstatus_to_exitcode(status)
-        if code not in (0, 1):
-            sys.stderr.write(err)
-            sys.exit(2)
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            return None, None, err
         if k > 0 or runs == 0:
             walls.append(wall)
             rss.append(ru.ru_maxrss)
-    print(f"{statistics.median(walls):.4f} {max(rss)}")
+    return statistics.median(walls), max(rss), err
+
+
+def main():
+    wall, rss, err = measure(sys.argv[2:], int(sys.argv[1]))
+    if wall is None:
+        sys.stderr.write(err)
+        sys.exit(2)
+    print(f"{wall:.4f} {rss}")
 
 
 if __name__ == "__main__":

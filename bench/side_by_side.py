@@ -10,6 +10,8 @@ Needs: cargo, node, interop/node_modules (cd interop && npm ci), /usr/bin/time.
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
+import measure as timing  # bench/measure.py
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL = os.path.join(ROOT, "target", "release")
 
@@ -18,25 +20,13 @@ def sh(cmd, stdout=subprocess.DEVNULL, **kw):
     return subprocess.run(cmd, check=True, stdout=stdout, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def measure(cmd, runs, stdout_to=os.devnull):
-    """Median wall seconds (perf_counter around the process) and max peak RSS (MB, from
-    wait4's rusage) of a whole process, after one warm-up run."""
-    walls, rss, err = [], [], None
-    for k in range(runs + 1):
-        with open(stdout_to, "w") as sink:
-            t0 = time.perf_counter()
-            p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE)
-            _, status, ru = os.wait4(p.pid, 0)
-            wall = time.perf_counter() - t0
-            err = p.stderr.read().decode(errors="replace")
-            p.stderr.close()
-        if os.waitstatus_to_exitcode(status) != 0:
-            return None, None, err.strip().splitlines()[-2:] if err else "failed"
-        if k == 0:
-            continue  # warm-up
-        walls.append(wall)
-        rss.append(ru.ru_maxrss / 1024)
-    return statistics.median(walls), max(rss), err
+def measure(cmd, runs):
+    """Median wall seconds and max peak RSS (MB) of a whole process, after one warm-up run
+    (bench/measure.py); on failure (None, None, the last lines of stderr)."""
+    wall, rss, err = timing.measure(cmd, runs)
+    if wall is None:
+        return None, None, err.strip().splitlines()[-2:] if err else "failed"
+    return wall, rss / 1024, err
 
 
 def measure_interleaved(cmds, runs):

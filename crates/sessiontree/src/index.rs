@@ -88,18 +88,15 @@ enum Plan {
 
 struct Done {
     path: PathBuf,
-    size: u64,
-    mtime_ns: i64,
-    mtime_ms: f64,
+    /// Size, times, verification bytes, and whether `rows` were gathered (and, when
+    /// appending, the stored ones were complete).
+    seen: Seen,
     old: Option<i64>,
     append: bool,
     pass: list::Pass,
     head_hash: u64,
     rows: Vec<EntryText>,
     prev_tail: (u64, u64),
-    verify: u64,
-    /// `rows` were gathered (and, when appending, the stored ones were complete).
-    texts: bool,
 }
 
 fn meta_of(path: &Path) -> Option<(u64, i64, f64)> {
@@ -412,7 +409,7 @@ impl Index {
                 n += 1;
                 progress(n, total);
                 stats.bytes_read += d.pass.bytes_read;
-                stats.verify_bytes += d.verify;
+                stats.verify_bytes += d.seen.verify;
                 if d.append {
                     stats.appended += 1;
                 } else if d.old.is_some() {
@@ -660,28 +657,27 @@ struct Seen {
 fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
     let (size, mtime_ns, mtime_ms) = meta_of(path)?;
     let mut f = std::fs::File::open(path).ok()?;
-    let mut verify = 0;
+    let mut seen = Seen {
+        size,
+        mtime_ns,
+        mtime_ms,
+        verify: 0,
+        texts,
+    };
     if let Plan::Append(s) = plan {
         let ok = (|| -> std::io::Result<bool> {
             let (h, n) = head_hash(&mut f, s.offset)?;
-            verify += n;
+            seen.verify += n;
             if h != s.head_hash {
                 return Ok(false);
             }
             let mut tail = vec![0u8; s.tail_len as usize];
             f.seek(SeekFrom::Start(s.offset - s.tail_len))?;
             f.read_exact(&mut tail)?;
-            verify += s.tail_len;
+            seen.verify += s.tail_len;
             Ok(list::fnv(&tail) == s.tail_hash)
         })()
         .unwrap_or(false);
-        let seen = Seen {
-            size,
-            mtime_ns,
-            mtime_ms,
-            verify,
-            texts,
-        };
         if ok {
             return resume(path, f, s, seen);
         }
@@ -692,55 +688,31 @@ fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
         Plan::Full(o) => *o,
         _ => None,
     };
-    let seen = Seen {
-        size,
-        mtime_ns,
-        mtime_ms,
-        verify,
-        texts,
-    };
     full(path, f, old, seen)
 }
 
-fn resume(path: &Path, mut f: std::fs::File, s: &Stored, seen: Seen) -> Option<Done> {
-    let Seen {
-        size,
-        mtime_ns,
-        mtime_ms,
-        verify,
-        texts,
-    } = seen;
+fn resume(path: &Path, mut f: std::fs::File, s: &Stored, mut seen: Seen) -> Option<Done> {
     let acc = s.state.clone()?;
     f.seek(SeekFrom::Start(s.offset)).ok()?;
     let mut rows = Vec::new();
-    let pass = list::pass(f, s.offset, *acc, texts.then_some(&mut rows)).ok()?;
+    let pass = list::pass(f, s.offset, *acc, seen.texts.then_some(&mut rows)).ok()?;
+    // Appended texts extend complete ones only.
+    seen.texts &= s.texts;
     Some(Done {
         path: path.to_path_buf(),
-        size,
-        mtime_ns,
-        mtime_ms,
+        seen,
         old: Some(s.id),
         append: true,
         pass,
         head_hash: s.head_hash,
         prev_tail: (s.tail_hash, s.tail_len),
         rows,
-        verify,
-        // Appended texts extend complete ones only.
-        texts: texts && s.texts,
     })
 }
 
 fn full(path: &Path, f: std::fs::File, old: Option<i64>, seen: Seen) -> Option<Done> {
-    let Seen {
-        size,
-        mtime_ns,
-        mtime_ms,
-        verify,
-        texts,
-    } = seen;
     let mut rows = Vec::new();
-    let pass = list::pass(f, 0, Acc::new(true), texts.then_some(&mut rows)).ok()?;
+    let pass = list::pass(f, 0, Acc::new(true), seen.texts.then_some(&mut rows)).ok()?;
     let mut f = std::fs::File::open(path).ok()?;
     let head = if pass.committed_offset > 0 {
         head_hash(&mut f, pass.committed_offset).ok()?.0
@@ -749,17 +721,13 @@ fn full(path: &Path, f: std::fs::File, old: Option<i64>, seen: Seen) -> Option<D
     };
     Some(Done {
         path: path.to_path_buf(),
-        size,
-        mtime_ns,
-        mtime_ms,
+        seen,
         old,
         append: false,
         pass,
         head_hash: head,
         prev_tail: (0, 0),
         rows,
-        verify,
-        texts,
     })
 }
 
@@ -867,7 +835,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             tx.last_insert_rowid()
         }
     };
-    let info = d.pass.full().info(&d.path, d.mtime_ms);
+    let info = d.pass.full().info(&d.path, d.seen.mtime_ms);
     let tail = if d.append && d.pass.tail_len == 0 {
         d.prev_tail
     } else {
@@ -879,8 +847,8 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
            info=?8, cwd=?9, modified_ms=?10, drops=?11, texts=?12 WHERE id=?1",
         params![
             id,
-            d.size as i64,
-            d.mtime_ns,
+            d.seen.size as i64,
+            d.seen.mtime_ns,
             d.pass.committed_offset as i64,
             d.head_hash as i64,
             tail.0 as i64,
@@ -889,7 +857,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             info.as_ref().map(|i| i.cwd.clone()),
             info.as_ref().map(|i| i.modified_ms),
             info.as_ref().map(|i| i.reference_drops),
-            d.texts,
+            d.seen.texts,
         ],
     )?;
     tx.prepare_cached("INSERT OR REPLACE INTO state(id, state) VALUES(?1, ?2)")?
@@ -904,7 +872,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
     };
     tx.prepare_cached("INSERT OR REPLACE INTO listing(id, off, len) VALUES(?1, ?2, ?3)")?
         .execute(params![id, range.map(|r| r.0), range.map(|r| r.1)])?;
-    if !d.texts {
+    if !d.seen.texts {
         // Listing only: the texts stay behind (marked), for the next search to redo.
         return Ok(());
     }

@@ -62,6 +62,20 @@ struct Scanned1 {
     value: Result<Value1, json::ScanError>,
 }
 
+/// What a scanned line holds: an object becomes an entry.
+fn value_of(text: Text, scanned: json::Scanned, offset: u64) -> Value1 {
+    let top = &text.as_bytes()[scanned.top.clone()];
+    if top[0] == b'{' {
+        Value1::Object(Entry::from_scanned(text, scanned, 0, offset))
+    } else {
+        let raw = json::Raw::new_unchecked(top);
+        Value1::Other {
+            text: raw.text().to_string(),
+            truthy: raw.truthy(),
+        }
+    }
+}
+
 /// Files above this size are scanned by several threads.
 const PARALLEL_MIN: usize = 8 << 20;
 
@@ -85,17 +99,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
             let end = pos + len;
             let has_nl = end < to;
             let offset = pos as u64;
-            let text = Text::new(buf.clone(), pos..end);
-            let top = &text.as_bytes()[scanned.top.clone()];
-            let value = if top[0] == b'{' {
-                Value1::Object(Entry::from_scanned(text.clone(), scanned, 0, offset))
-            } else {
-                let raw = json::Raw::new_unchecked(top);
-                Value1::Other {
-                    text: raw.text().to_string(),
-                    truthy: raw.truthy(),
-                }
-            };
+            let value = value_of(Text::new(buf.clone(), pos..end), scanned, offset);
             out.push(Scanned1 {
                 line,
                 offset,
@@ -125,18 +129,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
         } else {
             (Text::owned(String::from_utf8_lossy(raw).into_owned()), true)
         };
-        let value = scan::scan(text.as_bytes()).map(|scanned| {
-            let top = &text.as_bytes()[scanned.top.clone()];
-            if top[0] == b'{' {
-                Value1::Object(Entry::from_scanned(text.clone(), scanned, 0, offset))
-            } else {
-                let raw = json::Raw::new_unchecked(top);
-                Value1::Other {
-                    text: raw.text().to_string(),
-                    truthy: raw.truthy(),
-                }
-            }
-        });
+        let value = scan::scan(text.as_bytes()).map(|scanned| value_of(text, scanned, offset));
         out.push(Scanned1 {
             line: this,
             offset,
