@@ -3,20 +3,10 @@
 //! (with usage), tool-result and bash messages with occasional branches, sized so the
 //! whole set is about TOTAL_MB. Deterministic.
 
+#[path = "../tests/common/xorshift.rs"]
+mod xorshift;
 use std::io::Write;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use xorshift::Rng;
 
 fn words(r: &mut Rng, vocab: &[String], lo: usize, spread: u64) -> String {
     let n = lo + r.below(spread) as usize;

@@ -1,6 +1,8 @@
 //! Crash test: the `agent_loop` example is SIGKILLed at random points, restarted each time,
 //! and must find exactly the operations that were in flight and end with a valid context.
 
+#[path = "common/xorshift.rs"]
+mod xorshift;
 use sessiontree::interrupted::{
     calls_and_results_match, detect, open_operations, CallState, OpenOperation, Scope,
 };
@@ -8,6 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xorshift::Rng;
 
 const STEPS: usize = 12;
 const KILLS: usize = 16;
@@ -34,17 +37,6 @@ fn example_binary() -> PathBuf {
         .expect("cargo runs");
     assert!(st.success(), "building the example");
     target.join("debug/examples/agent_loop")
-}
-
-/// A small xorshift, seeded from the clock (the seed is printed to replay a failure).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// What the file says, read with serde_json, independently of the library's journal code:

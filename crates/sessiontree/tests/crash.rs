@@ -5,11 +5,14 @@
 //! A SIGKILL loses no acknowledged entry under any policy, `none` included, because the
 //! page cache survives a process kill; only power loss separates the policies.
 
+#[path = "common/xorshift.rs"]
+mod xorshift;
 use sessiontree::{load, Creation, DiagnosticKind, Durability, Json, Session, WriteOptions};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use xorshift::Rng;
 
 fn writer_bin() -> PathBuf {
     // target/debug/deps/crash-xxxx -> target/debug/examples/crash_writer
@@ -24,16 +27,6 @@ fn writer_bin() -> PathBuf {
         assert!(st.success());
     }
     bin
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 #[derive(Default, Debug)]

@@ -3,8 +3,11 @@
 //! the tree index, every projection and the repair planner. Nothing may panic or hang,
 //! and a repaired file must load without line-level problems.
 
+#[path = "common/xorshift.rs"]
+mod xorshift;
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, to_llm, DiagnosticKind, LeafArg, SessionTree};
+use xorshift::Rng;
 
 const LINES: &[&str] = &[
     r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#,
@@ -38,44 +41,31 @@ const LINES: &[&str] = &[
 
 const IDS: &[&str] = &["a1", "a2", "a3", "a4", "a5", "b3", "b4", "b5", "zz", ""];
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn generate(r: &mut Rng) -> Vec<u8> {
-    if r.below(10) == 0 {
+    if r.pick(10) == 0 {
         // pure random bytes, biased towards JSON punctuation
-        let n = r.below(400);
+        let n = r.pick(400);
         let alphabet = b"{}[]\":,\n \\0123456789abcdefnulltruefalse\xff\xc3\x28";
         return (0..n)
             .map(|_| {
-                if r.below(4) == 0 {
+                if r.pick(4) == 0 {
                     r.next() as u8
                 } else {
-                    alphabet[r.below(alphabet.len())]
+                    alphabet[r.pick(alphabet.len())]
                 }
             })
             .collect();
     }
     let mut lines: Vec<Vec<u8>> = Vec::new();
-    if r.below(8) != 0 {
-        lines.push(LINES[r.below(3)].as_bytes().to_vec());
+    if r.pick(8) != 0 {
+        lines.push(LINES[r.pick(3)].as_bytes().to_vec());
     }
-    for _ in 0..r.below(14) {
-        let mut l = LINES[r.below(LINES.len())].to_string();
-        if r.below(3) == 0 {
+    for _ in 0..r.pick(14) {
+        let mut l = LINES[r.pick(LINES.len())].to_string();
+        if r.pick(3) == 0 {
             // rewire a parent or id, making orphans, duplicates, cycles
-            let from = IDS[r.below(IDS.len())];
-            let to = IDS[r.below(IDS.len())];
+            let from = IDS[r.pick(IDS.len())];
+            let to = IDS[r.pick(IDS.len())];
             if !from.is_empty() {
                 l = l.replacen(&format!("\"{from}\""), &format!("\"{to}\""), 1);
             }
@@ -87,19 +77,19 @@ fn generate(r: &mut Rng) -> Vec<u8> {
         buf.extend_from_slice(l);
         buf.push(b'\n');
     }
-    for _ in 0..r.below(4) {
+    for _ in 0..r.pick(4) {
         if buf.is_empty() {
             break;
         }
-        let i = r.below(buf.len());
-        match r.below(5) {
+        let i = r.pick(buf.len());
+        match r.pick(5) {
             0 => buf[i] = r.next() as u8,
             1 => buf.truncate(i),
             2 => buf.insert(i, b'\n'),
             3 => {
                 buf.remove(i);
             }
-            _ => buf[i] ^= 1 << r.below(8),
+            _ => buf[i] ^= 1 << r.pick(8),
         }
     }
     buf
