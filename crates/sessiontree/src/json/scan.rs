@@ -129,27 +129,12 @@ static STRING_STOP: [bool; 256] = {
 #[inline]
 pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
     debug_assert_eq!(b[i], b'"');
-    // Most strings are short (keys, ids, times): when the closing quote is among the next
-    // 16 bytes with no backslash or control byte before it, SSE2 (always there, so this
-    // inlines) says so without a call.
-    #[cfg(target_arch = "x86_64")]
-    if i + 17 <= b.len() {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86_64; bytes i+1..i+17 are in bounds.
-        unsafe {
-            let v = _mm_loadu_si128(b.as_ptr().add(i + 1) as *const __m128i);
-            let q = _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8))) as u32;
-            if q != 0 {
-                let limit = _mm_set1_epi8(0x1f);
-                let stop = _mm_or_si128(
-                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-                    _mm_cmpeq_epi8(_mm_max_epu8(v, limit), limit),
-                );
-                let first = q.trailing_zeros();
-                if (_mm_movemask_epi8(stop) as u32) & ((1u32 << first) - 1) == 0 {
-                    return Ok(i + 2 + first as usize);
-                }
-            }
+    // Most strings are short (keys, ids, times): when the first stop byte among the next
+    // 16 is the closing quote, the string ends there (SSE2, inlined, no AVX2 call).
+    if let Some(window) = b.get(i + 1..i + 17) {
+        let stop = crate::json::fast::find_string_stop(window);
+        if stop < 16 && window[stop] == b'"' {
+            return Ok(i + 2 + stop);
         }
     }
     #[cfg(target_arch = "x86_64")]
