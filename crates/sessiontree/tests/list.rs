@@ -450,7 +450,8 @@ fn listing_refreshes_leave_texts_to_the_first_search() {
     assert_eq!(st.added, 1);
     // The first search reads the file again for its texts, then finds them; the listing,
     // unchanged, is not written again.
-    let store_len = || std::fs::metadata(idx_store(agent)).unwrap().len();
+    let store = idx.listing_store_path().to_path_buf();
+    let store_len = || std::fs::metadata(&store).unwrap().len();
     let before = store_len();
     let st = texts(&mut idx);
     assert_eq!(st.reread, 1);
@@ -481,11 +482,4 @@ fn listing_refreshes_leave_texts_to_the_first_search() {
     let z = idx.search(&q("orca", Mode::Words)).unwrap();
     assert_eq!(z.len(), 1);
     assert!(z[0].on_branch);
-}
-
-/// The listing store beside an agent dir's index.
-fn idx_store(agent: &Path) -> PathBuf {
-    let mut p = Index::default_path(agent).into_os_string();
-    p.push(".listing");
-    PathBuf::from(p)
 }
