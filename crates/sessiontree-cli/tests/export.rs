@@ -7,6 +7,9 @@
 //! `SESSIONTREE_UPDATE_EXPECTED=1` to rewrite tests/data/export-*, and
 //! `SESSIONTREE_UPDATE_SCREENSHOT=1` to rewrite docs/export-screenshot.png.
 
+#[path = "../../sessiontree/tests/common/interop.rs"]
+mod interop;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -193,26 +196,20 @@ fn jsonl_branch_matches_the_expected_file_and_gives_the_same_context() {
     }
 }
 
-/// The default context of a file as the reference reads it (`None` without interop/node_modules).
+/// The default context of a file as the reference reads it (`None` without interop/node_modules,
+/// which fails instead under `SESSIONTREE_REQUIRE_INTEROP=1`).
 fn reference_context(file: &Path) -> Option<Value> {
-    let interop = root().join("interop");
-    if !interop.join("node_modules/pi16").exists() {
-        eprintln!("SKIPPED: reference check needs interop/node_modules (cd interop && npm ci)");
+    if !interop::available() {
         return None;
     }
     let out_json = file.with_extension("oracle.json");
-    let st = Command::new("node")
-        .current_dir(&interop)
-        .args([
-            "oracle.mjs",
-            "dump",
-            file.to_str().unwrap(),
-            "--out",
-            out_json.to_str().unwrap(),
-        ])
-        .status()
-        .ok()?;
-    assert!(st.success(), "oracle failed");
+    interop::node(&[
+        "oracle.mjs",
+        "dump",
+        file.to_str().unwrap(),
+        "--out",
+        out_json.to_str().unwrap(),
+    ]);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
     let r = &v["results"][0];
     assert!(
