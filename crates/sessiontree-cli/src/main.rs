@@ -306,7 +306,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             };
             if json && !llm {
                 // Streamed, entry by entry, without holding the session's bytes.
-                sessiontree::context::plan(&l.tree, arg, true).write_json_releasing(&mut out)?;
+                sessiontree::context::plan(&l.tree, arg).write_json_releasing(&mut out)?;
                 out.line("")?;
             } else {
                 let mut ctx = sessiontree::build_context(&l.tree, arg);

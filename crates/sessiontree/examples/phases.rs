@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .tree
             .leaf_id()
             .map_or(sessiontree::LeafArg::Null, sessiontree::LeafArg::Id);
-        let p = sessiontree::context::plan(&l.tree, leaf, true);
+        let p = sessiontree::context::plan(&l.tree, leaf);
         println!("after projection: {}", rss());
         p.write_json_releasing(&mut std::io::sink())?;
         println!("after writing the context: {}", rss());

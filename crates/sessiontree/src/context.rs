@@ -65,13 +65,8 @@ pub struct Projection<'a> {
     pub model: Option<Model<'a>>,
 }
 
-/// `getSessionContextSettings`: thinking level and model over the whole path (giving each
-/// entry's bytes back after reading it when `release`).
-fn settings_releasing<'a>(
-    path: &[&'a Entry],
-    release: bool,
-) -> (Option<Raw<'a>>, Option<Model<'a>>) {
-    let mut releaser = crate::entry::Releaser::new();
+/// `getSessionContextSettings`: thinking level and model over the whole path.
+fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
     let mut thinking = Some(Raw::new_unchecked(OFF));
     let mut model = None;
     for e in path {
@@ -90,9 +85,6 @@ fn settings_releasing<'a>(
                 })
             }
             _ => {}
-        }
-        if release {
-            releaser.passed(e);
         }
     }
     (thinking, model)
@@ -304,7 +296,7 @@ fn project_entry<'a>(e: &'a Entry, edit: Option<&'a Entry>) -> Vec<Message<'a>> 
 
 /// `buildSessionProjection`.
 pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
-    let plan = plan(tree, leaf, false);
+    let plan = plan(tree, leaf);
     let entries = (0..plan.selected.len())
         .map(|i| (plan.selected[i], plan.messages_of(i)))
         .collect();
@@ -323,23 +315,20 @@ pub struct Plan<'a> {
     pub model: Option<Model<'a>>,
 }
 
-/// Selects the context's entries and settings. With `release`, each entry's bytes are
-/// given back once read (for streaming huge sessions with little memory).
-pub fn plan<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>, release: bool) -> Plan<'a> {
+/// Selects the context's entries and settings. Only the fields the load recorded are read,
+/// so a mapped session's lines are not touched (they are touched, and given back, when
+/// [`Plan::write_json_releasing`] writes them).
+pub fn plan<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Plan<'a> {
     let path = tree.context_path(leaf);
-    let (thinking_level, model) = settings_releasing(&path, release);
+    let (thinking_level, model) = settings(&path);
     let selected = context_entries(path);
     let mut edits: std::collections::HashMap<Cow<'a, str>, &'a Entry> =
         std::collections::HashMap::new();
-    let mut releaser = crate::entry::Releaser::new();
     for e in &selected {
         if e.entry_type == EntryType::ContextEdit {
             if let Some(t) = e.str_field("targetId") {
                 edits.insert(t, e);
             }
-        }
-        if release {
-            releaser.passed(e);
         }
     }
     Plan {
