@@ -83,8 +83,13 @@ struct Stored {
 enum Plan {
     Unchanged,
     Full(Option<i64>),
-    /// Unchanged, but its texts are behind: read again for them; the listing stays.
-    Texts(i64),
+    /// Unchanged (this size and mtime), but its texts are behind: read again for them; the
+    /// listing stays if the file still is what was stored.
+    Texts {
+        id: i64,
+        size: u64,
+        mtime_ns: i64,
+    },
     Append(Stored),
 }
 
@@ -366,7 +371,11 @@ impl Index {
                 // Texts wanted but behind: read again from the start.
                 Some(s) if s.size == size && s.mtime_ns == mtime_ns => {
                     if texts && !s.texts {
-                        Plan::Texts(s.id)
+                        Plan::Texts {
+                            id: s.id,
+                            size,
+                            mtime_ns,
+                        }
                     } else {
                         Plan::Unchanged
                     }
@@ -698,14 +707,15 @@ fn process(path: &Path, plan: &Plan, texts: bool) -> Option<Done> {
         f.seek(SeekFrom::Start(0)).ok()?;
         return full(path, f, Some(s.id), seen);
     }
-    let (old, keep_listing) = match plan {
-        Plan::Full(o) => (*o, false),
-        Plan::Texts(id) => (Some(*id), true),
-        _ => (None, false),
+    // The stored listing stands when the file read is exactly the one it was made from.
+    let (old, stored) = match plan {
+        Plan::Full(o) => (*o, None),
+        Plan::Texts { id, size, mtime_ns } => (Some(*id), Some((*size, *mtime_ns))),
+        _ => (None, None),
     };
     let mut d = full(path, f, old, seen)?;
-    // The file did not change (only its texts were behind): its listing stands.
-    d.keep_listing = keep_listing && d.seen.size == meta_of(path).map_or(0, |m| m.0);
+    d.keep_listing =
+        stored == Some((d.seen.size, d.seen.mtime_ns)) && d.pass.bytes_read == d.seen.size;
     Some(d)
 }
 
