@@ -865,13 +865,16 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             tx.last_insert_rowid()
         }
     };
-    let info = d.pass.full().info(&d.path, d.seen.mtime_ms);
     let tail = if d.append && d.pass.tail_len == 0 {
         d.prev_tail
     } else {
         (d.pass.tail_hash, d.pass.tail_len)
     };
     let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
+    let committed_offset = d.pass.committed_offset;
+    let leaf = d.pass.committed.leaf.clone();
+    // The listing takes the pass's texts (no copy of the session's message text).
+    let info = d.pass.into_full().into_info(&d.path, d.seen.mtime_ms);
     tx.execute(
         "UPDATE files SET size=?2, mtime_ns=?3, offset=?4, head_hash=?5, tail_hash=?6, tail_len=?7,
            info=?8, cwd=?9, modified_ms=?10, drops=?11, texts=?12 WHERE id=?1",
@@ -879,7 +882,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
             id,
             d.seen.size as i64,
             d.seen.mtime_ns,
-            d.pass.committed_offset as i64,
+            committed_offset as i64,
             d.head_hash as i64,
             tail.0 as i64,
             tail.1 as i64,
@@ -940,7 +943,7 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
         }
     }
     let mut on: HashSet<String> = HashSet::new();
-    let mut cur = d.pass.committed.leaf.clone();
+    let mut cur = leaf;
     while let Some(c) = cur {
         if !on.insert(c.clone()) {
             break;

@@ -512,7 +512,8 @@ pub struct Pass {
     pub committed: Acc,
     /// Offset just past that line.
     pub committed_offset: u64,
-    /// State including a trailing unterminated line, when there is one (see [`Pass::full`]).
+    /// State including a trailing unterminated line, when there is one (see
+    /// [`Pass::into_full`]).
     full: Option<Acc>,
     pub bytes_read: u64,
     /// Hash of the last complete line (with its `\n`), for append detection.
@@ -522,11 +523,6 @@ pub struct Pass {
 
 impl Pass {
     /// State including a trailing unterminated line (what the listing shows).
-    pub fn full(&self) -> &Acc {
-        self.full.as_ref().unwrap_or(&self.committed)
-    }
-
-    /// [`Pass::full`], by value.
     pub fn into_full(self) -> Acc {
         self.full.unwrap_or(self.committed)
     }
