@@ -244,6 +244,15 @@ fn find_known(
     }
 }
 
+/// The members of the object that is the value of top-level member `parent`.
+fn members_of(inner: Vec<(u32, Member)>, parent: usize) -> Vec<Member> {
+    inner
+        .into_iter()
+        .filter(|(p, _)| *p as usize == parent)
+        .map(|(_, m)| m)
+        .collect()
+}
+
 fn span_of(span: (u32, u32)) -> Option<Range<usize>> {
     (span.1 > span.0).then_some(span.0 as usize..span.1 as usize)
 }
@@ -310,15 +319,11 @@ impl Entry {
         };
         // Members of `message` (the last `message` member, as JavaScript keeps).
         if fits {
-            let msg_at = k.top[slot_of(&TOP_KEYS, "message").expect("a known key")].0 as usize;
-            let msg_index = members.iter().rposition(|m| m.value.start == msg_at);
-            if let Some(i) = msg_index.filter(|_| span_of(k.top[4]).is_some()) {
-                let inner: Vec<Member> = scanned
-                    .inner
-                    .into_iter()
-                    .filter(|(p, _)| *p == i as u32)
-                    .map(|(_, m)| m)
-                    .collect();
+            let msg = span_of(k.top[slot_of(&TOP_KEYS, "message").expect("a known key")]);
+            let msg_index =
+                msg.and_then(|r| members.iter().rposition(|m| m.value.start == r.start));
+            if let Some(i) = msg_index {
+                let inner = members_of(scanned.inner, i);
                 find_known(
                     bytes,
                     &inner,
@@ -476,19 +481,11 @@ impl Entry {
             _ => {
                 let b = self.text.as_bytes();
                 let sc = self.rescan();
-                let (i, _) = sc
+                let i = sc
                     .members
                     .iter()
-                    .enumerate()
-                    .rev()
-                    .find(|(_, m)| key_is(&b[m.key.clone()], "message"))?;
-                let inner: Vec<Member> = sc
-                    .inner
-                    .into_iter()
-                    .filter(|(p, _)| *p == i as u32)
-                    .map(|(_, m)| m)
-                    .collect();
-                last(b, &inner, key)
+                    .rposition(|m| key_is(&b[m.key.clone()], "message"))?;
+                last(b, &members_of(sc.inner, i), key)
             }
         }
     }
