@@ -39,30 +39,9 @@ fn faults() -> String {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: phases FILE")?;
     if std::env::args().nth(2).as_deref() == Some("--rss") {
-        let file = std::fs::File::open(&path)?;
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        struct M(memmap2::Mmap);
-        impl AsRef<[u8]> for M {
-            fn as_ref(&self) -> &[u8] {
-                &self.0
-            }
-        }
-        impl sessiontree::entry::Buffer for M {
-            fn release(&self, r: std::ops::Range<usize>) {
-                let (s, e) = (r.start.div_ceil(4096) * 4096, r.end / 4096 * 4096);
-                if e > s {
-                    let _ = unsafe {
-                        self.0
-                            .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, s, e - s)
-                    };
-                }
-            }
-        }
-        let parsed =
-            sessiontree::parse::parse(std::sync::Arc::new(M(map))).map_err(|e| format!("{e:?}"))?;
+        let (backing, _) = sessiontree::session::read_or_map(std::path::Path::new(&path))?;
+        let parsed = sessiontree::parse::parse(backing).map_err(|e| format!("{e:?}"))?;
         println!("after parse: {}", rss());
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        println!("300 ms later: {}", rss());
         let tree = sessiontree::SessionTree::from_parsed(parsed);
         println!("after index: {}", rss());
         drop(tree);

@@ -75,8 +75,10 @@ pub fn load(path: &Path) -> Result<Loaded> {
     load_backing(path, backing, len)
 }
 
-/// The file's bytes: read when small, mapped when large.
-fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
+/// A session file's bytes as [`load`] gets them, for [`crate::parse::parse`]: read when
+/// small or older than version 3, mapped otherwise (scanned ranges are then given back to
+/// the kernel as the parse goes).
+pub fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
     let file = std::fs::File::open(path).map_err(io(path))?;
     let size = file.metadata().map_err(io(path))?.len();
     // Pi rewrites version 1 and 2 files in place when it opens them (truncating first), and
