@@ -183,42 +183,37 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
             None => std::env::current_dir()?.to_string_lossy().into_owned(),
         })
     };
-    let mut idx;
-    let mut v = if a.all {
-        let files = list::all_files_stat(&agent);
-        let scope = index::all_scope(&sessions_dir);
-        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
-        idx = i;
-        if let Some(c) = &a.cwd {
-            let r = dirs::resolve(c);
-            v.retain(|i| list::cwd_matches(&i.cwd, &r));
-        }
-        v
+    // Which files, in which index scope, and which cwd to keep.
+    let (files, folder, keep_cwd) = if a.all {
+        (list::all_files_stat(&agent), None, a.cwd.clone())
     } else if let Some(d) = &a.dir {
         let d = dirs::resolve(&d.to_string_lossy());
-        let files = list::with_stats(list::dir_files(&d));
-        let scope = index::folder_scope(&d);
-        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
-        idx = i;
-        if let Some(c) = &a.cwd {
-            let r = dirs::resolve(c);
-            v.retain(|i| list::cwd_matches(&i.cwd, &r));
-        }
-        v
+        (
+            list::with_stats(list::dir_files(&d)),
+            Some(d),
+            a.cwd.clone(),
+        )
     } else {
         let cwd = cwd_now()?;
         let sd = dirs::session_dir_override(a.session_dir.as_deref());
         let (dir, filter) = list::folder_for(&cwd, sd.as_deref());
-        let files = list::with_stats(list::dir_files(&dir));
-        let scope = index::folder_scope(&dir);
-        let (mut v, i) = listing(&files, &scope, opts, !a.no_index)?;
-        idx = i;
-        if filter {
-            let r = dirs::resolve(&cwd);
-            v.retain(|i| list::cwd_matches(&i.cwd, &r));
-        }
-        v
+        (
+            list::with_stats(list::dir_files(&dir)),
+            Some(dir),
+            filter.then_some(cwd),
+        )
     };
+    let all_scope = index::all_scope(&sessions_dir);
+    let folder_scope = folder.as_deref().map(index::folder_scope);
+    let scope: &dyn Fn(&Path) -> bool = match &folder_scope {
+        Some(f) => f,
+        None => &all_scope,
+    };
+    let (mut v, mut idx) = listing(&files, scope, opts, !a.no_index)?;
+    if let Some(c) = &keep_cwd {
+        let r = dirs::resolve(c);
+        v.retain(|i| list::cwd_matches(&i.cwd, &r));
+    }
     if let Some(s) = &a.since {
         let t = parse_date(s)?;
         v.retain(|i| i.modified_ms >= t);
