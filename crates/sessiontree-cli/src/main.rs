@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod archive;
 mod export;
 mod interrupted;
 mod ls;
@@ -204,6 +205,14 @@ enum Cmd {
     Resume(ls::ResumeArgs),
     /// Tokens and cost, by model, provider, day or session. Exit 1 when no usage.
     Stats(stats::StatsArgs),
+    /// Send sessions to the shared archive (PostgreSQL): new ones whole, grown ones' new bytes.
+    Push(archive::PushArgs),
+    /// Bring the archive's sessions here: new files, caught-up files, other machines' branches.
+    Pull(archive::PullArgs),
+    /// Push, then pull; with --watch, keep pushing every change.
+    Sync(archive::SyncArgs),
+    /// Let a PostgreSQL role's members read one of your archived sessions.
+    Share(archive::ShareArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -426,6 +435,10 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Search(a) => found(search::search(&mut out, a)?),
         Cmd::Resume(a) => found(ls::resume(&mut out, a)?),
         Cmd::Stats(a) => found(stats::stats(&mut out, a)?),
+        Cmd::Push(a) => archive::push_cmd(&mut out, a).map(|_| Outcome::Done)?,
+        Cmd::Pull(a) => archive::pull_cmd(&mut out, a).map(|_| Outcome::Done)?,
+        Cmd::Sync(a) => archive::sync_cmd(a).map(|_| Outcome::Done)?,
+        Cmd::Share(a) => archive::share_cmd(a).map(|_| Outcome::Done)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done

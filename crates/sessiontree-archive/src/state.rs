@@ -1,0 +1,146 @@
+//! What this agent dir knows about an archive, so that an unchanged file is not read again:
+//! per local file, the (device, inode, size, mtime) and hash it had when last compared with
+//! the archive, and per pulled version, how much of it is already in the local file.
+//!
+//! Only a cache: every decision is still checked against the archive (the hash must match
+//! the archive's), and deleting the file only costs one full read.
+
+use crate::Result;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileStamp {
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+        }
+    }
+}
+
+#[derive(Default, Debug)]
+pub struct State {
+    path: PathBuf,
+    /// local path -> (stamp, redaction key, hash of what was archived for it)
+    pub pushed: BTreeMap<String, (FileStamp, String, String)>,
+    /// version pk -> bytes of that version already in the local file
+    pub pulled: BTreeMap<i64, i64>,
+    dirty: bool,
+}
+
+pub fn state_file(agent_dir: &Path, archive_id: &str) -> PathBuf {
+    agent_dir
+        .join("sessiontree-archive")
+        .join(format!("{archive_id}.json"))
+}
+
+impl State {
+    pub fn load(agent_dir: &Path, archive_id: &str) -> State {
+        let path = state_file(agent_dir, archive_id);
+        let mut s = State {
+            path: path.clone(),
+            ..State::default()
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return s;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            return s;
+        };
+        if let Some(p) = v.get("pushed").and_then(|p| p.as_object()) {
+            for (k, e) in p {
+                let n = |i: usize| e.get(i).and_then(|x| x.as_str()).unwrap_or("").to_string();
+                let num = |i: usize| {
+                    e.get(i)
+                        .and_then(|x| x.as_str())
+                        .and_then(|x| x.parse().ok())
+                };
+                if let (Some(dev), Some(ino), Some(size), Some(mt)) =
+                    (num(0), num(1), num(2), num(3))
+                {
+                    let stamp = FileStamp {
+                        dev: dev as u64,
+                        ino: ino as u64,
+                        size: size as u64,
+                        mtime_ns: mt,
+                    };
+                    s.pushed.insert(k.clone(), (stamp, n(4), n(5)));
+                }
+            }
+        }
+        if let Some(p) = v.get("pulled").and_then(|p| p.as_object()) {
+            for (k, e) in p {
+                if let (Ok(k), Some(n)) = (k.parse(), e.as_i64()) {
+                    s.pulled.insert(k, n);
+                }
+            }
+        }
+        s
+    }
+
+    pub fn set_pushed(&mut self, path: &Path, stamp: FileStamp, redaction: &str, hash: &str) {
+        let v = (stamp, redaction.to_string(), hash.to_string());
+        let k = path.to_string_lossy().into_owned();
+        if self.pushed.get(&k) != Some(&v) {
+            self.pushed.insert(k, v);
+            self.dirty = true;
+        }
+    }
+
+    pub fn pushed(&self, path: &Path) -> Option<&(FileStamp, String, String)> {
+        self.pushed.get(path.to_string_lossy().as_ref())
+    }
+
+    pub fn set_pulled(&mut self, version: i64, len: i64) {
+        if self.pulled.insert(version, len) != Some(len) {
+            self.dirty = true;
+        }
+    }
+
+    /// Writes the state (atomically) if it changed.
+    pub fn save(&mut self) -> Result<()> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let pushed: serde_json::Map<String, serde_json::Value> = self
+            .pushed
+            .iter()
+            .map(|(k, (st, r, h))| {
+                (
+                    k.clone(),
+                    serde_json::json!([
+                        st.dev.to_string(),
+                        st.ino.to_string(),
+                        st.size.to_string(),
+                        st.mtime_ns.to_string(),
+                        r,
+                        h
+                    ]),
+                )
+            })
+            .collect();
+        let pulled: serde_json::Map<String, serde_json::Value> = self
+            .pulled
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
+            .collect();
+        let text = serde_json::json!({"pushed": pushed, "pulled": pulled}).to_string();
+        if let Some(d) = self.path.parent() {
+            std::fs::create_dir_all(d).map_err(crate::io_err(d))?;
+        }
+        sessiontree::store::atomic_replace(&self.path, &[text.as_bytes()])?;
+        self.dirty = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,813 @@
+//! The archive against a real PostgreSQL server started by the test (see common/mod.rs).
+
+mod common;
+
+use common::{Cluster, PASSWORD};
+use sessiontree_archive::pull::{pull, PullOptions};
+use sessiontree_archive::push::{push, PushOptions};
+use sessiontree_archive::{query, Archive};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn hex8(&mut self) -> String {
+        format!("{:08x}", self.next() as u32)
+    }
+}
+
+const WORDS: &[&str] = &[
+    "orbit",
+    "drift",
+    "euler",
+    "fn step(s: &mut State)",
+    "日本語のテキスト",
+    "ünïcödé",
+    "\\\"quoted\\\"",
+    "energy",
+    "integrator",
+    "token=sk-live-123456",
+    "regression",
+];
+
+/// A session file in Pi's layout under `agent/sessions`, `n` entries; `extra` lines are
+/// inserted after the third entry (e.g. a malformed line); `torn` ends the file mid-line.
+fn write_session(
+    agent: &Path,
+    cwd: &str,
+    n: usize,
+    seed: u64,
+    extra: &[&str],
+    torn: bool,
+) -> PathBuf {
+    let mut r = Rng(seed * 2654435761 + 1);
+    let id = uuid::Uuid::from_u128(
+        ((seed as u128) << 64) | 0x7000_8000_0000_0000u128 | r.next() as u128,
+    );
+    let folder = agent
+        .join("sessions")
+        .join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
+    std::fs::create_dir_all(&folder).unwrap();
+    let path = folder.join(format!(
+        "2025-03-0{}T10-00-00-000Z_{id}.jsonl",
+        seed % 9 + 1
+    ));
+    let mut s = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-03-01T10:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
+    );
+    let mut parent: Option<String> = None;
+    for i in 0..n {
+        let eid = r.hex8();
+        let p = parent
+            .as_ref()
+            .map(|p| format!("\"{p}\""))
+            .unwrap_or("null".into());
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let text: Vec<&str> = (0..6)
+            .map(|_| WORDS[(r.next() % WORDS.len() as u64) as usize])
+            .collect();
+        let text = format!("{} #{seed}-{i}", text.join(" "));
+        let msg = if role == "user" {
+            format!(
+                "{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":{}}}",
+                1740823200000u64 + i as u64
+            )
+        } else {
+            format!("{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"api\":\"x\",\"provider\":\"p\",\"model\":\"m\",\"usage\":{{\"input\":1,\"output\":2,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":3,\"cost\":{{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0}}}},\"stopReason\":\"stop\",\"timestamp\":{}}}", 1740823200000u64 + i as u64)
+        };
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{p},\"timestamp\":\"2025-03-01T10:00:{:02}.000Z\",\"message\":{msg}}}\n",
+            i % 60
+        ));
+        if i == 2 {
+            for e in extra {
+                s.push_str(e);
+                s.push('\n');
+            }
+        }
+        parent = Some(eid);
+    }
+    if torn {
+        s.push_str("{\"type\":\"message\",\"id\":\"deadbeef\",\"parentId\":nu");
+    }
+    std::fs::write(&path, s).unwrap();
+    path
+}
+
+fn opts(agent: &Path) -> PushOptions {
+    PushOptions {
+        agent_dir: agent.to_path_buf(),
+        paths: vec![],
+        machine_name: None,
+        redact: vec![],
+    }
+}
+
+fn pull_opts(agent: &Path) -> PullOptions {
+    PullOptions {
+        agent_dir: agent.to_path_buf(),
+        session_dir: None,
+        sessions: vec![],
+    }
+}
+
+/// Every `sessions/*/*.jsonl` under an agent dir, by relative path, with its bytes.
+fn files(agent: &Path) -> Vec<(String, Vec<u8>)> {
+    let base = agent.join("sessions");
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            let p = f.path();
+            if p.extension().is_some_and(|e| e == "jsonl") {
+                let rel = p
+                    .strip_prefix(&base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Stored versions are whole: chunks without gaps or overlaps add up to the length.
+fn assert_archive_consistent(c: &Cluster) {
+    let bad = c
+        .psql(
+            "postgres",
+            "archive",
+            "SELECT v.pk FROM sessiontree.versions v
+             WHERE v.length <> (SELECT coalesce(sum(length(data)), 0) FROM sessiontree.chunks WHERE version_pk = v.pk)
+                OR EXISTS (SELECT 1 FROM (SELECT off, lead(off) OVER (ORDER BY off) AS nxt, length(data) AS n
+                                          FROM sessiontree.chunks WHERE version_pk = v.pk) x
+                           WHERE x.nxt IS NOT NULL AND x.nxt <> x.off + x.n)",
+        )
+        .unwrap();
+    assert_eq!(bad, "", "versions whose chunks do not add up");
+}
+
+fn count(c: &Cluster, user: &str, sql: &str) -> i64 {
+    c.psql(user, "archive", sql).unwrap().parse().unwrap()
+}
+
+#[test]
+fn two_machines_push_then_a_third_pulls_byte_identical() {
+    let Some(c) = Cluster::start("two_machines_push_then_a_third_pulls_byte_identical") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let (a, b, third) = (t.path().join("a"), t.path().join("b"), t.path().join("c"));
+    for i in 0..4 {
+        write_session(&a, "/work/alpha", 6 + i, i as u64, &[], false);
+    }
+    // Lines sessiontree cannot parse, a torn tail, CRLF and a BOM-less odd line survive.
+    write_session(
+        &a,
+        "/work/alpha",
+        8,
+        10,
+        &["{not json", "", "42", "{\"type\":\"message\"\r"],
+        false,
+    );
+    write_session(&a, "/work/beta", 5, 11, &[], true);
+    for i in 0..3 {
+        write_session(&b, "/work/gamma", 4 + i, 20 + i as u64, &[], false);
+    }
+
+    let mut ar = Archive::open(&url).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.files, r.created, r.skipped.len()), (6, 6, 0), "{r:?}");
+    let r = push(&mut ar, &opts(&b)).unwrap();
+    assert_eq!(r.created, 3);
+    let chunks = count(&c, "alice", "SELECT count(*) FROM sessiontree.chunks");
+    let bytes = count(
+        &c,
+        "alice",
+        "SELECT sum(length(data)) FROM sessiontree.chunks",
+    );
+
+    // Twice adds nothing.
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.unchanged, r.bytes_sent), (6, 0), "{r:?}");
+    // Without the local state, the file is read and still found unchanged.
+    std::fs::remove_dir_all(a.join("sessiontree-archive")).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.unchanged, r.bytes_sent), (6, 0), "{r:?}");
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.chunks"),
+        chunks
+    );
+
+    // A grown file sends only its new bytes.
+    let grown = files(&a)[0].0.clone();
+    let line = "{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"abcdef01\",\"parentId\":null,\"timestamp\":\"2025-03-01T11:00:00.000Z\"}\n";
+    let gp = a.join("sessions").join(&grown);
+    let mut content = std::fs::read(&gp).unwrap();
+    content.extend_from_slice(line.as_bytes());
+    std::fs::write(&gp, &content).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.appended, r.bytes_sent), (1, line.len() as u64), "{r:?}");
+    assert_eq!(
+        count(
+            &c,
+            "alice",
+            "SELECT sum(length(data)) FROM sessiontree.chunks"
+        ),
+        bytes + line.len() as i64
+    );
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.versions"),
+        9
+    );
+
+    // A third machine pulls everything, byte for byte.
+    let r = pull(&mut ar, &pull_opts(&third)).unwrap();
+    assert_eq!((r.created.len(), r.skipped.len()), (9, 0), "{r:?}");
+    let mut want = files(&a);
+    want.extend(files(&b));
+    want.sort();
+    assert_eq!(files(&third), want);
+    let r = pull(&mut ar, &pull_opts(&third)).unwrap();
+    assert!(r.created.is_empty() && r.bytes_written == 0, "{r:?}");
+
+    // --session-dir puts them in one folder.
+    let flat = t.path().join("flat");
+    let mut po = pull_opts(&t.path().join("d"));
+    po.session_dir = Some(flat.clone());
+    pull(&mut ar, &po).unwrap();
+    assert_eq!(std::fs::read_dir(&flat).unwrap().count(), 9);
+    assert_archive_consistent(&c);
+
+    // The machines have names and stable ids.
+    let ida = std::fs::read_to_string(a.join("sessiontree-machine.json")).unwrap();
+    push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(
+        ida,
+        std::fs::read_to_string(a.join("sessiontree-machine.json")).unwrap()
+    );
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.machines"),
+        4
+    );
+}
+
+#[test]
+fn a_rewritten_file_becomes_a_new_version() {
+    let Some(c) = Cluster::start("a_rewritten_file_becomes_a_new_version") else {
+        return;
+    };
+    c.setup_roles();
+    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let p = write_session(&a, "/w", 6, 1, &["{broken"], false);
+    let old = std::fs::read(&p).unwrap();
+    push(&mut ar, &opts(&a)).unwrap();
+    // What `repair` does: the malformed line goes, the file is replaced and then grows.
+    let text = String::from_utf8(old.clone())
+        .unwrap()
+        .replace("{broken\n", "");
+    let new = format!("{text}{}", "{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"abcdef01\",\"parentId\":null,\"timestamp\":\"2025-03-01T11:00:00.000Z\"}\n");
+    assert!(new.len() > old.len());
+    sessiontree::store::atomic_replace(&p, &[new.as_bytes()]).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.new_versions, r.appended), (1, 0), "{r:?}");
+    let versions = c
+        .psql(
+            "alice",
+            "archive",
+            "SELECT seq || ':' || length FROM sessiontree.versions ORDER BY seq",
+        )
+        .unwrap();
+    assert_eq!(versions, format!("1:{}\n2:{}", old.len(), new.len()));
+    // The old version is kept whole; a pull brings the new one.
+    let third = t.path().join("c");
+    pull(&mut ar, &pull_opts(&third)).unwrap();
+    assert_eq!(files(&third)[0].1, new.as_bytes());
+    assert_archive_consistent(&c);
+}
+
+#[test]
+fn redacted_push_keeps_secrets_home_and_says_so() {
+    let Some(c) = Cluster::start("redacted_push_keeps_secrets_home_and_says_so") else {
+        return;
+    };
+    c.setup_roles();
+    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    for i in 0..3 {
+        write_session(&a, "/w", 12, i, &[], false);
+    }
+    let mut o = opts(&a);
+    o.redact = vec![regex::bytes::Regex::new("sk-live-[0-9]+").unwrap()];
+    push(&mut ar, &o).unwrap();
+    assert_eq!(
+        count(
+            &c,
+            "postgres",
+            "SELECT count(*) FROM sessiontree.chunks WHERE position('sk-live'::bytea in data) > 0"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &c,
+            "postgres",
+            "SELECT count(*) FROM sessiontree.versions WHERE redaction IS NULL"
+        ),
+        0
+    );
+    let r = push(&mut ar, &o).unwrap();
+    assert_eq!(r.bytes_sent, 0, "{r:?}");
+    let third = t.path().join("c");
+    pull(&mut ar, &pull_opts(&third)).unwrap();
+    for (_, b) in files(&third) {
+        let s = String::from_utf8(b).unwrap();
+        assert!(!s.contains("sk-live") && s.contains("[REDACTED]"));
+        for l in s.lines() {
+            serde_json::from_str::<serde_json::Value>(l).unwrap();
+        }
+    }
+}
+
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop")
+}
+
+/// Pi 1.6.0 (interop/) present? Skips visibly, or fails when required.
+fn pi_available() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && interop_dir()
+            .join("node_modules/pi16/dist/core/session-manager.js")
+            .exists();
+    if !ok {
+        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("the Pi checks need node and interop/node_modules (cd interop && npm ci)");
+        }
+        eprintln!("SKIPPED (Pi checks): need node and interop/node_modules (cd interop && npm ci)");
+    }
+    ok
+}
+
+/// What Pi 1.6.0 sees in a file: the oracle's dump.
+fn pi_dump(file: &Path) -> serde_json::Value {
+    let o = Command::new("node")
+        .current_dir(interop_dir())
+        .args(["oracle.mjs", "dump", file.to_str().unwrap(), "--no-llm"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["results"][0].clone()
+}
+
+fn default_context(dump: &serde_json::Value) -> serde_json::Value {
+    dump["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "default")
+        .unwrap()["context"]
+        .clone()
+}
+
+fn our_context(path: &Path) -> (String, Option<String>) {
+    let l = sessiontree::load(path).unwrap();
+    let ctx = sessiontree::build_context(&l.tree, sessiontree::LeafArg::Default).to_json();
+    (ctx, l.tree.leaf_id().map(str::to_string))
+}
+
+fn ids(path: &Path) -> Vec<String> {
+    let l = sessiontree::load(path).unwrap();
+    l.tree
+        .entries()
+        .iter()
+        .filter_map(|e| e.id().map(str::to_string))
+        .collect()
+}
+
+fn say(path: &Path, text: &str) -> String {
+    let mut s = sessiontree::Session::open(path, sessiontree::WriteOptions::default()).unwrap();
+    let u = s
+        .append_message(
+            &sessiontree::Json::parse(&format!(
+                "{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":1740900000000}}"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    s.append_message(&sessiontree::Json::parse(&format!(
+        "{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"re: {text}\"}}],\"api\":\"x\",\"provider\":\"p\",\"model\":\"m2\",\"usage\":{{\"input\":1,\"output\":1,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":2,\"cost\":{{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0}}}},\"stopReason\":\"stop\",\"timestamp\":1740900000001}}"
+    )).unwrap())
+    .unwrap();
+    u
+}
+
+#[test]
+fn diverged_session_keeps_both_branches_and_the_leaf() {
+    let Some(c) = Cluster::start("diverged_session_keeps_both_branches_and_the_leaf") else {
+        return;
+    };
+    c.setup_roles();
+    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let mut oa = opts(&a);
+    oa.machine_name = Some("laptop".into());
+    let mut ob = opts(&b);
+    ob.machine_name = Some("desk".into());
+    let pa = write_session(&a, "/w", 6, 7, &[], false);
+    push(&mut ar, &oa).unwrap();
+    let r = pull(&mut ar, &pull_opts(&b)).unwrap();
+    assert_eq!(r.created.len(), 1);
+    let pb = r.created[0].clone();
+    assert_eq!(std::fs::read(&pa).unwrap(), std::fs::read(&pb).unwrap());
+
+    // Both machines go on with the session.
+    say(&pa, "mine on the laptop");
+    let theirs = say(&pb, "theirs on the desk");
+    say(&pb, "more from the desk");
+    push(&mut ar, &oa).unwrap();
+    push(&mut ar, &ob).unwrap();
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.copies"),
+        2
+    );
+
+    let before = std::fs::read(&pa).unwrap();
+    let (ctx_before, leaf_before) = our_context(&pa);
+    let snapshot = t.path().join("before.jsonl");
+    std::fs::write(&snapshot, &before).unwrap();
+
+    let r = pull(&mut ar, &pull_opts(&a)).unwrap();
+    assert_eq!(r.branched, vec![(pa.clone(), 4)], "{r:?}");
+    let after = std::fs::read(&pa).unwrap();
+    assert!(after.starts_with(&before), "pull only appends");
+    let (ctx_after, leaf_after) = our_context(&pa);
+    assert_eq!(
+        ctx_after, ctx_before,
+        "the context at the leaf is unchanged"
+    );
+    let l = sessiontree::load(&pa).unwrap();
+    let leaf = l.tree.get_entry(leaf_after.as_deref().unwrap()).unwrap();
+    assert_eq!(leaf.entry_type, sessiontree::EntryType::Label);
+    assert_eq!(
+        leaf.parent.walk_id(),
+        leaf_before.as_deref(),
+        "the marker hangs under the old leaf"
+    );
+    let b_ids = ids(&pb);
+    let a_ids = ids(&pa);
+    assert!(
+        b_ids.iter().all(|i| a_ids.contains(i)),
+        "every entry of the desk's copy is here"
+    );
+    let tip = b_ids.last().unwrap();
+    assert_eq!(
+        l.tree.get_label(tip).map(|x| x.label.as_str()),
+        Some("\"pulled from desk\"")
+    );
+    assert!(a_ids.contains(&theirs));
+
+    if pi_available() {
+        let pb4 = pi_dump(&snapshot);
+        let pa4 = pi_dump(&pa);
+        assert_eq!(pa4["error"], serde_json::Value::Null);
+        assert_eq!(
+            default_context(&pa4),
+            default_context(&pb4),
+            "Pi sees the same context"
+        );
+        let pi_ids: Vec<&str> = pa4["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["id"].as_str())
+            .collect();
+        assert!(
+            b_ids.iter().all(|i| pi_ids.contains(&i.as_str())),
+            "Pi has the new branch"
+        );
+        assert_eq!(pa4["labels"][tip]["label"], "pulled from desk");
+        // ...in its tree: the desk's first entry is a child of the shared entry.
+        let parent_of_theirs = l
+            .tree
+            .get_entry(&theirs)
+            .unwrap()
+            .parent
+            .walk_id()
+            .unwrap()
+            .to_string();
+        let kids: Vec<&str> = pa4["children"][&parent_of_theirs]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x.as_str())
+            .collect();
+        assert!(
+            kids.contains(&theirs.as_str()) && kids.len() == 2,
+            "{kids:?}"
+        );
+    }
+
+    // The other way: the desk gets the laptop's entries, not the laptop's marker.
+    push(&mut ar, &oa).unwrap();
+    let (ctx_b, _) = our_context(&pb);
+    let r = pull(&mut ar, &pull_opts(&b)).unwrap();
+    assert_eq!(r.branched, vec![(pb.clone(), 2)], "{r:?}");
+    assert_eq!(our_context(&pb).0, ctx_b);
+    let marker_a = leaf_after.unwrap();
+    assert!(!ids(&pb).contains(&marker_a));
+    // And then it is quiet: syncing back and forth adds nothing.
+    push(&mut ar, &ob).unwrap();
+    let (na, nb) = (
+        std::fs::read(&pa).unwrap().len(),
+        std::fs::read(&pb).unwrap().len(),
+    );
+    for _ in 0..2 {
+        pull(&mut ar, &pull_opts(&a)).unwrap();
+        push(&mut ar, &oa).unwrap();
+        pull(&mut ar, &pull_opts(&b)).unwrap();
+        push(&mut ar, &ob).unwrap();
+    }
+    assert_eq!(std::fs::read(&pa).unwrap().len(), na);
+    assert_eq!(std::fs::read(&pb).unwrap().len(), nb);
+    // A pull skips a session whose writer lock is held.
+    say(&pb, "one more on the desk");
+    push(&mut ar, &ob).unwrap();
+    let held = sessiontree::store::WriterLock::acquire(&pa, None).unwrap();
+    let r = pull(&mut ar, &pull_opts(&a)).unwrap();
+    assert_eq!(r.skipped.len(), 1, "{r:?}");
+    assert!(r.skipped[0].1.contains("lock"), "{r:?}");
+    assert_eq!(std::fs::read(&pa).unwrap().len(), na);
+    drop(held);
+    let r = pull(&mut ar, &pull_opts(&a)).unwrap();
+    assert_eq!(r.branched.len(), 1, "{r:?}");
+}
+
+#[test]
+fn row_level_security_keeps_other_roles_out() {
+    let Some(c) = Cluster::start("row_level_security_keeps_other_roles_out") else {
+        return;
+    };
+    c.setup_roles();
+    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let shared = write_session(&a, "/w", 8, 1, &[], false);
+    write_session(&a, "/w", 8, 2, &[], false);
+    push(&mut alice, &opts(&a)).unwrap();
+    let tables = [
+        "sessions", "copies", "versions", "chunks", "texts", "machines", "shares",
+    ];
+    for tb in tables {
+        assert_eq!(
+            count(&c, "bob", &format!("SELECT count(*) FROM sessiontree.{tb}")),
+            0,
+            "{tb}"
+        );
+    }
+    assert!(count(&c, "alice", "SELECT count(*) FROM sessiontree.texts") > 0);
+    // bob can neither change alice's rows nor forge his way in.
+    c.psql("bob", "archive", "UPDATE sessiontree.chunks SET data = 'x'")
+        .unwrap();
+    c.psql("bob", "archive", "DELETE FROM sessiontree.sessions")
+        .unwrap();
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.sessions"),
+        2
+    );
+    assert_eq!(
+        count(
+            &c,
+            "alice",
+            "SELECT count(*) FROM sessiontree.chunks WHERE data = 'x'"
+        ),
+        0
+    );
+    let e = c
+        .psql(
+            "bob",
+            "archive",
+            "INSERT INTO sessiontree.sessions (owner, session_id) VALUES ('alice', 'x')",
+        )
+        .unwrap_err();
+    assert!(e.contains("row-level security"), "{e}");
+    let pk = c
+        .psql(
+            "alice",
+            "archive",
+            "SELECT min(pk) FROM sessiontree.sessions",
+        )
+        .unwrap();
+    let e = c
+        .psql(
+            "bob",
+            "archive",
+            &format!("INSERT INTO sessiontree.shares (session_pk, grantee) VALUES ({pk}, 'bob')"),
+        )
+        .unwrap_err();
+    assert!(e.contains("owner"), "{e}");
+    assert_eq!(
+        count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
+        0
+    );
+
+    // Shared with a team bob is not in: still nothing. In the team: that one session.
+    let sid = sessiontree::folder::read_header(&shared).unwrap().id;
+    query::share(&mut alice, &sid, "team").unwrap();
+    assert_eq!(
+        count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
+        0
+    );
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    assert_eq!(
+        count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
+        1
+    );
+    assert_eq!(
+        c.psql(
+            "bob",
+            "archive",
+            "SELECT session_id FROM sessiontree.sessions"
+        )
+        .unwrap(),
+        sid
+    );
+    assert!(count(&c, "bob", "SELECT count(*) FROM sessiontree.chunks") > 0);
+    assert_eq!(
+        count(
+            &c,
+            "bob",
+            "SELECT count(DISTINCT session_pk) FROM sessiontree.texts"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&c, "bob", "SELECT count(*) FROM sessiontree.machines"),
+        1
+    );
+
+    // bob, as himself over TCP with TLS and a password, pulls what he may read.
+    let mut bob = Archive::open(&format!(
+        "postgresql://bob:{PASSWORD}@127.0.0.1:{}/archive?sslmode=require",
+        c.port
+    ))
+    .unwrap();
+    assert_eq!(bob.role, "bob");
+    let bd = t.path().join("bob");
+    let r = pull(&mut bob, &pull_opts(&bd)).unwrap();
+    assert_eq!(r.created.len(), 1);
+    assert_eq!(
+        std::fs::read(&r.created[0]).unwrap(),
+        std::fs::read(&shared).unwrap()
+    );
+    let hits = query::search(&mut bob, "integrator", 50).unwrap();
+    assert!(hits
+        .iter()
+        .all(|h| h.session_id == sid && h.owner == "alice"));
+    assert!(!hits.is_empty());
+    // bob's own sessions (his new one, and his copy of the shared one) stay his.
+    write_session(&bd, "/b", 3, 9, &[], false);
+    push(&mut bob, &opts(&bd)).unwrap();
+    assert_eq!(
+        count(
+            &c,
+            "alice",
+            "SELECT count(*) FROM sessiontree.sessions WHERE owner = 'bob'"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &c,
+            "bob",
+            "SELECT count(*) FROM sessiontree.sessions WHERE owner = 'bob'"
+        ),
+        2
+    );
+    assert_eq!(
+        count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
+        3
+    );
+    // Taken back.
+    assert!(query::unshare(&mut alice, &sid, "team").unwrap());
+    assert_eq!(
+        count(
+            &c,
+            "bob",
+            "SELECT count(*) FROM sessiontree.sessions WHERE owner = 'alice'"
+        ),
+        0
+    );
+}
+
+#[test]
+fn passwords_come_from_the_environment_or_the_password_file() {
+    let Some(c) = Cluster::start("passwords_come_from_the_environment_or_the_password_file") else {
+        return;
+    };
+    c.setup_roles();
+    let t = tempfile::tempdir().unwrap();
+    let url = c.tcp_url("alice", "archive", "?sslmode=require");
+    std::env::remove_var("PGPASSWORD");
+    std::env::set_var("PGPASSFILE", t.path().join("none"));
+    let e = Archive::open(&url)
+        .err()
+        .expect("no password, no connection");
+    assert!(e.to_string().contains("password"), "{e}");
+    std::env::set_var("PGPASSWORD", PASSWORD);
+    let mut ar = Archive::open(&url).unwrap();
+    let ssl = ar
+        .client
+        .query_one(
+            "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get::<_, bool>(0);
+    assert!(ssl, "sslmode=require gives TLS");
+    std::env::remove_var("PGPASSWORD");
+    let pass = t.path().join("pgpass");
+    std::fs::write(
+        &pass,
+        format!(
+            "# comment\nother:*:*:*:nope\n127.0.0.1:{}:archive:alice:{PASSWORD}\n",
+            c.port
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::env::set_var("PGPASSFILE", &pass);
+    Archive::open(&url).unwrap();
+    // The server's certificate checked, host name included.
+    let crt = c.data().join("server.crt");
+    let full = format!(
+        "postgresql://alice@localhost:{}/archive?sslmode=verify-full&sslrootcert={}",
+        c.port,
+        crt.display()
+    );
+    std::fs::write(&pass, format!("*:{}:archive:alice:{PASSWORD}\n", c.port)).unwrap();
+    Archive::open(&full).unwrap();
+    // A password file others can read is ignored, as libpq does.
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(Archive::open(&url).is_err());
+    std::env::remove_var("PGPASSFILE");
+}
+
+#[test]
+fn server_restarted_mid_push_then_push_converges() {
+    let Some(c) = Cluster::start("server_restarted_mid_push_then_push_converges") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    for i in 0..60 {
+        write_session(&a, &format!("/w{}", i % 3), 1500, i, &[], false);
+    }
+    Archive::open(&url).unwrap();
+    let a2 = a.clone();
+    let u2 = url.clone();
+    let h = std::thread::spawn(move || {
+        let mut ar = Archive::open(&u2).unwrap();
+        push(&mut ar, &opts(&a2))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    c.stop_server("fast");
+    c.start_server();
+    let first = h.join().unwrap();
+    assert!(
+        first.is_err(),
+        "the restart should have cut the push short: {first:?}"
+    );
+    let mut ar = Archive::open(&url).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert!(r.created > 0 && r.skipped.is_empty(), "{r:?}");
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.unchanged, r.bytes_sent), (60, 0));
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.versions"),
+        60
+    );
+    assert_archive_consistent(&c);
+    let third = t.path().join("c");
+    pull(&mut ar, &pull_opts(&third)).unwrap();
+    assert_eq!(files(&third), files(&a));
+}

@@ -1,0 +1,320 @@
+//! `push`, `pull`, `sync`, `share`, and `--archive` for the read commands: sessions in a
+//! shared PostgreSQL archive (crate `sessiontree-archive`).
+
+use crate::out::Out;
+use anyhow::{Context as _, Result};
+use sessiontree::dirs;
+use sessiontree_archive::conn::archive_url;
+use sessiontree_archive::pull::{pull, PullOptions, PullReport};
+use sessiontree_archive::push::{push, PushOptions, PushReport};
+use sessiontree_archive::{query, Archive};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// The archive to use: a libpq URL or `key=value` string. Passwords come from the URL,
+/// PGPASSWORD or the password file (PGPASSFILE, ~/.pgpass), never from a flag of their own.
+#[derive(clap::Args, Clone)]
+pub struct ArchiveArg {
+    /// PostgreSQL connection URL or string (default: $SESSIONTREE_ARCHIVE).
+    #[arg(long, value_name = "URL")]
+    archive: Option<String>,
+}
+
+impl ArchiveArg {
+    fn open(&self) -> Result<Archive> {
+        let url = archive_url(self.archive.as_deref())?;
+        Ok(Archive::open(&url)?)
+    }
+}
+
+#[derive(clap::Args)]
+pub struct PushArgs {
+    /// Session files or folders (default: every session under the agent dir).
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    archive: ArchiveArg,
+    /// Name (or rename) this machine in the archive (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    machine: Option<String>,
+    /// Replace matches of this regex with [REDACTED] before upload (repeatable). The
+    /// archived copy is then marked redacted and is not byte-identical to the file.
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct PullArgs {
+    /// Only this session (repeatable).
+    #[arg(long = "session", value_name = "ID")]
+    sessions: Vec<String>,
+    #[command(flatten)]
+    archive: ArchiveArg,
+    /// Put pulled sessions in this folder (default: Pi's per-cwd folders under the agent
+    /// dir; also $PI_CODING_AGENT_SESSION_DIR).
+    #[arg(long, value_name = "DIR")]
+    session_dir: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct SyncArgs {
+    #[command(flatten)]
+    archive: ArchiveArg,
+    /// Keep watching the session folders and push every change (until interrupted).
+    #[arg(long)]
+    watch: bool,
+    #[arg(long, value_name = "NAME")]
+    machine: Option<String>,
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ShareArgs {
+    /// The session id.
+    id: String,
+    /// The PostgreSQL role whose members may read it.
+    #[arg(long = "with", value_name = "ROLE")]
+    with: String,
+    /// Take the share back instead.
+    #[arg(long)]
+    revoke: bool,
+    #[command(flatten)]
+    archive: ArchiveArg,
+}
+
+fn regexes(v: &[String]) -> Result<Vec<regex::bytes::Regex>> {
+    v.iter()
+        .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--redact {r:?}")))
+        .collect()
+}
+
+fn print_push(out: &mut Out, r: &PushReport, json: bool) -> Result<()> {
+    if json {
+        return out.line(&r.to_json().to_string());
+    }
+    out.line(&format!(
+        "pushed {} files: {} new, {} grown, {} rewritten (new version), {} unchanged; {} bytes sent",
+        r.files, r.created, r.appended, r.new_versions, r.unchanged, r.bytes_sent
+    ))?;
+    for (p, why) in &r.skipped {
+        eprintln!("sessiontree: skipped {}: {why}", p.display());
+    }
+    Ok(())
+}
+
+fn print_pull(out: &mut Out, r: &PullReport, json: bool) -> Result<()> {
+    if json {
+        return out.line(&r.to_json().to_string());
+    }
+    for p in &r.created {
+        out.line(&format!("new        {}", p.display()))?;
+    }
+    for p in &r.fast_forwarded {
+        out.line(&format!("caught up  {}", p.display()))?;
+    }
+    for (p, n) in &r.branched {
+        out.line(&format!(
+            "branch     {} (+{n} entries, leaf kept)",
+            p.display()
+        ))?;
+    }
+    out.line(&format!(
+        "pulled {} sessions: {} new, {} caught up, {} with new branches, {} up to date",
+        r.sessions,
+        r.created.len(),
+        r.fast_forwarded.len(),
+        r.branched.len(),
+        r.up_to_date
+    ))?;
+    for (id, why) in &r.skipped {
+        eprintln!("sessiontree: skipped session {id}: {why}");
+    }
+    Ok(())
+}
+
+pub fn push_cmd(out: &mut Out, a: PushArgs) -> Result<()> {
+    let mut ar = a.archive.open()?;
+    let r = push(
+        &mut ar,
+        &PushOptions {
+            agent_dir: dirs::agent_dir(),
+            paths: a.paths,
+            machine_name: a.machine,
+            redact: regexes(&a.redact)?,
+        },
+    )?;
+    print_push(out, &r, a.json)
+}
+
+pub fn pull_cmd(out: &mut Out, a: PullArgs) -> Result<()> {
+    let mut ar = a.archive.open()?;
+    let r = pull(
+        &mut ar,
+        &PullOptions {
+            agent_dir: dirs::agent_dir(),
+            session_dir: dirs::session_dir_override(a.session_dir.as_deref()),
+            sessions: a.sessions,
+        },
+    )?;
+    print_pull(out, &r, a.json)
+}
+
+pub fn sync_cmd(a: SyncArgs) -> Result<()> {
+    // Its own output, flushed before watching (the watch never returns to flush it).
+    let mut o = Out::new();
+    let out = &mut o;
+    let opts = PushOptions {
+        agent_dir: dirs::agent_dir(),
+        paths: vec![],
+        machine_name: a.machine,
+        redact: regexes(&a.redact)?,
+    };
+    let url = archive_url(a.archive.archive.as_deref())?;
+    let mut ar = Archive::open(&url)?;
+    let r = push(&mut ar, &opts)?;
+    print_push(out, &r, a.json)?;
+    let r = pull(
+        &mut ar,
+        &PullOptions {
+            agent_dir: opts.agent_dir.clone(),
+            session_dir: None,
+            sessions: vec![],
+        },
+    )?;
+    print_pull(out, &r, a.json)?;
+    if !a.watch {
+        return o.finish();
+    }
+    drop(ar);
+    o.finish()?;
+    let stop = AtomicBool::new(false);
+    let json = a.json;
+    sessiontree_archive::watch::watch(&url, &opts, &stop, |ev| match ev {
+        sessiontree_archive::watch::Event::Pushed(r) => {
+            let mut o = Out::new();
+            let _ = print_push(&mut o, &r, json);
+            let _ = o.finish();
+        }
+        sessiontree_archive::watch::Event::Trouble(m) => {
+            eprintln!("sessiontree: {m} (retrying)");
+        }
+    })?;
+    Ok(())
+}
+
+pub fn share_cmd(a: ShareArgs) -> Result<()> {
+    let mut ar = a.archive.open()?;
+    if a.revoke {
+        if !query::unshare(&mut ar, &a.id, &a.with)? {
+            anyhow::bail!("session {} was not shared with {}", a.id, a.with);
+        }
+    } else {
+        query::share(&mut ar, &a.id, &a.with)?;
+    }
+    Ok(())
+}
+
+/// `ls --archive`: every visible copy, newest first, Pi's SessionInfo plus where it is.
+pub fn ls(out: &mut Out, url: Option<&str>, json: bool, limit: Option<usize>) -> Result<bool> {
+    let mut ar = Archive::open(&archive_url(url)?)?;
+    let mut all = query::list(&mut ar)?;
+    if let Some(n) = limit {
+        all.truncate(n);
+    }
+    for l in &all {
+        if json {
+            let mut v = l.info.clone();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("machine".into(), l.machine.clone().into());
+                o.insert("owner".into(), l.owner.clone().into());
+                o.insert("redacted".into(), l.redacted.into());
+            }
+            out.line(&v.to_string())?;
+        } else {
+            let s = |k: &str| {
+                l.info
+                    .get(k)
+                    .and_then(|x| x.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let first: String = s("firstMessage").chars().take(60).collect();
+            out.line(&format!(
+                "{}  {}  {}@{}  {}  {}",
+                s("modified"),
+                l.session_id,
+                l.owner,
+                l.machine,
+                s("cwd"),
+                first.replace('\n', " ")
+            ))?;
+        }
+    }
+    Ok(!all.is_empty())
+}
+
+/// `search --archive`: entries of every visible session, with machine and owner.
+pub fn search(out: &mut Out, url: Option<&str>, q: &str, limit: usize, json: bool) -> Result<bool> {
+    let mut ar = Archive::open(&archive_url(url)?)?;
+    let hits = query::search(&mut ar, q, limit)?;
+    for h in &hits {
+        if json {
+            out.line(
+                &serde_json::json!({
+                    "sessionId": h.session_id,
+                    "entryId": h.entry_id,
+                    "role": h.role,
+                    "timestamp": h.ts_ms,
+                    "owner": h.owner,
+                    "machines": h.machines,
+                    "text": h.text,
+                })
+                .to_string(),
+            )?;
+        } else {
+            let lower = h.text.to_lowercase();
+            let w = q.split_whitespace().next().unwrap_or("").to_lowercase();
+            let at = lower.find(&w).unwrap_or(0);
+            let mut start = at.saturating_sub(40);
+            while !h.text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (at + 80).min(h.text.len());
+            while !h.text.is_char_boundary(end) {
+                end += 1;
+            }
+            out.line(&format!(
+                "{} {} {} [{}@{}] {}",
+                h.session_id,
+                h.entry_id,
+                h.role,
+                h.owner,
+                h.machines.join(","),
+                h.text[start..end].replace('\n', " ")
+            ))?;
+        }
+    }
+    Ok(!hits.is_empty())
+}
+
+/// For `export ID --archive` and `stats ID --archive`: the session's most recently pushed
+/// copy in a private temporary file (kept until the process ends).
+pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
+    let mut ar = Archive::open(&archive_url(url)?)?;
+    let (c, bytes) = query::session_bytes(&mut ar, id)?;
+    let dir = std::env::temp_dir().join(format!("sessiontree-archive-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let name = std::path::Path::new(&c.rel_path)
+        .file_name()
+        .map(|n| n.to_owned())
+        .unwrap_or_else(|| format!("{id}.jsonl").into());
+    let p = dir.join(name);
+    std::fs::write(&p, bytes)?;
+    Ok(p)
+}
