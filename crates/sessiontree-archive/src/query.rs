@@ -96,6 +96,17 @@ pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
     Ok(out)
 }
 
+/// How the query is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Every word, anywhere in the entry's text, any case.
+    Words,
+    /// The query as one substring, any case.
+    Phrase,
+    /// A regular expression.
+    Regex,
+}
+
 /// A search hit: an entry of a visible session, with the machines that hold it.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -121,14 +132,43 @@ fn like_escape(s: &str) -> String {
 
 /// Words (all of them, case-insensitive) in entry texts: full text for words, trigrams for
 /// code and text without word boundaries (CJK). Latest versions only; one hit per entry.
-pub fn search(archive: &mut Archive, query: &str, limit: usize) -> Result<Vec<Hit>> {
-    let words: Vec<String> = query.split_whitespace().map(|w| w.to_lowercase()).collect();
-    if words.is_empty() {
+pub fn search(
+    archive: &mut Archive,
+    query: &str,
+    mode: Mode,
+    role: Option<&str>,
+    limit: usize,
+) -> Result<Vec<Hit>> {
+    let words: Vec<String> = match mode {
+        Mode::Words => query.split_whitespace().map(|w| w.to_lowercase()).collect(),
+        Mode::Phrase => vec![query.to_lowercase()],
+        Mode::Regex => vec![],
+    };
+    if query.trim().is_empty() {
         return Err(Error::msg("search: empty query"));
     }
-    let longest = words.iter().max_by_key(|w| w.chars().count()).unwrap();
-    let pattern = format!("%{}%", like_escape(longest));
-    let rows = archive.client.query(
+    let re = match mode {
+        Mode::Regex => {
+            Some(regex::Regex::new(query).map_err(|e| Error::msg(format!("search: {e}")))?)
+        }
+        _ => None,
+    };
+    let longest = words
+        .iter()
+        .max_by_key(|w| w.chars().count())
+        .cloned()
+        .unwrap_or_default();
+    let pattern = format!("%{}%", like_escape(&longest));
+    // Words: full text or a trigram match of the longest word, then every word checked.
+    // Phrase: the trigram match. Regex: PostgreSQL's regex (trigram-accelerated), then ours.
+    let cond = match mode {
+        Mode::Words => {
+            "(to_tsvector('simple', t.body) @@ plainto_tsquery('simple', $1) OR t.body ILIKE $2)"
+        }
+        Mode::Phrase => "(t.body ILIKE $2 AND $1 = $1)",
+        Mode::Regex => "(t.body ~ $1 AND $2 = $2)",
+    };
+    let sql = format!(
         "SELECT s.session_id, s.owner::text, coalesce(m.name, c.machine::text), t.entry_id,
                 t.role, t.ts, t.body
          FROM sessiontree.texts t
@@ -136,18 +176,23 @@ pub fn search(archive: &mut Archive, query: &str, limit: usize) -> Result<Vec<Hi
          JOIN sessiontree.copies c ON c.pk = v.copy_pk
          JOIN sessiontree.sessions s ON s.pk = t.session_pk
          LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
-         WHERE (to_tsvector('simple', t.body) @@ plainto_tsquery('simple', $1)
-                OR t.body ILIKE $2)
+         WHERE {cond}
+           AND ($4::text IS NULL OR t.role = $4)
            AND v.seq = (SELECT max(seq) FROM sessiontree.versions v2 WHERE v2.copy_pk = c.pk)
          ORDER BY t.ts DESC NULLS LAST
-         LIMIT $3",
-        &[&query, &pattern, &((limit.max(1) * 4) as i64)],
+         LIMIT $3"
+    );
+    let rows = archive.client.query(
+        &sql,
+        &[&query, &pattern, &((limit.max(1) * 4) as i64), &role],
     )?;
     let mut hits: Vec<Hit> = Vec::new();
     for r in rows {
         let body: String = r.get(6);
         let lower = body.to_lowercase();
-        if !words.iter().all(|w| lower.contains(w.as_str())) {
+        if !words.iter().all(|w| lower.contains(w.as_str()))
+            || re.as_ref().is_some_and(|r| !r.is_match(&body))
+        {
             continue;
         }
         let session_id: String = r.get(0);

@@ -676,7 +676,7 @@ fn row_level_security_keeps_other_roles_out() {
         std::fs::read(&r.created[0]).unwrap(),
         std::fs::read(&shared).unwrap()
     );
-    let hits = query::search(&mut bob, "integrator", 50).unwrap();
+    let hits = query::search(&mut bob, "integrator", query::Mode::Words, None, 50).unwrap();
     assert!(hits
         .iter()
         .all(|h| h.session_id == sid && h.owner == "alice"));

@@ -260,9 +260,17 @@ pub fn ls(out: &mut Out, url: Option<&str>, json: bool, limit: Option<usize>) ->
 }
 
 /// `search --archive`: entries of every visible session, with machine and owner.
-pub fn search(out: &mut Out, url: Option<&str>, q: &str, limit: usize, json: bool) -> Result<bool> {
+pub fn search(
+    out: &mut Out,
+    url: Option<&str>,
+    q: &str,
+    mode: query::Mode,
+    role: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> Result<bool> {
     let mut ar = Archive::open(&archive_url(url)?)?;
-    let hits = query::search(&mut ar, q, limit)?;
+    let hits = query::search(&mut ar, q, mode, role, limit)?;
     for h in &hits {
         if json {
             out.line(
@@ -303,13 +311,30 @@ pub fn search(out: &mut Out, url: Option<&str>, q: &str, limit: usize, json: boo
     Ok(!hits.is_empty())
 }
 
+static TEMP: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A private folder for sessions fetched from the archive, removed by [`cleanup`].
+fn temp_dir(what: &str) -> Result<PathBuf> {
+    let dir =
+        std::env::temp_dir().join(format!("sessiontree-archive-{}-{what}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    TEMP.lock().unwrap().push(dir.clone());
+    Ok(dir)
+}
+
+/// Removes the folders [`fetch_to_temp`] and [`fetch_all_to_temp`] made.
+pub fn cleanup() {
+    for d in TEMP.lock().unwrap().drain(..) {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// For `export ID --archive` and `stats ID --archive`: the session's most recently pushed
-/// copy in a private temporary file (kept until the process ends).
+/// copy in a private temporary file (removed at exit by [`cleanup`]).
 pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
     let mut ar = Archive::open(&archive_url(url)?)?;
     let (c, bytes) = query::session_bytes(&mut ar, id)?;
-    let dir = std::env::temp_dir().join(format!("sessiontree-archive-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
+    let dir = temp_dir("one")?;
     let name = std::path::Path::new(&c.rel_path)
         .file_name()
         .map(|n| n.to_owned())
@@ -317,4 +342,21 @@ pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
     let p = dir.join(name);
     std::fs::write(&p, bytes)?;
     Ok(p)
+}
+
+/// For `stats --archive` without an id: every visible session's most recently pushed copy
+/// in a private temporary folder.
+pub fn fetch_all_to_temp(url: Option<&str>) -> Result<PathBuf> {
+    let mut ar = Archive::open(&archive_url(url)?)?;
+    let all = sessiontree_archive::pull::copies(&mut ar, &[])?;
+    let dir = temp_dir("all")?;
+    let mut done = std::collections::HashSet::new();
+    for c in all {
+        if c.length == 0 || !done.insert(c.session_id.clone()) {
+            continue;
+        }
+        let bytes = sessiontree_archive::pull::fetch(&mut ar, &c)?;
+        std::fs::write(dir.join(format!("{}.jsonl", c.session_id)), bytes)?;
+    }
+    Ok(dir)
 }

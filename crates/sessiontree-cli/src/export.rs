@@ -22,6 +22,9 @@ pub struct Args {
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: Format,
+    /// Read the shared archive (PostgreSQL URL; without a value, $SESSIONTREE_ARCHIVE) instead of local files.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub archive: Option<String>,
     /// Write here instead of standard output.
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -46,6 +49,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let mut args = args;
+    if let Some(url) = args.archive.take() {
+        // FILE is a session id in the archive.
+        args.file = crate::archive::fetch_to_temp(Some(&url), &args.file.to_string_lossy())?;
+    }
     let loaded = sessiontree::load(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let tree = &loaded.tree;

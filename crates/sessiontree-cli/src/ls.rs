@@ -34,6 +34,9 @@ pub struct LsArgs {
     name: Option<String>,
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Read the shared archive (PostgreSQL URL; without a value, $SESSIONTREE_ARCHIVE) instead of local files.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub archive: Option<String>,
     /// Read every file instead of using the index.
     #[arg(long)]
     no_index: bool,
@@ -169,6 +172,9 @@ fn fmt_ms(ms: f64) -> String {
 }
 
 pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
+    if let Some(url) = &a.archive {
+        return crate::archive::ls(out, Some(url.as_str()), a.json, a.limit);
+    }
     let opts = ListOptions {
         reference_parity: a.reference,
         with_text: a.json,

@@ -230,7 +230,9 @@ enum Outcome {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    archive::cleanup();
+    match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NothingFound) => ExitCode::from(1),
         Ok(Outcome::Code(c)) => ExitCode::from(c),

@@ -28,6 +28,9 @@ pub struct SearchArgs {
     since: Option<String>,
     #[arg(long, value_name = "DATE")]
     until: Option<String>,
+    /// Read the shared archive (PostgreSQL URL; without a value, $SESSIONTREE_ARCHIVE) instead of local files.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub archive: Option<String>,
     #[arg(long, default_value = "50")]
     limit: usize,
     #[arg(long)]
@@ -35,6 +38,27 @@ pub struct SearchArgs {
 }
 
 pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
+    if let Some(url) = &a.archive {
+        if a.cwd.is_some() || a.since.is_some() || a.until.is_some() {
+            bail!("search --archive takes QUERY, --phrase, --regex, --role, --limit and --json");
+        }
+        let mode = if a.regex {
+            sessiontree_archive::query::Mode::Regex
+        } else if a.phrase {
+            sessiontree_archive::query::Mode::Phrase
+        } else {
+            sessiontree_archive::query::Mode::Words
+        };
+        return crate::archive::search(
+            out,
+            Some(url.as_str()),
+            &a.query,
+            mode,
+            a.role.as_deref(),
+            a.limit,
+            a.json,
+        );
+    }
     let agent = dirs::agent_dir();
     let sessions = agent.join("sessions");
     let Some(mut idx) = open_index() else {

@@ -33,6 +33,9 @@ pub struct StatsArgs {
     /// Every branch (the default).
     #[arg(long)]
     all_branches: bool,
+    /// Read the shared archive (PostgreSQL URL; without a value, $SESSIONTREE_ARCHIVE) instead of local files.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    pub archive: Option<String>,
     #[arg(long, value_enum, default_value = "model")]
     by: By,
     #[arg(long)]
@@ -40,6 +43,15 @@ pub struct StatsArgs {
 }
 
 pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
+    let mut a = a;
+    if let Some(url) = a.archive.take() {
+        // The archived sessions (one, or every visible one with --all) in a temporary folder.
+        a.path = Some(match (&a.path, a.all) {
+            (Some(id), _) => crate::archive::fetch_to_temp(Some(&url), &id.to_string_lossy())?,
+            (None, _) => crate::archive::fetch_all_to_temp(Some(&url))?,
+        });
+        a.all = false;
+    }
     let files: Vec<PathBuf> = if a.all {
         list::all_files(&dirs::agent_dir())
     } else {
