@@ -291,6 +291,27 @@ mod tests {
     }
 
     #[test]
+    fn a_labelled_tip_gets_a_custom_marker_instead() {
+        let a = line("aaaaaaaa", None, 1, "a");
+        let local = file(&[a.clone(), line("11111111", Some("aaaaaaaa"), 2, "mine")]);
+        let theirs = line("22222222", Some("aaaaaaaa"), 3, "theirs");
+        let lab = r#"{"type":"label","id":"33333333","parentId":"22222222","timestamp":"2025-01-01T00:00:04.000Z","targetId":"44444444","label":"keep"}"#;
+        let tip = line("44444444", Some("33333333"), 5, "tip");
+        // A label written before its target (hand-made files can): the tip is labelled.
+        let foreign = file(&[a, theirs, format!("{lab}\n"), tip]);
+        let Plan::Branch { bytes, entries, .. } = plan(&local, &foreign, "desk") else {
+            panic!()
+        };
+        assert_eq!(entries, 3);
+        let text = String::from_utf8(bytes).unwrap();
+        let m: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(m["type"], "custom");
+        assert_eq!(m["customType"], MARK_CUSTOM);
+        assert_eq!(m["parentId"], "11111111");
+        assert_eq!(m["data"]["tip"], "44444444");
+    }
+
+    #[test]
     fn a_torn_local_tail_is_left_alone() {
         let a = line("aaaaaaaa", None, 1, "a");
         let mut local = file(std::slice::from_ref(&a));

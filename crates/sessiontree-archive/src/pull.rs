@@ -130,16 +130,17 @@ pub fn fetch(archive: &mut Archive, c: &Copy) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The session id a Pi file name carries (`<time>_<id>.jsonl`), else the header's.
-fn local_id(path: &Path) -> Option<String> {
+/// The session id a Pi file name carries (`<time>_<id>.jsonl`, id a UUID).
+pub fn id_from_name(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy().into_owned();
     let stem = name.strip_suffix(".jsonl")?;
-    if let Some((_, id)) = stem.rsplit_once('_') {
-        if uuid::Uuid::parse_str(id).is_ok() {
-            return Some(id.to_string());
-        }
-    }
-    sessiontree::folder::read_header(path).map(|h| h.id)
+    let (_, id) = stem.rsplit_once('_')?;
+    uuid::Uuid::parse_str(id).is_ok().then(|| id.to_string())
+}
+
+/// The session id of a local file: from its name, else its header.
+fn local_id(path: &Path) -> Option<String> {
+    id_from_name(path).or_else(|| sessiontree::folder::read_header(path).map(|h| h.id))
 }
 
 fn local_sessions(opts: &PullOptions) -> Result<HashMap<String, PathBuf>> {

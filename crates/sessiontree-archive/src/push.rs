@@ -264,6 +264,22 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
             }
         };
         let stamp = FileStamp::of(&meta);
+        // Unchanged since the last comparison, and the archive still holds that state:
+        // decided from the file name's session id and a stat, without reading the file.
+        if let (Some(r), Some((st, key, h))) = (
+            crate::pull::id_from_name(&path).and_then(|id| remote.get(&id)),
+            state.pushed(&path),
+        ) {
+            if *st == stamp
+                && *key == rkey
+                && r.redaction == rkey
+                && *h == hex(&r.hash)
+                && r.src_length as u64 <= stamp.size
+            {
+                report.unchanged += 1;
+                continue;
+            }
+        }
         let Some((session_id, cwd, created)) = read_session_id(&path) else {
             report
                 .skipped
@@ -279,18 +295,6 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
         }
         seen_ids.insert(session_id.clone(), path.clone());
         let r = remote.get(&session_id);
-        // Unchanged since the last comparison, and the archive still holds that state.
-        if let (Some(r), Some((st, key, h))) = (r, state.pushed(&path)) {
-            if *st == stamp
-                && *key == rkey
-                && r.redaction == rkey
-                && *h == hex(&r.hash)
-                && r.src_length as u64 <= stamp.size
-            {
-                report.unchanged += 1;
-                continue;
-            }
-        }
         let raw = std::fs::read(&path).map_err(io_err(&path))?;
         let stamp = std::fs::metadata(&path)
             .map(|m| FileStamp::of(&m))

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Archive benchmark: push, pull and search the 2,000-session (~509 MB) corpus through a
+# throwaway local PostgreSQL cluster (Debian's `postgresql` package).
+#   bench/archive.sh [DATA_DIR] [COUNT] [TOTAL_MB]
+# Targets (issue 15): first push <= 60 s, push after one appended entry <= 100 ms, pull of
+# all into an empty folder <= 60 s, archive search for one word < 200 ms.
+# Generated data and the cluster live under DATA_DIR (default /tmp/sessiontree-bench-archive).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:-/tmp/sessiontree-bench-archive}
+COUNT=${2:-2000}
+MB=${3:-509}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+cargo build -q --release -p sessiontree-cli --bin sessiontree
+cargo build -q --release -p sessiontree --example gen_sessions
+BIN=$CARGO_TARGET_DIR/release/sessiontree
+mkdir -p "$DATA"
+if [ ! -d "$DATA/agent/sessions" ]; then
+  "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$DATA/agent" "$COUNT" "$MB"
+fi
+echo "data: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
+
+# The cluster: initdb in DATA/pg as the postgres system user when run as root.
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+PG=$DATA/pg
+RUN=()
+if [ "$(id -u)" = 0 ]; then RUN=(runuser -u postgres --); fi
+rm -rf "$PG" && mkdir -p "$PG"
+if [ "$(id -u)" = 0 ]; then chown postgres "$PG"; fi
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"${RUN[@]}" "$PGBIN/initdb" -D "$PG/data" -U postgres --auth-local=trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
+cat >>"$PG/data/postgresql.conf" <<EOF
+listen_addresses = ''
+port = $PORT
+unix_socket_directories = '$PG'
+shared_buffers = 256MB
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+EOF
+"${RUN[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w start >/dev/null
+trap '"${RUN[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w stop >/dev/null' EXIT
+"$PGBIN/psql" -X -q -h "$PG" -p "$PORT" -U postgres -c "CREATE ROLE bench LOGIN" -c "CREATE DATABASE archive OWNER bench"
+export SESSIONTREE_ARCHIVE="host=$PG port=$PORT user=bench dbname=archive"
+
+RESULTS=()
+measure() { # name, runs, command...  (median wall seconds, peak RSS)
+  local name=$1 runs=$2; shift 2
+  local out wall rss
+  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
+  read -r wall rss <<<"$out"
+  RESULTS+=("$name|$wall|$rss")
+  printf '%-48s %8.3f s %9d KiB\n' "$name" "$wall" "$rss" >&2
+}
+
+export PI_CODING_AGENT_DIR=$DATA/agent
+rm -rf "$DATA/agent/sessiontree-archive" "$DATA/agent/sessiontree-machine.json"
+"$BIN" ls --archive >/dev/null 2>&1 || true   # creates the schema (not part of the push)
+measure "first push of all" 0 "$BIN" push
+measure "push again, nothing changed" 5 "$BIN" push
+F=$(find "$DATA/agent/sessions" -name '*.jsonl' | sort | sed -n 1p)
+append() {
+  printf '{"type":"message","id":"b%07d","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"appended quokka","timestamp":1767225600000}}\n' $((RANDOM * 32768 + RANDOM)) >>"$F"
+}
+WALLS=()
+for i in 1 2 3 4 5; do
+  append
+  out=$(python3 bench/measure.py 0 "$BIN" push)
+  WALLS+=("${out%% *}")
+done
+median=$(printf '%s\n' "${WALLS[@]}" | sort -n | sed -n 3p)
+RESULTS+=("push after one appended entry (median of 5)|$median|")
+printf '%-48s %8.3f s\n' "push after one appended entry (median of 5)" "$median" >&2
+export PI_CODING_AGENT_DIR=$DATA/empty
+rm -rf "$DATA/empty"
+measure "pull of all into an empty agent dir" 0 "$BIN" pull
+if [ "$(find "$DATA/empty/sessions" -name '*.jsonl' | wc -l)" != "$(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l)" ]; then
+  echo "pull: file counts differ" >&2; exit 1
+fi
+(cd "$DATA/agent/sessions" && find . -name '*.jsonl' -print0 | sort -z | xargs -0 cat | sha256sum) >"$DATA/a.sum"
+(cd "$DATA/empty/sessions" && find . -name '*.jsonl' -print0 | sort -z | xargs -0 cat | sha256sum) >"$DATA/b.sum"
+cmp -s "$DATA/a.sum" "$DATA/b.sum" && echo "pulled files are byte-identical" >&2 || { echo "pulled files differ" >&2; exit 1; }
+measure "pull again, nothing new" 3 "$BIN" pull
+measure "archive search, one word" 5 "$BIN" search quokka_marker --archive --limit 20
+measure "archive search, a rare word" 5 "$BIN" search appended --archive --limit 20
+echo "archive size: $("$PGBIN/psql" -X -A -t -h "$PG" -p "$PORT" -U postgres -d archive -c "SELECT pg_size_pretty(pg_database_size('archive'))")" >&2
+printf '%s\n' "${RESULTS[@]}"
