@@ -280,6 +280,7 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
         }
     }
     let mut report = PullReport::default();
+    let mut last_save = std::time::Instant::now();
     for (id, group) in groups {
         report.sessions += 1;
         let own = |c: &Copy| c.machine == me.id && c.owner == archive.role;
@@ -300,8 +301,11 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
         if let Err(e) = r {
             report.skipped.push((id, e.to_string()));
         }
-        // Progress survives a kill.
-        state.save()?;
+        // Progress survives a kill (at most a second of it is checked again next time).
+        if last_save.elapsed() > std::time::Duration::from_secs(1) {
+            state.save()?;
+            last_save = std::time::Instant::now();
+        }
     }
     state.save()?;
     Ok(report)
