@@ -11,11 +11,14 @@ DATA=${1:-/tmp/sessiontree-bench-archive}
 COUNT=${2:-2000}
 MB=${3:-509}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build -q --release -p sessiontree-cli --bin sessiontree
-cargo build -q --release -p sessiontree --example gen_sessions
-BIN=$CARGO_TARGET_DIR/release/sessiontree
+# BIN=path skips building the command (e.g. a release build made already).
+if [ -z "${BIN:-}" ]; then
+  cargo build -q --release -p sessiontree-cli --bin sessiontree
+  BIN=$CARGO_TARGET_DIR/release/sessiontree
+fi
 mkdir -p "$DATA"
 if [ ! -d "$DATA/agent/sessions" ]; then
+  cargo build -q --release -p sessiontree --example gen_sessions
   "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$DATA/agent" "$COUNT" "$MB"
 fi
 echo "data: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2

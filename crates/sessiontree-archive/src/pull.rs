@@ -73,15 +73,17 @@ pub struct Copy {
 pub fn copies(archive: &mut Archive, only: &[String]) -> Result<Vec<Copy>> {
     let filter: Option<Vec<String>> = (!only.is_empty()).then(|| only.to_vec());
     let rows = archive.client.query(
-        "SELECT s.session_id, s.owner::text, c.machine::text, coalesce(m.name, c.machine::text),
-                c.rel_path, v.pk, v.length, v.hash, v.redaction IS NOT NULL
-         FROM sessiontree.sessions s
-         JOIN sessiontree.copies c ON c.session_pk = s.pk
-         JOIN LATERAL (SELECT * FROM sessiontree.versions v WHERE v.copy_pk = c.pk
-                       ORDER BY v.seq DESC LIMIT 1) v ON true
-         LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
-         WHERE ($1::text[] IS NULL OR s.session_id = ANY ($1))
-         ORDER BY s.session_id, v.updated_at DESC, v.pk DESC",
+        "SELECT * FROM (
+             SELECT DISTINCT ON (v.copy_pk) s.session_id, s.owner::text, c.machine::text,
+                    coalesce(m.name, c.machine::text), c.rel_path, v.pk, v.length, v.hash,
+                    v.redaction IS NOT NULL, v.updated_at
+             FROM sessiontree.versions v
+             JOIN sessiontree.copies c ON c.pk = v.copy_pk
+             JOIN sessiontree.sessions s ON s.pk = c.session_pk
+             LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
+             WHERE ($1::text[] IS NULL OR s.session_id = ANY ($1))
+             ORDER BY v.copy_pk, v.seq DESC) x
+         ORDER BY 1, updated_at DESC, 6 DESC",
         &[&filter],
     )?;
     Ok(rows

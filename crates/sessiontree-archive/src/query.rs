@@ -65,10 +65,10 @@ pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
     let rows = archive.client.query(
         "SELECT s.session_id, s.owner::text, coalesce(m.name, c.machine::text),
                 v.redaction IS NOT NULL, coalesce(v.info::text, 'null')
-         FROM sessiontree.sessions s
-         JOIN sessiontree.copies c ON c.session_pk = s.pk
-         JOIN LATERAL (SELECT * FROM sessiontree.versions v WHERE v.copy_pk = c.pk
-                       ORDER BY v.seq DESC LIMIT 1) v ON true
+         FROM (SELECT DISTINCT ON (copy_pk) * FROM sessiontree.versions
+               ORDER BY copy_pk, seq DESC) v
+         JOIN sessiontree.copies c ON c.pk = v.copy_pk
+         JOIN sessiontree.sessions s ON s.pk = c.session_pk
          LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner",
         &[],
     )?;
