@@ -234,6 +234,7 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
                         tokens_before: tokens,
                         details: Some(details),
                         first_kept: None,
+                        system_message: None,
                     },
                 );
                 st.compactions.insert(n, ());

@@ -2,7 +2,7 @@
 //! `{timestamp, type, payload}` object per line, in the order things happened.
 //!
 //! * `session_meta` (the first one): the header (id, time, cwd); `forked_from_id` becomes
-//!   the header's `parentSession`. Later `session_meta` lines (the parent's, copied into a
+//!   the header's `parentSession`; the base instructions a Pi `system` message. Later `session_meta` lines (the parent's, copied into a
 //!   fork) are skipped.
 //! * `turn_context`: a new model -> `model_change`, a new reasoning effort ->
 //!   `thinking_level_change`.
@@ -17,8 +17,9 @@
 //!   turns (a branch), with a `custom` entry recording it; `user_message` /
 //!   `agent_message` / `agent_reasoning` repeat response items and are skipped; other
 //!   events are kept as `custom` entries.
-//! * `compacted` -> a Pi `compaction` that keeps nothing before it (its
-//!   `replacement_history`, when present, follows it as entries).
+//! * `compacted` -> a Pi `compaction` that keeps nothing before it; its
+//!   `replacement_history` (what Codex continues from), when present, follows it as
+//!   entries, less the message that repeats the summary.
 //! * other response items -> `custom` entries holding the item.
 
 use crate::node::{self, Body, Nodes};
@@ -57,6 +58,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
         problems: Vec::new(),
         last_ms: first_ms,
         seen_meta: false,
+        instructions: None,
     };
     for (line, o) in &records {
         c.line(*line, o);
@@ -118,6 +120,8 @@ struct Converter {
     problems: Vec<Problem>,
     last_ms: i64,
     seen_meta: bool,
+    /// The base instructions (sent with every request; kept across compactions).
+    instructions: Option<String>,
 }
 
 fn texts(content: Option<&Value>) -> Vec<String> {
@@ -241,16 +245,11 @@ impl Converter {
                         .and_then(Value::as_str)
                         .or_else(|| payload.get("instructions").and_then(Value::as_str));
                     if let Some(text) = instr.filter(|t| !t.is_empty()) {
-                        self.add(
-                            key,
-                            ms,
-                            Body::CustomMessage {
-                                custom_type: "codex:instructions".into(),
-                                content: json!(text),
-                                display: false,
-                                details: None,
-                            },
-                        );
+                        // Codex sends these as the request's instructions: a Pi system message.
+                        self.instructions = Some(text.to_string());
+                        let m = json!({"role": "system", "content": text, "timestamp": ms});
+                        let Value::Object(m) = m else { unreachable!() };
+                        self.add(key, ms, Body::Message(m));
                     }
                 }
             }
@@ -302,10 +301,19 @@ impl Converter {
                         tokens_before: 0.0,
                         details: Some(details),
                         first_kept: None,
+                        system_message: self.instructions.as_ref().map(|t| {
+                            json!({"role": "system", "content": t, "timestamp": ms})
+                        }),
                     },
                 );
                 self.user_turns.clear();
+                // The history Codex continues from; the summary itself is the compaction.
+                let summary_text = payload.get("message").and_then(Value::as_str).unwrap_or("");
                 for (i, item) in history.unwrap_or_default().iter().enumerate() {
+                    let t = texts(item.get("content")).join("\n");
+                    if !summary_text.is_empty() && t.trim_end().ends_with(summary_text.trim_end()) {
+                        continue;
+                    }
                     self.item(line, &format!("{key}#h{i}"), ms, item);
                 }
                 self.close();

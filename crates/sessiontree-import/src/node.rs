@@ -25,6 +25,8 @@ pub(crate) enum Body {
         tokens_before: f64,
         details: Option<Value>,
         first_kept: Option<usize>,
+        /// Pi 1.6's fold of the system messages in the context it replaces.
+        system_message: Option<Value>,
     },
     ModelChange {
         provider: String,
@@ -130,6 +132,7 @@ impl Nodes {
                             tokens_before,
                             details,
                             first_kept,
+                            system_message,
                         } => {
                             o.insert("summary".into(), Value::String(summary));
                             let first = first_kept.map_or_else(|| id.clone(), |f| ids[f].clone());
@@ -137,6 +140,9 @@ impl Nodes {
                             o.insert("tokensBefore".into(), json!(tokens_before));
                             if let Some(d) = details {
                                 o.insert("details".into(), d);
+                            }
+                            if let Some(m) = system_message {
+                                o.insert("systemMessage".into(), m);
                             }
                         }
                         Body::ModelChange { provider, model_id } => {
