@@ -301,9 +301,10 @@ impl Converter {
                         tokens_before: 0.0,
                         details: Some(details),
                         first_kept: None,
-                        system_message: self.instructions.as_ref().map(|t| {
-                            json!({"role": "system", "content": t, "timestamp": ms})
-                        }),
+                        system_message: self
+                            .instructions
+                            .as_ref()
+                            .map(|t| json!({"role": "system", "content": t, "timestamp": ms})),
                     },
                 );
                 self.user_turns.clear();

@@ -83,7 +83,12 @@ fn import_all(dir: &Path) -> Vec<Imported> {
                 let o = write(&conv, dir, None, false).unwrap();
                 assert_eq!(o.status, Status::Created, "{}", f.display());
                 by_source.insert(conv.source_session_id.clone(), o.path.clone());
-                out.push(Imported { source: f.clone(), agent, conv, path: o.path });
+                out.push(Imported {
+                    source: f.clone(),
+                    agent,
+                    conv,
+                    path: o.path,
+                });
             }
         }
         for (f, conv) in later {
@@ -93,7 +98,12 @@ fn import_all(dir: &Path) -> Vec<Imported> {
                 .to_string_lossy()
                 .into_owned();
             let o = write(&conv, dir, Some(&parent), false).unwrap();
-            out.push(Imported { source: f, agent, conv, path: o.path });
+            out.push(Imported {
+                source: f,
+                agent,
+                conv,
+                path: o.path,
+            });
         }
     }
     out
@@ -107,7 +117,12 @@ fn ours(raw: Raw<'_>) -> Value {
         Kind::Number => json!(raw.as_f64().unwrap()),
         Kind::String => Value::String(raw.as_str().unwrap().into_owned()),
         Kind::Array => Value::Array(raw.elements().into_iter().map(ours).collect()),
-        Kind::Object => Value::Object(raw.members().into_iter().map(|(k, v)| (k.into_owned(), ours(v))).collect()),
+        Kind::Object => Value::Object(
+            raw.members()
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), ours(v)))
+                .collect(),
+        ),
     }
 }
 
@@ -152,7 +167,10 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
             "system" => out.push(json!(["system", m["content"]])),
             "compactionSummary" => out.push(json!(["summary", m["summary"]])),
             "assistant" => {
-                out.push(json!(["response", m.get("responseId").cloned().unwrap_or(json!(""))]));
+                out.push(json!([
+                    "response",
+                    m.get("responseId").cloned().unwrap_or(json!(""))
+                ]));
                 if m["stopReason"] == "error" {
                     out.push(json!(["error", m["errorMessage"]]));
                     continue;
@@ -160,14 +178,26 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                 for b in m["content"].as_array().unwrap() {
                     match b["type"].as_str() {
                         Some("text") => out.push(json!(["assistant", b["text"]])),
-                        Some("toolCall") => out.push(json!(["call", b["id"], b["name"], b["arguments"]])),
+                        Some("toolCall") => {
+                            out.push(json!(["call", b["id"], b["name"], b["arguments"]]))
+                        }
                         _ => {}
                     }
                 }
             }
             "toolResult" => {
-                let t: Vec<&str> = m["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
-                out.push(json!(["result", m["toolCallId"], t.join("\n"), m["isError"]]));
+                let t: Vec<&str> = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                out.push(json!([
+                    "result",
+                    m["toolCallId"],
+                    t.join("\n"),
+                    m["isError"]
+                ]));
             }
             r => panic!("unexpected role {r}"),
         }
@@ -189,7 +219,10 @@ fn read_jsonl(p: &Path) -> Vec<Value> {
 /// included, transcript-only lines left out.
 fn claude_events(p: &Path) -> Vec<Value> {
     let lines = read_jsonl(p);
-    let by_uuid: HashMap<&str, &Value> = lines.iter().filter_map(|l| Some((l["uuid"].as_str()?, l))).collect();
+    let by_uuid: HashMap<&str, &Value> = lines
+        .iter()
+        .filter_map(|l| Some((l["uuid"].as_str()?, l)))
+        .collect();
     let leaf = lines
         .iter()
         .rev()
@@ -222,10 +255,19 @@ fn claude_events(p: &Path) -> Vec<Value> {
                                 "tool_result" => {
                                     let t = match &b["content"] {
                                         Value::String(s) => s.clone(),
-                                        Value::Array(x) => x.iter().filter_map(|y| y["text"].as_str()).collect::<Vec<_>>().join("\n"),
+                                        Value::Array(x) => x
+                                            .iter()
+                                            .filter_map(|y| y["text"].as_str())
+                                            .collect::<Vec<_>>()
+                                            .join("\n"),
                                         _ => String::new(),
                                     };
-                                    out.push(json!(["result", b["tool_use_id"], t, b["is_error"] == true]));
+                                    out.push(json!([
+                                        "result",
+                                        b["tool_use_id"],
+                                        t,
+                                        b["is_error"] == true
+                                    ]));
                                 }
                                 "text" => out.push(json!(["user", b["text"]])),
                                 "image" => out.push(json!(["image", b["source"]["media_type"]])),
@@ -243,7 +285,12 @@ fn claude_events(p: &Path) -> Vec<Value> {
                     last_mid = Some(mid);
                 }
                 if l["isApiErrorMessage"] == true {
-                    let t: Vec<&str> = msg["content"].as_array().unwrap().iter().filter_map(|b| b["text"].as_str()).collect();
+                    let t: Vec<&str> = msg["content"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter_map(|b| b["text"].as_str())
+                        .collect();
                     out.push(json!(["error", t.join("\n")]));
                     continue;
                 }
@@ -263,12 +310,21 @@ fn claude_events(p: &Path) -> Vec<Value> {
 
 fn codex_text(item: &Value) -> String {
     item["content"].as_array().map_or(String::new(), |a| {
-        a.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
+        a.iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     })
 }
 
 fn injected(t: &str) -> bool {
-    ["<environment_context>", "# AGENTS.md instructions", "<user_instructions>"].iter().any(|p| t.starts_with(p))
+    [
+        "<environment_context>",
+        "# AGENTS.md instructions",
+        "<user_instructions>",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p))
 }
 
 /// Codex's rule: replay the rollout into a history; a compaction replaces it, a rollback
@@ -303,7 +359,11 @@ fn codex_events(p: &Path) -> Vec<Value> {
                 let users: Vec<usize> = items
                     .iter()
                     .enumerate()
-                    .filter(|(_, it)| it["type"] == "message" && it["role"] == "user" && !injected(&codex_text(it)))
+                    .filter(|(_, it)| {
+                        it["type"] == "message"
+                            && it["role"] == "user"
+                            && !injected(&codex_text(it))
+                    })
                     .map(|(i, _)| i)
                     .collect();
                 items.truncate(users[users.len() - n]);
@@ -313,8 +373,10 @@ fn codex_events(p: &Path) -> Vec<Value> {
     }
     let mut in_response = false;
     for it in items {
-        let assistant_side = matches!(it["type"].as_str(), Some("reasoning" | "function_call" | "custom_tool_call"))
-            || (it["type"] == "message" && it["role"] == "assistant");
+        let assistant_side = matches!(
+            it["type"].as_str(),
+            Some("reasoning" | "function_call" | "custom_tool_call")
+        ) || (it["type"] == "message" && it["role"] == "assistant");
         if assistant_side && !in_response {
             out.push(json!(["response", ""]));
         }
@@ -327,7 +389,14 @@ fn codex_events(p: &Path) -> Vec<Value> {
                         "output_text" => out.push(json!(["assistant", b["text"]])),
                         "input_text" => out.push(json!(["user", b["text"]])),
                         "input_image" => {
-                            let mime = b["image_url"].as_str().unwrap().trim_start_matches("data:").split(';').next().unwrap().to_string();
+                            let mime = b["image_url"]
+                                .as_str()
+                                .unwrap()
+                                .trim_start_matches("data:")
+                                .split(';')
+                                .next()
+                                .unwrap()
+                                .to_string();
                             out.push(json!(["image", mime]))
                         }
                         _ => {}
@@ -338,8 +407,12 @@ fn codex_events(p: &Path) -> Vec<Value> {
                 let args: Value = serde_json::from_str(it["arguments"].as_str().unwrap()).unwrap();
                 out.push(json!(["call", it["call_id"], it["name"], args]))
             }
-            "custom_tool_call" => out.push(json!(["call", it["call_id"], it["name"], {"input": it["input"]}])),
-            "function_call_output" | "custom_tool_call_output" => out.push(json!(["result", it["call_id"], it["output"], false])),
+            "custom_tool_call" => {
+                out.push(json!(["call", it["call_id"], it["name"], {"input": it["input"]}]))
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                out.push(json!(["result", it["call_id"], it["output"], false]))
+            }
             _ => {}
         }
     }
@@ -350,15 +423,31 @@ fn codex_events(p: &Path) -> Vec<Value> {
 fn imported_sessions_are_the_conversation_the_agent_would_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let all = import_all(tmp.path());
-    assert_eq!(all.iter().filter(|i| i.agent == "claude").count(), 6, "5 sessions and 1 subagent");
+    assert_eq!(
+        all.iter().filter(|i| i.agent == "claude").count(),
+        6,
+        "5 sessions and 1 subagent"
+    );
     assert_eq!(all.iter().filter(|i| i.agent == "codex").count(), 4);
     for i in &all {
         let l = sessiontree::load(&i.path).unwrap();
-        assert!(l.tree.diagnostics().is_empty(), "{}: {:?}", i.path.display(), l.tree.diagnostics());
+        assert!(
+            l.tree.diagnostics().is_empty(),
+            "{}: {:?}",
+            i.path.display(),
+            l.tree.diagnostics()
+        );
         // Pi's rule: the last line is the leaf; it must be the source's active leaf.
-        assert_eq!(l.tree.leaf_id(), Some(i.conv.lines.last().unwrap().id.as_str()));
+        assert_eq!(
+            l.tree.leaf_id(),
+            Some(i.conv.lines.last().unwrap().id.as_str())
+        );
         for line in std::fs::read_to_string(&i.path).unwrap().lines() {
-            assert_eq!(sessiontree::json::canonicalize(line.as_bytes()).unwrap(), line, "not canonical");
+            assert_eq!(
+                sessiontree::json::canonicalize(line.as_bytes()).unwrap(),
+                line,
+                "not canonical"
+            );
         }
         let expected = match i.agent {
             "claude" => claude_events(&i.source),
@@ -397,23 +486,46 @@ fn what_each_kind_of_line_becomes() {
     let ctx = our_context(&basic.path);
     let msgs = ctx["messages"].as_array().unwrap();
     // Four lines of msg_01AAA are one message: thinking with its signature, text, two calls.
-    let first = msgs.iter().find(|m| m["responseId"] == "msg_01AAA").unwrap();
-    let kinds: Vec<&str> = first["content"].as_array().unwrap().iter().map(|b| b["type"].as_str().unwrap()).collect();
+    let first = msgs
+        .iter()
+        .find(|m| m["responseId"] == "msg_01AAA")
+        .unwrap();
+    let kinds: Vec<&str> = first["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["type"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["thinking", "text", "toolCall", "toolCall"]);
-    assert_eq!(first["content"][0]["thinkingSignature"], "EqQBCkYIBxgCKkD0sig");
+    assert_eq!(
+        first["content"][0]["thinkingSignature"],
+        "EqQBCkYIBxgCKkD0sig"
+    );
     assert_eq!(first["usage"]["output"], 187.0, "usage of the last line");
     assert_eq!(first["usage"]["cacheRead"], 9000.0);
     assert_eq!(first["stopReason"], "toolUse");
-    let redacted = msgs.iter().find(|m| m["responseId"] == "msg_01BBB").unwrap();
+    let redacted = msgs
+        .iter()
+        .find(|m| m["responseId"] == "msg_01BBB")
+        .unwrap();
     assert_eq!(redacted["content"][0]["redacted"], true);
-    assert_eq!(redacted["content"][0]["thinkingSignature"], "RXJyb3IgZGF0YSBzZWFsZWQ=");
+    assert_eq!(
+        redacted["content"][0]["thinkingSignature"],
+        "RXJyb3IgZGF0YSBzZWFsZWQ="
+    );
     // Meta lines reach the model but are not shown; results keep Claude Code's structured result.
     let meta = msgs.iter().find(|m| m["role"] == "custom").unwrap();
     assert_eq!(meta["display"], false);
-    let edit = msgs.iter().find(|m| m["toolCallId"] == "toolu_01Edit").unwrap();
+    let edit = msgs
+        .iter()
+        .find(|m| m["toolCallId"] == "toolu_01Edit")
+        .unwrap();
     assert_eq!(edit["toolName"], "Edit");
     assert!(edit["details"]["toolUseResult"]["structuredPatch"].is_array());
-    let bash = msgs.iter().find(|m| m["toolCallId"] == "toolu_01Bash").unwrap();
+    let bash = msgs
+        .iter()
+        .find(|m| m["toolCallId"] == "toolu_01Bash")
+        .unwrap();
     assert_eq!(bash["isError"], true);
     // System lines stay in the tree as custom entries, outside the context.
     let customs: Vec<String> = l
@@ -430,7 +542,11 @@ fn what_each_kind_of_line_becomes() {
     let mut l = sessiontree::load(&rewind.path).unwrap();
     let first_answer = rewind.conv.lines[1].id.clone();
     assert_eq!(l.tree.get_children(&first_answer).len(), 2);
-    assert_eq!(l.tree.name().as_deref(), Some("sorting notes"), "the title, not the summary");
+    assert_eq!(
+        l.tree.name().as_deref(),
+        Some("sorting notes"),
+        "the title, not the summary"
+    );
 
     // Compaction: a Pi compaction that keeps nothing before it, the summary from Claude Code.
     let compact = find(&all, "1f4d2a9b");
@@ -438,7 +554,12 @@ fn what_each_kind_of_line_becomes() {
     assert_eq!(ctx["messages"][0]["role"], "compactionSummary");
     assert_eq!(ctx["messages"][0]["tokensBefore"], 48213.0);
     let l = sessiontree::load(&compact.path).unwrap();
-    let c = l.tree.entries().iter().find(|e| e.str_field("type").as_deref() == Some("compaction")).unwrap();
+    let c = l
+        .tree
+        .entries()
+        .iter()
+        .find(|e| e.str_field("type").as_deref() == Some("compaction"))
+        .unwrap();
     // Its parent is the message before the boundary: the tree stays one tree.
     assert!(matches!(&c.parent, sessiontree::Parent::Id(p) if **p == *compact.conv.lines[5].id));
 
@@ -446,7 +567,10 @@ fn what_each_kind_of_line_becomes() {
     let side = all.iter().find(|i| i.conv.kind == "sidechain").unwrap();
     let main = find(&all, "6a3e8d1c-9b2f-4e5a-8c7d-1b0a9f8e7d04.jsonl");
     let l = sessiontree::load(&side.path).unwrap();
-    assert_eq!(l.tree.header().parent_session().as_deref(), Some(main.path.to_str().unwrap()));
+    assert_eq!(
+        l.tree.header().parent_session().as_deref(),
+        Some(main.path.to_str().unwrap())
+    );
 
     // A resumed copy shares the copied lines' ids with the original.
     let resumed = find(&all, "2c9a7e4f");
@@ -457,20 +581,39 @@ fn what_each_kind_of_line_becomes() {
     // Codex: model and effort changes, usage from token counts, a fork linked to its parent.
     let cx = find(&all, "6a01");
     let l = sessiontree::load(&cx.path).unwrap();
-    let types: Vec<String> = l.tree.entries().iter().map(|e| e.str_field("type").unwrap().into_owned()).collect();
+    let types: Vec<String> = l
+        .tree
+        .entries()
+        .iter()
+        .map(|e| e.str_field("type").unwrap().into_owned())
+        .collect();
     assert_eq!(types.iter().filter(|t| *t == "model_change").count(), 2);
-    assert_eq!(types.iter().filter(|t| *t == "thinking_level_change").count(), 2);
+    assert_eq!(
+        types
+            .iter()
+            .filter(|t| *t == "thinking_level_change")
+            .count(),
+        2
+    );
     assert_eq!(cx.conv.problems.len(), 1);
     let ctx = our_context(&cx.path);
     assert_eq!(ctx["model"]["modelId"], "gpt-5");
     assert_eq!(ctx["thinkingLevel"], "high");
-    let a = ctx["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
+    let a = ctx["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
     assert_eq!(a["usage"]["input"], 1104.0);
     assert_eq!(a["usage"]["cacheRead"], 4096.0);
     let fork = find(&all, "6a04");
     let parent = find(&all, "6a02");
     let l = sessiontree::load(&fork.path).unwrap();
-    assert_eq!(l.tree.header().parent_session().as_deref(), Some(parent.path.to_str().unwrap()));
+    assert_eq!(
+        l.tree.header().parent_session().as_deref(),
+        Some(parent.path.to_str().unwrap())
+    );
 }
 
 #[test]
@@ -481,14 +624,30 @@ fn importing_again_gives_the_same_bytes_and_adds_nothing() {
     let second = import_all(b.path());
     for (x, y) in first.iter().zip(&second) {
         assert_eq!(x.path.file_name(), y.path.file_name());
-        let (bx, by) = (std::fs::read(&x.path).unwrap(), std::fs::read(&y.path).unwrap());
+        let (bx, by) = (
+            std::fs::read(&x.path).unwrap(),
+            std::fs::read(&y.path).unwrap(),
+        );
         // Same bytes, apart from the parentSession path (the folder differs).
-        let strip = |v: Vec<u8>, dir: &Path| String::from_utf8(v).unwrap().replace(dir.to_str().unwrap(), "DIR");
-        assert_eq!(strip(bx, a.path()), strip(by, b.path()), "{}", x.source.display());
+        let strip = |v: Vec<u8>, dir: &Path| {
+            String::from_utf8(v)
+                .unwrap()
+                .replace(dir.to_str().unwrap(), "DIR")
+        };
+        assert_eq!(
+            strip(bx, a.path()),
+            strip(by, b.path()),
+            "{}",
+            x.source.display()
+        );
     }
     for i in &first {
         let before = std::fs::read(&i.path).unwrap();
-        let parent = sessiontree::load(&i.path).unwrap().tree.header().parent_session();
+        let parent = sessiontree::load(&i.path)
+            .unwrap()
+            .tree
+            .header()
+            .parent_session();
         let o = write(&i.conv, a.path(), parent.as_deref(), false).unwrap();
         assert_eq!(o.status, Status::Unchanged);
         assert_eq!(std::fs::read(&i.path).unwrap(), before);
@@ -498,9 +657,21 @@ fn importing_again_gives_the_same_bytes_and_adds_nothing() {
 #[test]
 fn a_grown_source_is_completed_by_appending() {
     for (agent, name, cut) in [
-        ("claude", "claude/8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02.jsonl", 6),
-        ("claude", "claude/5d0f7c1e-2b0a-4c61-9f51-0d6a7e3b9a01.jsonl", 9),
-        ("codex", "codex/rollout-2025-10-03T15-00-00-0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a02.jsonl", 7),
+        (
+            "claude",
+            "claude/8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02.jsonl",
+            6,
+        ),
+        (
+            "claude",
+            "claude/5d0f7c1e-2b0a-4c61-9f51-0d6a7e3b9a01.jsonl",
+            9,
+        ),
+        (
+            "codex",
+            "codex/rollout-2025-10-03T15-00-00-0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a02.jsonl",
+            7,
+        ),
     ] {
         let src = fixtures().join(name);
         let text = std::fs::read_to_string(&src).unwrap();
@@ -513,7 +684,10 @@ fn a_grown_source_is_completed_by_appending() {
         std::fs::write(&part, format!("{head}{torn}")).unwrap();
         let out = tmp.path().join("out");
         let c1 = convert(agent, &part).remove(0);
-        assert!(c1.problems.is_empty(), "a torn last line is not a problem yet");
+        assert!(
+            c1.problems.is_empty(),
+            "a torn last line is not a problem yet"
+        );
         let o1 = write(&c1, &out, None, false).unwrap();
         assert_eq!(o1.status, Status::Created);
         std::fs::write(&part, &text).unwrap();
@@ -522,7 +696,10 @@ fn a_grown_source_is_completed_by_appending() {
         assert_eq!(o2.status, Status::Appended, "{name}");
         assert_eq!(o2.path, o1.path);
         let grown = std::fs::read_to_string(&o2.path).unwrap();
-        assert!(grown.starts_with(&String::from_utf8(c1.to_bytes(None)).unwrap()), "only appended");
+        assert!(
+            grown.starts_with(&String::from_utf8(c1.to_bytes(None)).unwrap()),
+            "only appended"
+        );
         // The leaf is the source's active leaf, and the context is a fresh import's.
         let fresh = tmp.path().join("fresh");
         let o3 = write(&c2, &fresh, None, false).unwrap();
@@ -532,7 +709,10 @@ fn a_grown_source_is_completed_by_appending() {
         a["messages"] = json!(null);
         b["messages"] = json!(null);
         assert_eq!(a, b);
-        assert_eq!(write(&c2, &out, None, false).unwrap().status, Status::Unchanged);
+        assert_eq!(
+            write(&c2, &out, None, false).unwrap().status,
+            Status::Unchanged
+        );
     }
 }
 
@@ -545,23 +725,58 @@ fn pi_opens_every_import_and_builds_the_same_context() {
     let tmp = tempfile::tempdir().unwrap();
     let all = import_all(&tmp.path().join("sessions"));
     let list = tmp.path().join("files.txt");
-    let paths: Vec<String> = all.iter().map(|i| i.path.to_string_lossy().into_owned()).collect();
+    let paths: Vec<String> = all
+        .iter()
+        .map(|i| i.path.to_string_lossy().into_owned())
+        .collect();
     std::fs::write(&list, paths.join("\n")).unwrap();
     let out = tmp.path().join("oracle.json");
-    interop::node(&["oracle.mjs", "dump", "--list-file", list.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    interop::node(&[
+        "oracle.mjs",
+        "dump",
+        "--list-file",
+        list.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), all.len());
     for (i, r) in all.iter().zip(results) {
         let file = i.source.display();
-        assert!(r["error"].is_null(), "{file}: Pi cannot open it: {}", r["error"]);
+        assert!(
+            r["error"].is_null(),
+            "{file}: Pi cannot open it: {}",
+            r["error"]
+        );
         assert_eq!(r["fileChange"], "none", "{file}: Pi rewrote it");
         assert_eq!(r["nonCanonicalLines"], json!([]), "{file}");
-        assert_eq!(r["leafId"], json!(i.conv.lines.last().unwrap().id), "{file}");
-        assert_eq!(r["entries"].as_array().unwrap().len(), i.conv.lines.len(), "{file}");
-        assert_eq!(r["name"], json!(sessiontree::load(&i.path).unwrap().tree.name()), "{file}");
-        let theirs = r["contexts"].as_array().unwrap().iter().find(|c| c["kind"] == "default").unwrap();
-        assert_eq!(norm(&theirs["context"]), norm(&our_context(&i.path)), "{file}: Pi's context differs");
+        assert_eq!(
+            r["leafId"],
+            json!(i.conv.lines.last().unwrap().id),
+            "{file}"
+        );
+        assert_eq!(
+            r["entries"].as_array().unwrap().len(),
+            i.conv.lines.len(),
+            "{file}"
+        );
+        assert_eq!(
+            r["name"],
+            json!(sessiontree::load(&i.path).unwrap().tree.name()),
+            "{file}"
+        );
+        let theirs = r["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "default")
+            .unwrap();
+        assert_eq!(
+            norm(&theirs["context"]),
+            norm(&our_context(&i.path)),
+            "{file}: Pi's context differs"
+        );
         // And every other leaf (each branch) too.
         for c in r["contexts"].as_array().unwrap() {
             if let (Some("id"), Some(leaf)) = (c["kind"].as_str(), c["leaf"].as_str()) {
