@@ -14,8 +14,10 @@
 //!   lines (sent to the model, hidden from the person) -> `custom_message` with
 //!   `display: false`; `isVisibleInTranscriptOnly` lines (shown, never sent) -> `custom`.
 //! * `system` `compact_boundary` (a new root whose `logicalParentUuid` is the old leaf) and
-//!   the `isCompactSummary` user line under it -> one Pi `compaction` that keeps nothing
-//!   before it: after a compaction Claude Code sends the summary and what follows.
+//!   the `isCompactSummary` user line under it -> one Pi `compaction`: after a compaction
+//!   Claude Code sends the summary, the preserved segment (`compactMetadata.
+//!   preservedSegment`, newer releases: the last messages before the boundary) and what
+//!   follows, so the compaction keeps from the segment's head, or nothing without one.
 //! * other `system` lines and lines of unknown types with a `uuid` -> `custom` entries
 //!   holding the whole line (never in the model's context; they keep the tree's shape).
 //! * `progress` lines are dropped; lines that name them as parent hang on their parent.
@@ -223,8 +225,30 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
                 let tokens = meta.get("preTokens").and_then(Value::as_f64).unwrap_or(0.0);
                 let mut details = json!({"source": "claude-code", "uuid": uuid});
                 if !meta.is_null() {
-                    details["compactMetadata"] = meta;
+                    details["compactMetadata"] = meta.clone();
                 }
+                // A preserved segment (newer releases keep the last messages before the
+                // boundary and send them after the summary): Pi keeps from its head.
+                let head = meta
+                    .get("preservedSegment")
+                    .and_then(|p| p.get("headUuid"))
+                    .and_then(Value::as_str)
+                    .and_then(|h| st.map.get(h).copied().flatten());
+                let first_kept = head.filter(|&h| {
+                    let mut cur = parent;
+                    let mut steps = 0;
+                    while let Some(c) = cur {
+                        if c == h {
+                            return true;
+                        }
+                        steps += 1;
+                        if steps > st.nodes.nodes.len() {
+                            break;
+                        }
+                        cur = st.nodes.nodes[c].parent;
+                    }
+                    false
+                });
                 let n = st.nodes.push(
                     parent,
                     uuid.to_string(),
@@ -233,7 +257,7 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
                         summary: String::new(),
                         tokens_before: tokens,
                         details: Some(details),
-                        first_kept: None,
+                        first_kept,
                         system_message: None,
                     },
                 );

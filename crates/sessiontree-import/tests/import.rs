@@ -68,10 +68,14 @@ struct Imported {
 /// Imports every fixture of both agents into `dir`.
 fn import_all(dir: &Path) -> Vec<Imported> {
     let mut out = Vec::new();
-    for agent in ["claude", "codex"] {
+    for (agent, folder) in [
+        ("claude", "claude"),
+        ("claude", "claude-recorded"),
+        ("codex", "codex"),
+    ] {
         let mut by_source: HashMap<String, PathBuf> = HashMap::new();
         let mut later = Vec::new();
-        for f in files(&fixtures().join(agent)) {
+        for f in files(&fixtures().join(folder)) {
             for conv in convert(agent, &f) {
                 if conv.lines.is_empty() {
                     continue;
@@ -233,6 +237,24 @@ fn claude_events(p: &Path) -> Vec<Value> {
         path.push(by_uuid[p]);
     }
     path.reverse();
+    // A compaction with a preserved segment: the segment (head..tail, before the boundary)
+    // is sent right after the summary.
+    let seg = &path[0]["compactMetadata"]["preservedSegment"];
+    if let (Some(head), Some(tail), Some(anchor)) = (
+        seg["headUuid"].as_str(),
+        seg["tailUuid"].as_str(),
+        seg["anchorUuid"].as_str(),
+    ) {
+        if !path.iter().any(|l| l["uuid"] == tail) {
+            let mut part = vec![by_uuid[tail]];
+            while part.last().unwrap()["uuid"] != head {
+                part.push(by_uuid[part.last().unwrap()["parentUuid"].as_str().unwrap()]);
+            }
+            part.reverse();
+            let at = path.iter().position(|l| l["uuid"] == anchor).unwrap() + 1;
+            path.splice(at..at, part);
+        }
+    }
     let mut out = Vec::new();
     let mut last_mid = None;
     for l in path {
@@ -425,8 +447,8 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
     let all = import_all(tmp.path());
     assert_eq!(
         all.iter().filter(|i| i.agent == "claude").count(),
-        6,
-        "5 sessions and 1 subagent"
+        9,
+        "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent"
     );
     assert_eq!(all.iter().filter(|i| i.agent == "codex").count(), 4);
     for i in &all {
@@ -786,5 +808,130 @@ fn pi_opens_every_import_and_builds_the_same_context() {
                 assert_eq!(norm(&c["context"]), norm(&o), "{file}: context at {leaf}");
             }
         }
+    }
+}
+
+/// The conversation in a request Claude Code sent to the model, as events (attachments
+/// Claude Code renders as system messages and `<system-reminder>` texts left out: the
+/// import keeps attachment lines as `custom` entries, outside the context).
+fn request_events(messages: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in messages.as_array().unwrap() {
+        let role = m["role"].as_str().unwrap();
+        if role == "assistant" {
+            out.push(json!(["response", ""]));
+        }
+        let blocks = match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(a) => a.clone(),
+            _ => vec![],
+        };
+        let last = blocks.len().saturating_sub(1);
+        for (i, b) in blocks.into_iter().enumerate() {
+            match (role, b["type"].as_str().unwrap()) {
+                ("user", "text") => {
+                    let mut t = b["text"].as_str().unwrap();
+                    // Claude Code sends consecutive user lines as one message, each text but
+                    // the last ended by "\n"; Pi sends them as they are stored.
+                    if i < last {
+                        t = t.strip_suffix('\n').unwrap_or(t);
+                    }
+                    if t.starts_with("<system-reminder>") {
+                    } else if t
+                        .starts_with("This session is being continued from a previous conversation")
+                    {
+                        out.push(json!(["summary", t]));
+                    } else {
+                        out.push(json!(["user", t]));
+                    }
+                }
+                ("user", "image") => out.push(json!(["image", b["source"]["media_type"]])),
+                ("user", "tool_result") => {
+                    let t = match &b["content"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(x) => x
+                            .iter()
+                            .filter_map(|y| y["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        _ => String::new(),
+                    };
+                    out.push(json!([
+                        "result",
+                        b["tool_use_id"],
+                        t,
+                        b["is_error"] == true
+                    ]));
+                }
+                ("assistant", "text") => out.push(json!(["assistant", b["text"]])),
+                ("assistant", "tool_use") => {
+                    out.push(json!(["call", b["id"], b["name"], b["input"]]))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Transcripts written by Claude Code itself (2.1.197, driven against a scripted model on
+/// 127.0.0.1: a tool call, a resume, a subagent, `/compact` with a preserved segment, a
+/// `--fork-session` copy) and the requests it sent to the model when it resumed them. The
+/// import of the transcript as it was just before each resume must hold the conversation
+/// of that request: same user texts, assistant texts, tool calls with ids and arguments,
+/// results, responses and compaction summary, in order.
+#[test]
+fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
+    let dir = fixtures().join("claude-recorded");
+    let requests: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
+            .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+        let name = r["transcript"].as_str().unwrap();
+        let prompt = r["prompt"].as_str().unwrap();
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let cut = lines
+            .iter()
+            .position(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["type"] == "user" && v["message"]["content"] == prompt
+            })
+            .unwrap_or_else(|| panic!("{name}: no prompt {prompt:?}"));
+        let src = tmp.path().join(format!("src{n}")).join(name);
+        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+        std::fs::write(
+            &src,
+            lines[..cut]
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let conv = convert("claude", &src).remove(0);
+        assert!(conv.problems.is_empty(), "{:?}", conv.problems);
+        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
+        let got: Vec<Value> = pi_events(&our_context(&o.path))
+            .into_iter()
+            .map(|e| {
+                if e[0] == "response" {
+                    json!(["response", ""])
+                } else {
+                    e
+                }
+            })
+            .collect();
+        let mut expected = request_events(&r["messages"]);
+        assert_eq!(
+            expected.pop(),
+            Some(json!(["user", prompt])),
+            "the request ends with the new prompt"
+        );
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap(),
+            "{name} before {prompt:?}"
+        );
     }
 }
