@@ -95,15 +95,40 @@ fn target_dir(
     }
 }
 
-fn convert_file(agent: AgentArg, path: &Path) -> std::result::Result<Vec<Conversion>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    let stem = path
-        .file_stem()
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// The rollout of Codex session `id`: among the files being imported, else under Codex's
+/// sessions folder (rollout names end with the session id).
+fn find_rollout(id: &str, files: &[PathBuf]) -> Option<PathBuf> {
+    if let Some(p) = files.iter().find(|p| stem_of(p).ends_with(id)) {
+        return Some(p.clone());
+    }
+    let mut all = Vec::new();
+    collect(&default_root(AgentArg::Codex), &mut all).ok()?;
+    all.into_iter().find(|p| stem_of(p).ends_with(id))
+}
+
+fn convert_file(
+    agent: AgentArg,
+    path: &Path,
+    files: &[PathBuf],
+) -> std::result::Result<Vec<Conversion>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let stem = stem_of(path);
     Ok(match agent {
         AgentArg::Claude => claude::convert(&bytes, &stem),
-        AgentArg::Codex => vec![codex::convert(&bytes, &stem)],
+        AgentArg::Codex => {
+            // A fork that continues from its parent's first lines needs the parent's rollout.
+            let parent = match codex::fork_parent(&bytes) {
+                Some((id, Some(_))) => find_rollout(&id, files).and_then(|p| std::fs::read(p).ok()),
+                _ => None,
+            };
+            vec![codex::convert_fork(&bytes, &stem, parent.as_deref())]
+        }
     })
 }
 
@@ -144,7 +169,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                     i
                 };
                 let Some(path) = files.get(i) else { break };
-                match convert_file(a.agent, path) {
+                match convert_file(a.agent, path, &files) {
                     Err(e) => errors
                         .lock()
                         .unwrap()

@@ -43,6 +43,10 @@ impl Home {
             &fixtures().join("codex"),
             &root.join("codex/sessions/2025/10/03"),
         );
+        copy_dir(
+            &fixtures().join("codex-recorded/sessions"),
+            &root.join("codex/sessions"),
+        );
         Home { _tmp: tmp, root }
     }
 
@@ -100,22 +104,33 @@ fn import_then_list_search_stats_and_export() {
     );
     let o = h.run(&["import", "codex"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o).lines().count(), 4);
+    assert_eq!(stdout(&o).lines().count(), 6);
+    // A fork that continues from its parent's first lines holds them: Pi resumes it whole.
+    let fork = stdout(&o)
+        .lines()
+        .find(|p| p.contains("01a22bc6-ddbf-7672-857c-6a9755e51338"))
+        .unwrap()
+        .to_string();
+    let ctx = h.json(&["context", &fork, "--json"]).to_string();
+    assert!(
+        ctx.contains("Please RUN the echo command") && ctx.contains("Forked question"),
+        "{ctx}"
+    );
 
     let ls = h.json(&["ls", "--all", "--json"]);
     let sessions = ls["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 10);
+    assert_eq!(sessions.len(), 12);
     let names: Vec<&str> = sessions.iter().filter_map(|s| s["name"].as_str()).collect();
     assert!(names.contains(&"Coupon total fix in cart"), "{names:?}");
     let no_index = h.json(&["ls", "--all", "--no-index", "--json"]);
-    assert_eq!(no_index["sessions"].as_array().unwrap().len(), 10);
+    assert_eq!(no_index["sessions"].as_array().unwrap().len(), 12);
     let forked = sessions
         .iter()
         .filter(|s| s["parentSessionPath"].is_string())
         .count();
     assert_eq!(
-        forked, 2,
-        "the subagent and the Codex fork name their parent"
+        forked, 3,
+        "the subagent and the Codex forks name their parent"
     );
 
     let hits = h.json(&["search", "coupon", "--json"]);
@@ -153,6 +168,7 @@ fn import_is_idempotent_and_reports_as_json() {
         .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
         .collect();
     assert_eq!(snapshot.len(), 4);
+    assert_eq!(first.as_array().unwrap().len(), 6);
     for s in first.as_array().unwrap() {
         assert_eq!(s["status"], "created");
         assert!(s["source"].as_str().unwrap().ends_with(".jsonl"));

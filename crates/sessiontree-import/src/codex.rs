@@ -2,8 +2,10 @@
 //! `{timestamp, type, payload}` object per line, in the order things happened.
 //!
 //! * `session_meta` (the first one): the header (id, time, cwd); `forked_from_id` becomes
-//!   the header's `parentSession`; the base instructions a Pi `system` message. Later `session_meta` lines (the parent's, copied into a
-//!   fork) are skipped.
+//!   the header's `parentSession`; the base instructions a Pi `system` message. A fork
+//!   that only names how many of its parent's lines it continues from
+//!   (`forked_from_ordinal_exclusive`) gets those lines first ([`convert_fork`]); later
+//!   `session_meta` lines (the parent's, copied into older forks) are skipped.
 //! * `turn_context`: a new model -> `model_change`, a new reasoning effort ->
 //!   `thinking_level_change`.
 //! * `response_item`: consecutive model output items (`reasoning`, assistant `message`,
@@ -29,6 +31,29 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Converts one rollout file. `file_stem` names the session when it has no `session_meta`.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
+    convert_fork(bytes, file_stem, None)
+}
+
+/// The session a rollout was forked from: its id, and how many of its lines the fork
+/// continues from when the fork does not copy them (`forked_from_ordinal_exclusive`).
+pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
+    let v: Value = serde_json::from_slice(first).ok()?;
+    let p = v.get("payload")?;
+    let id = p.get("forked_from_id")?.as_str()?.to_string();
+    let n = p
+        .get("forked_from_ordinal_exclusive")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    Some((id, n))
+}
+
+/// [`convert`] for a fork whose rollout starts where its parent's first lines end
+/// (`forked_from_ordinal_exclusive`, newer releases): `parent` is the parent's rollout,
+/// whose first lines come first, with the ids they get in the parent's own import.
+pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
     let mut problems = Vec::new();
     let records = read_lines(bytes, &mut problems);
     let meta = records
@@ -44,6 +69,9 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
         .or_else(|| records.iter().find_map(|r| time_ms(r.1.get("timestamp"))))
         .unwrap_or(0);
     let parent_source = s("forked_from_id");
+    let ordinal = meta
+        .get("forked_from_ordinal_exclusive")
+        .and_then(Value::as_u64);
     let mut c = Converter {
         nodes: Nodes::default(),
         leaf: None,
@@ -59,8 +87,36 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
         last_ms: first_ms,
         seen_meta: false,
         instructions: None,
+        last_assistant: None,
+        prefix: session_id.clone(),
     };
-    for (line, o) in &records {
+    let mut rest = records.iter().peekable();
+    // The fork's own session_meta first: it names the session.
+    if let Some(first) =
+        rest.next_if(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
+    {
+        c.line(first.0, &first.1);
+    }
+    match (ordinal, parent, &parent_source) {
+        (Some(n), Some(pb), Some(pid)) => {
+            let mut ignored = Vec::new();
+            c.prefix = pid.clone();
+            for (line, o) in read_lines(pb, &mut ignored) {
+                if line as u64 <= n {
+                    c.line(line, &o);
+                }
+            }
+            c.prefix = session_id.clone();
+        }
+        (Some(_), None, Some(pid)) => problems.push(Problem {
+            line: 1,
+            message: format!(
+                "forked from {pid}, whose rollout was not found: only the fork's own turns are imported"
+            ),
+        }),
+        _ => {}
+    }
+    for (line, o) in rest {
         c.line(*line, o);
     }
     c.close();
@@ -79,7 +135,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
         } else {
             "main"
         },
-        lines: c.nodes.finish(&format!("codex:{session_id}")),
+        lines: c.nodes.finish("codex"),
         name: None,
         problems: all,
         skipped: c.skipped,
@@ -100,7 +156,6 @@ fn stem_id(stem: &str) -> String {
 struct Open {
     node: usize,
     has_tool: bool,
-    usage_set: bool,
 }
 
 struct Converter {
@@ -120,6 +175,10 @@ struct Converter {
     problems: Vec<Problem>,
     last_ms: i64,
     seen_meta: bool,
+    /// The last assistant message and whether a token count gave it its usage.
+    last_assistant: Option<(usize, bool)>,
+    /// Entry keys are `<prefix>:<line>`: the session whose rollout the line is from.
+    prefix: String,
     /// The base instructions (sent with every request; kept across compactions).
     instructions: Option<String>,
 }
@@ -208,8 +267,8 @@ impl Converter {
         self.open = Some(Open {
             node: n,
             has_tool: false,
-            usage_set: false,
         });
+        self.last_assistant = Some((n, false));
         n
     }
 
@@ -230,7 +289,7 @@ impl Converter {
     fn line(&mut self, line: usize, o: &Map<String, Value>) {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
-        let key = format!("{line}");
+        let key = format!("{}:{line}", self.prefix);
         let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
         let payload = o.get("payload").cloned().unwrap_or(Value::Null);
         match ty {
@@ -320,6 +379,8 @@ impl Converter {
                 self.close();
             }
             "event_msg" => self.event(&key, ms, &payload),
+            // Per-response usage records repeat what token_count events say.
+            "token_usage_record" => self.skip(ty),
             _ => {
                 self.close();
                 self.add(
@@ -339,34 +400,31 @@ impl Converter {
         match ty {
             "token_count" => {
                 let last = p.get("info").and_then(|i| i.get("last_token_usage"));
-                let target = match &self.open {
-                    Some(o) if !o.usage_set => Some(o.node),
-                    _ => None,
-                };
-                if let (Some(u), Some(n)) = (last, target) {
-                    let g = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-                    let cached = g("cached_input_tokens");
-                    let usage = node::usage(
-                        (g("input_tokens") - cached).max(0.0),
-                        g("output_tokens"),
-                        cached,
-                        0.0,
-                        u.get("total_tokens").and_then(Value::as_f64),
-                    );
-                    if let Body::Message(m) = &mut self.nodes.nodes[n].body {
-                        m.insert("usage".into(), usage);
+                match (last, self.last_assistant) {
+                    (Some(u), Some((n, false))) => {
+                        let g = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        let cached = g("cached_input_tokens");
+                        let usage = node::usage(
+                            (g("input_tokens") - cached).max(0.0),
+                            g("output_tokens"),
+                            cached,
+                            g("cache_write_input_tokens"),
+                            u.get("total_tokens").and_then(Value::as_f64),
+                        );
+                        if let Body::Message(m) = &mut self.nodes.nodes[n].body {
+                            m.insert("usage".into(), usage);
+                        }
+                        self.last_assistant = Some((n, true));
                     }
-                    if let Some(o) = &mut self.open {
-                        o.usage_set = true;
-                    }
-                } else {
-                    self.skip("token_count");
+                    _ => self.skip("token_count"),
                 }
             }
             "user_message"
             | "agent_message"
             | "agent_reasoning"
-            | "agent_reasoning_raw_content" => self.skip(ty),
+            | "agent_reasoning_raw_content"
+            | "item_started"
+            | "item_completed" => self.skip(ty),
             "thread_rolled_back" => {
                 self.close();
                 let n = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0) as usize;

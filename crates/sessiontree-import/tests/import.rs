@@ -54,7 +54,17 @@ fn convert(agent: &str, p: &Path) -> Vec<Conversion> {
     let bytes = std::fs::read(p).unwrap();
     match agent {
         "claude" => claude::convert(&bytes, &stem(p)),
-        _ => vec![codex::convert(&bytes, &stem(p))],
+        _ => {
+            // A fork that continues from its parent's first lines: the parent's rollout,
+            // found beside it by id.
+            let parent = codex::fork_parent(&bytes).and_then(|(id, n)| {
+                n?;
+                let dir = p.parent().unwrap();
+                files(dir).into_iter().find(|f| stem(f).ends_with(&id))
+            });
+            let pb = parent.map(|f| std::fs::read(f).unwrap());
+            vec![codex::convert_fork(&bytes, &stem(p), pb.as_deref())]
+        }
     }
 }
 
@@ -167,8 +177,14 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
     let mut out = Vec::new();
     for m in ctx["messages"].as_array().unwrap() {
         match m["role"].as_str().unwrap() {
+            "custom" if m["customType"].as_str().unwrap().starts_with("codex:") => {
+                for t in texts(&m["content"]) {
+                    out.push(json!(["context", t[1]]));
+                }
+            }
             "user" | "custom" => out.extend(texts(&m["content"])),
-            "system" => out.push(json!(["system", m["content"]])),
+            // The base instructions (what Codex records; it adapts them to the tools at run time).
+            "system" => out.push(json!(["instructions"])),
             "compactionSummary" => out.push(json!(["summary", m["summary"]])),
             "assistant" => {
                 out.push(json!([
@@ -356,13 +372,29 @@ fn codex_events(p: &Path) -> Vec<Value> {
     let mut out = Vec::new();
     let mut items: Vec<Value> = Vec::new();
     let mut first_meta = true;
+    // A fork that continues from its parent's first lines replays those first.
+    let mut lines = lines;
+    if let Some(n) = lines[0]["payload"]["forked_from_ordinal_exclusive"].as_u64() {
+        let pid = lines[0]["payload"]["forked_from_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let parent = files(p.parent().unwrap())
+            .into_iter()
+            .find(|f| stem(f).ends_with(&pid))
+            .unwrap();
+        let mut all = vec![lines[0].clone()];
+        all.extend(read_jsonl(&parent).into_iter().take(n as usize));
+        all.extend(lines.into_iter().skip(1));
+        lines = all;
+    }
     for l in &lines {
         let pl = &l["payload"];
         match l["type"].as_str().unwrap() {
             "session_meta" if first_meta => {
                 first_meta = false;
-                if let Some(t) = pl["base_instructions"]["text"].as_str() {
-                    out.push(json!(["system", t]));
+                if pl["base_instructions"]["text"].is_string() {
+                    out.push(json!(["instructions"]));
                 }
             }
             "response_item" => items.push(pl.clone()),
@@ -406,9 +438,11 @@ fn codex_events(p: &Path) -> Vec<Value> {
         match it["type"].as_str().unwrap() {
             "summary" => out.push(json!(["summary", it["text"]])),
             "message" => {
+                let context = it["role"] == "developer" || injected(&codex_text(&it));
                 for b in it["content"].as_array().unwrap() {
                     match b["type"].as_str().unwrap() {
                         "output_text" => out.push(json!(["assistant", b["text"]])),
+                        "input_text" if context => out.push(json!(["context", b["text"]])),
                         "input_text" => out.push(json!(["user", b["text"]])),
                         "input_image" => {
                             let mime = b["image_url"]
@@ -932,6 +966,106 @@ fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
             serde_json::to_string_pretty(&got).unwrap(),
             serde_json::to_string_pretty(&expected).unwrap(),
             "{name} before {prompt:?}"
+        );
+    }
+}
+
+/// Rollouts written by Codex CLI 0.171.0 (against a scripted model on 127.0.0.1: tool
+/// calls, resumes, a fork that continues from its parent's first lines) and the inputs it
+/// sent to the model when it resumed them: the import of the rollout as it was just before
+/// each resume holds that input's conversation (context blocks, user texts, assistant
+/// texts, tool calls with ids and arguments, outputs, responses), in order.
+#[test]
+fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
+    let dir = fixtures().join("codex-recorded");
+    let requests: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
+            .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+        let rel = r["rollout"].as_str().unwrap();
+        let prompt = r["prompt"].as_str().unwrap();
+        let occurrence = r["occurrence"].as_u64().unwrap() as usize;
+        let text = std::fs::read_to_string(dir.join(rel)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let cut = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["type"] == "response_item"
+                    && v["payload"]["role"] == "user"
+                    && codex_text(&v["payload"]) == prompt
+            })
+            .nth(occurrence - 1)
+            .unwrap_or_else(|| panic!("{rel}: no prompt {prompt:?}"))
+            .0;
+        // The parent of a fork stays beside it, whole.
+        let src_dir = tmp.path().join(format!("src{n}"));
+        std::fs::create_dir_all(&src_dir).unwrap();
+        for f in files(&dir.join("sessions")) {
+            std::fs::copy(&f, src_dir.join(f.file_name().unwrap())).unwrap();
+        }
+        let src = src_dir.join(Path::new(rel).file_name().unwrap());
+        std::fs::write(
+            &src,
+            lines[..cut]
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+        )
+        .unwrap();
+        let conv = convert("codex", &src).remove(0);
+        assert!(conv.problems.is_empty(), "{:?}", conv.problems);
+        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
+        let got = pi_events(&our_context(&o.path));
+        let mut expected = Vec::new();
+        let mut in_response = false;
+        for it in r["input"].as_array().unwrap() {
+            let ty = it["type"].as_str().unwrap();
+            let assistant_side = matches!(ty, "reasoning" | "function_call" | "custom_tool_call")
+                || it["role"] == "assistant";
+            if assistant_side && !in_response {
+                expected.push(json!(["response", ""]));
+            }
+            in_response = assistant_side;
+            match ty {
+                // The base instructions come first, as a developer message.
+                "message" if expected.is_empty() && it["role"] == "developer" => {
+                    expected.push(json!(["instructions"]))
+                }
+                "message" => {
+                    let t = codex_text(it);
+                    let label = match it["role"].as_str().unwrap() {
+                        "assistant" => "assistant",
+                        "developer" => "context",
+                        _ if injected(&t) => "context",
+                        _ => "user",
+                    };
+                    for b in it["content"].as_array().unwrap() {
+                        expected.push(json!([label, b["text"]]));
+                    }
+                }
+                "function_call" => {
+                    let args: Value =
+                        serde_json::from_str(it["arguments"].as_str().unwrap()).unwrap();
+                    expected.push(json!(["call", it["call_id"], it["name"], args]));
+                }
+                "function_call_output" | "custom_tool_call_output" => {
+                    expected.push(json!(["result", it["call_id"], it["output"], false]))
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(
+            expected.pop(),
+            Some(json!(["user", prompt])),
+            "the input ends with the new prompt"
+        );
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap(),
+            "{rel} before {prompt:?} ({occurrence})"
         );
     }
 }
