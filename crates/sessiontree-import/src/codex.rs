@@ -17,8 +17,8 @@
 //! * `event_msg` `token_count` -> the usage of the assistant message it follows;
 //!   `thread_rolled_back` -> the next entries continue from before the rolled-back user
 //!   turns (a branch), with a `custom` entry recording it; `user_message` /
-//!   `agent_message` / `agent_reasoning` repeat response items and are skipped; other
-//!   events are kept as `custom` entries.
+//!   `agent_message` / `agent_reasoning` / `item_completed` repeat response items and are
+//!   skipped (as are `token_usage_record` lines); other events are kept as `custom` entries.
 //! * `compacted` -> a Pi `compaction` that keeps nothing before it; its
 //!   `replacement_history` (what Codex continues from), when present, follows it as
 //!   entries, less the message that repeats the summary.
