@@ -47,22 +47,23 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
     let records = read_lines(bytes, &mut problems);
     let is_agent_file = file_stem.starts_with("agent-");
+    let source_id = records
+        .iter()
+        .find_map(|r| r.1.get("sessionId").and_then(Value::as_str))
+        .unwrap_or(file_stem)
+        .to_string();
     let (mut main, mut side): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
-    for r in &records {
+    for r in records {
         if is_agent_file || r.1.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             side.push(r);
         } else {
             main.push(r);
         }
     }
-    let source_id = records
-        .iter()
-        .find_map(|r| r.1.get("sessionId").and_then(Value::as_str))
-        .unwrap_or(file_stem)
-        .to_string();
     let mut out = Vec::new();
     if !is_agent_file {
-        let mut c = build(&main, NAMESPACE);
+        let head = Head::of(&main);
+        let mut c = build(main, NAMESPACE);
         c.problems = problems.clone();
         out.push(finish(
             c,
@@ -70,7 +71,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
             source_id.clone(),
             None,
             "main",
-            &main,
+            head,
         ));
     }
     if !side.is_empty() || is_agent_file {
@@ -79,19 +80,41 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
             .find_map(|r| r.1.get("agentId").and_then(Value::as_str))
             .map(str::to_string)
             .unwrap_or_else(|| file_stem.trim_start_matches("agent-").to_string());
-        let (sid, kind_name) = if is_agent_file {
-            (format!("{source_id}/agent-{agent}"), "sidechain")
+        let sid = if is_agent_file {
+            format!("{source_id}/agent-{agent}")
         } else {
-            (format!("{source_id}/sidechains"), "sidechain")
+            format!("{source_id}/sidechains")
         };
-        let mut c = build(&side, NAMESPACE);
+        let head = Head::of(&side);
+        let mut c = build(side, NAMESPACE);
         if is_agent_file {
             c.problems = problems;
         }
         let id = derived_uuid(&format!("claude:{sid}"));
-        out.push(finish(c, id, sid, Some(source_id), kind_name, &side));
+        out.push(finish(c, id, sid, Some(source_id), "sidechain", head));
     }
     out
+}
+
+/// What the header takes from a session's lines: the first time and cwd.
+struct Head {
+    first_ms: i64,
+    cwd: Option<String>,
+}
+
+impl Head {
+    fn of(records: &[(usize, Obj)]) -> Head {
+        Head {
+            first_ms: records
+                .iter()
+                .find_map(|r| time_ms(r.1.get("timestamp")))
+                .unwrap_or(0),
+            cwd: records
+                .iter()
+                .find_map(|r| r.1.get("cwd").and_then(Value::as_str))
+                .map(str::to_string),
+        }
+    }
 }
 
 struct Built {
@@ -107,16 +130,9 @@ fn finish(
     source_session_id: String,
     parent_source: Option<String>,
     kind: &'static str,
-    records: &[&(usize, Obj)],
+    head: Head,
 ) -> Conversion {
-    let first_ms = records
-        .iter()
-        .find_map(|r| time_ms(r.1.get("timestamp")))
-        .unwrap_or(0);
-    let cwd = records
-        .iter()
-        .find_map(|r| r.1.get("cwd").and_then(Value::as_str))
-        .map(str::to_string);
+    let Head { first_ms, cwd } = head;
     Conversion {
         agent: Agent::Claude,
         session_id,
@@ -170,7 +186,7 @@ impl State {
     }
 }
 
-fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
+fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
     let mut st = State::default();
     let mut summaries: Vec<(Option<String>, String)> = Vec::new();
     let mut title: Option<String> = None;
@@ -178,8 +194,13 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
         .iter()
         .find_map(|r| time_ms(r.1.get("timestamp")))
         .unwrap_or(0);
-    for &&(line, ref o) in records {
-        let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
+    for (line, mut o) in records {
+        let ty = o
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let ty = ty.as_str();
         match ty {
             "summary" => {
                 if let Some(s) = o.get("summary").and_then(Value::as_str) {
@@ -199,24 +220,29 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
             }
             _ => {}
         }
-        let Some(uuid) = o.get("uuid").and_then(Value::as_str) else {
+        let Some(uuid) = o.get("uuid").and_then(Value::as_str).map(str::to_string) else {
             st.skip(if ty.is_empty() { "untyped" } else { ty });
             continue;
         };
+        let uuid = uuid.as_str();
         if st.map.contains_key(uuid) {
             st.skip("duplicate uuid");
             continue;
         }
         let ms = time_ms(o.get("timestamp")).unwrap_or(last_ms);
         last_ms = ms;
-        let parent_uuid = o.get("parentUuid").and_then(Value::as_str);
+        let parent_uuid = o
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let parent_uuid = parent_uuid.as_deref();
         let node = match ty {
             "progress" => {
                 st.skip("progress");
                 st.resolve(parent_uuid)
             }
-            "assistant" => assistant(&mut st, line, o, uuid, parent_uuid, ms),
-            "user" => user(&mut st, line, o, uuid, parent_uuid, ms),
+            "assistant" => assistant(&mut st, line, &mut o, uuid, parent_uuid, ms),
+            "user" => user(&mut st, line, &mut o, uuid, parent_uuid, ms),
             "system" if o.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
                 let logical =
                     parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(Value::as_str));
@@ -277,7 +303,7 @@ fn build(records: &[&(usize, Obj)], namespace: &str) -> Built {
                     ms,
                     Body::Custom {
                         custom_type,
-                        data: Value::Object(o.clone()),
+                        data: Value::Object(std::mem::take(&mut o)),
                     },
                 ))
             }
@@ -377,32 +403,38 @@ fn usage_of(u: &Value) -> Option<Value> {
 fn assistant(
     st: &mut State,
     line: usize,
-    o: &Obj,
+    o: &mut Obj,
     uuid: &str,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
     let parent = st.resolve(parent_uuid);
+    // The content is moved out of the line, not copied.
+    let content = match o.get_mut("message").and_then(Value::as_object_mut) {
+        Some(m) => m.get_mut("content").map(std::mem::take),
+        None => {
+            st.problems.push(Problem {
+                line,
+                message: "assistant line without a message object".into(),
+            });
+            return parent;
+        }
+    };
     let Some(msg) = o.get("message").and_then(Value::as_object) else {
-        st.problems.push(Problem {
-            line,
-            message: "assistant line without a message object".into(),
-        });
         return parent;
     };
     let msg_id = msg.get("id").and_then(Value::as_str).map(str::to_string);
     let mut blocks = Vec::new();
     let mut other = Vec::new();
-    match msg.get("content") {
-        Some(Value::String(s)) => blocks.push(node::text(s)),
+    match content {
+        Some(Value::String(s)) => blocks.push(node::text_owned(s)),
         Some(Value::Array(a)) => {
-            for b in a {
+            for mut b in a {
                 match b.get("type").and_then(Value::as_str) {
-                    Some("text") => blocks.push(node::text(
-                        b.get("text").and_then(Value::as_str).unwrap_or(""),
-                    )),
+                    Some("text") => blocks.push(node::text_owned(take_str(&mut b, "text"))),
                     Some("thinking") => {
-                        let mut t = json!({"type": "thinking", "thinking": b.get("thinking").and_then(Value::as_str).unwrap_or("")});
+                        let mut t =
+                            json!({"type": "thinking", "thinking": take_str(&mut b, "thinking")});
                         if let Some(s) = b.get("signature").and_then(Value::as_str) {
                             t["thinkingSignature"] = json!(s);
                         }
@@ -411,23 +443,15 @@ fn assistant(
                     Some("redacted_thinking") => blocks.push(json!({
                         "type": "thinking",
                         "thinking": "",
-                        "thinkingSignature": b.get("data").and_then(Value::as_str).unwrap_or(""),
+                        "thinkingSignature": take_str(&mut b, "data"),
                         "redacted": true
                     })),
                     Some("tool_use") => {
-                        let id = b
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
-                        let name = b
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string();
+                        let id = take_str(&mut b, "id");
+                        let name = take_str(&mut b, "name");
                         st.tool_names.insert(id.clone(), name.clone());
-                        let args = match b.get("input") {
-                            Some(v @ Value::Object(_)) => v.clone(),
+                        let args = match b.get_mut("input").map(std::mem::take) {
+                            Some(v @ Value::Object(_)) => v,
                             Some(v) => json!({"input": v}),
                             None => json!({}),
                         };
@@ -435,7 +459,7 @@ fn assistant(
                             json!({"type": "toolCall", "id": id, "name": name, "arguments": args}),
                         );
                     }
-                    _ => other.push(b.clone()),
+                    _ => other.push(b),
                 }
             }
         }
@@ -504,6 +528,14 @@ fn assistant(
     Some(n)
 }
 
+/// Moves a string member out of a JSON object ("" when it is not a string).
+fn take_str(b: &mut Value, k: &str) -> String {
+    match b.get_mut(k) {
+        Some(Value::String(s)) => std::mem::take(s),
+        _ => String::new(),
+    }
+}
+
 /// User-side content blocks (text, images) as Pi blocks.
 fn user_blocks(blocks: &[&Value]) -> Vec<Value> {
     let mut out = Vec::new();
@@ -551,28 +583,30 @@ fn text_of(content: &Value) -> String {
 fn user(
     st: &mut State,
     line: usize,
-    o: &Obj,
+    o: &mut Obj,
     uuid: &str,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
     let parent = st.resolve(parent_uuid);
-    let Some(msg) = o.get("message").and_then(Value::as_object) else {
+    if !o.get("message").is_some_and(Value::is_object) {
         st.problems.push(Problem {
             line,
             message: "user line without a message object".into(),
         });
         return parent;
-    };
-    let content = msg.get("content").cloned().unwrap_or(Value::Null);
-    let flag = |k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
-    if flag("isCompactSummary") {
-        if let Some(c) = parent.filter(|p| st.compactions.contains_key(p)) {
+    }
+    let flag = |o: &Obj, k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
+    let compaction = parent.filter(|p| st.compactions.contains_key(p));
+    if flag(o, "isCompactSummary") {
+        if let Some(c) = compaction {
+            let content = o.get("message").and_then(|m| m.get("content"));
+            let text = content.map(text_of).unwrap_or_default();
             if let Body::Compaction {
                 summary, details, ..
             } = &mut st.nodes.nodes[c].body
             {
-                *summary = text_of(&content);
+                *summary = text;
                 if let Some(d) = details {
                     d["summaryUuid"] = json!(uuid);
                 }
@@ -580,15 +614,37 @@ fn user(
             return Some(c);
         }
     }
-    let (results, rest): (Vec<&Value>, Vec<&Value>) = match &content {
+    // Shown to the person, never sent to the model: kept whole, outside the context.
+    if flag(o, "isVisibleInTranscriptOnly") || flag(o, "isCompactSummary") {
+        let data = Value::Object(std::mem::take(o));
+        return Some(st.nodes.push(
+            parent,
+            uuid.to_string(),
+            ms,
+            Body::Custom {
+                custom_type: "claude-code:transcript-only".into(),
+                data,
+            },
+        ));
+    }
+    let meta = flag(o, "isMeta");
+    // The content and the structured tool result are moved out of the line, not copied.
+    let content = o
+        .get_mut("message")
+        .and_then(|m| m.get_mut("content"))
+        .map(std::mem::take)
+        .unwrap_or(Value::Null);
+    let mut tool_use_result = o.remove("toolUseResult");
+    let is_array = matches!(content, Value::Array(_));
+    let (results, rest): (Vec<Value>, Vec<Value>) = match content {
         Value::Array(a) => a
-            .iter()
+            .into_iter()
             .partition(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")),
-        _ => (Vec::new(), Vec::new()),
+        other => (Vec::new(), vec![other]),
     };
     let mut cur = parent;
     let n_results = results.len();
-    for (i, r) in results.into_iter().enumerate() {
+    for (i, mut r) in results.into_iter().enumerate() {
         let owner = match cur {
             Some(c) if st.groups.contains_key(&c) => Some(c),
             Some(c) => st.result_owner.get(&c).copied(),
@@ -602,34 +658,34 @@ fn user(
                 }
             }
         }
-        let call_id = r.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
-        let tool_name = st.tool_names.get(call_id).cloned().unwrap_or_default();
-        let content = match r.get("content") {
-            Some(Value::String(s)) => vec![node::text(s)],
+        let call_id = take_str(&mut r, "tool_use_id");
+        let tool_name = st.tool_names.get(&call_id).cloned().unwrap_or_default();
+        let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let content = match r.get_mut("content").map(std::mem::take) {
+            Some(Value::String(s)) => vec![node::text_owned(s)],
             Some(Value::Array(a)) => user_blocks(&a.iter().collect::<Vec<_>>()),
             _ => Vec::new(),
         };
-        let mut details = json!({"uuid": uuid});
+        let mut details = Map::new();
+        details.insert("uuid".into(), json!(uuid));
         if i + 1 == n_results {
-            if let Some(t) = o.get("toolUseResult") {
-                details["toolUseResult"] = t.clone();
+            if let Some(t) = tool_use_result.take() {
+                details.insert("toolUseResult".into(), t);
             }
         }
-        let m = json!({
-            "role": "toolResult",
-            "toolCallId": call_id,
-            "toolName": tool_name,
-            "content": content,
-            "details": details,
-            "isError": r.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-            "timestamp": ms,
-        });
+        let mut m = Map::new();
+        m.insert("role".into(), json!("toolResult"));
+        m.insert("toolCallId".into(), Value::String(call_id));
+        m.insert("toolName".into(), Value::String(tool_name));
+        m.insert("content".into(), Value::Array(content));
+        m.insert("details".into(), Value::Object(details));
+        m.insert("isError".into(), Value::Bool(is_error));
+        m.insert("timestamp".into(), json!(ms));
         let key = if i == 0 {
             uuid.to_string()
         } else {
             format!("{uuid}#{i}")
         };
-        let Value::Object(m) = m else { unreachable!() };
         let n = st.nodes.push(cur, key, ms, Body::Message(m));
         if let Some(own) = owner {
             st.result_owner.insert(n, own);
@@ -637,45 +693,41 @@ fn user(
         }
         cur = Some(n);
     }
-    let has_rest = !rest.is_empty() || !matches!(content, Value::Array(_));
-    if has_rest {
-        let pi_content = match &content {
-            Value::String(s) => json!(s),
-            Value::Array(_) => Value::Array(user_blocks(&rest)),
-            _ => json!([]),
-        };
-        if matches!(&content, Value::Array(_))
-            && pi_content.as_array().is_some_and(|a| a.is_empty())
-        {
+    if rest.is_empty() {
+        return cur;
+    }
+    let pi_content = if is_array {
+        let blocks = user_blocks(&rest.iter().collect::<Vec<_>>());
+        if blocks.is_empty() {
             st.skip("unsupported user blocks");
             return cur;
         }
-        let key = if n_results == 0 {
-            uuid.to_string()
-        } else {
-            format!("{uuid}#text")
-        };
-        let body = if flag("isMeta") {
-            Body::CustomMessage {
-                custom_type: "claude-code:meta".into(),
-                content: pi_content,
-                display: false,
-                details: Some(json!({"uuid": uuid})),
-            }
-        } else if flag("isVisibleInTranscriptOnly") || flag("isCompactSummary") {
-            Body::Custom {
-                custom_type: "claude-code:transcript-only".into(),
-                data: Value::Object(o.clone()),
-            }
-        } else {
-            let mut m = Map::new();
-            m.insert("role".into(), json!("user"));
-            m.insert("content".into(), pi_content);
-            m.insert("timestamp".into(), json!(ms));
-            m.insert("claudeCode".into(), json!({"uuid": uuid}));
-            Body::Message(m)
-        };
-        cur = Some(st.nodes.push(cur, key, ms, body));
-    }
-    cur
+        Value::Array(blocks)
+    } else {
+        match rest.into_iter().next() {
+            Some(s @ Value::String(_)) => s,
+            _ => json!([]),
+        }
+    };
+    let key = if n_results == 0 {
+        uuid.to_string()
+    } else {
+        format!("{uuid}#text")
+    };
+    let body = if meta {
+        Body::CustomMessage {
+            custom_type: "claude-code:meta".into(),
+            content: pi_content,
+            display: false,
+            details: Some(json!({"uuid": uuid})),
+        }
+    } else {
+        let mut m = Map::new();
+        m.insert("role".into(), json!("user"));
+        m.insert("content".into(), pi_content);
+        m.insert("timestamp".into(), json!(ms));
+        m.insert("claudeCode".into(), json!({"uuid": uuid}));
+        Body::Message(m)
+    };
+    Some(st.nodes.push(cur, key, ms, body))
 }

@@ -137,7 +137,7 @@ impl Nodes {
                             o.insert("summary".into(), Value::String(summary));
                             let first = first_kept.map_or_else(|| id.clone(), |f| ids[f].clone());
                             o.insert("firstKeptEntryId".into(), Value::String(first));
-                            o.insert("tokensBefore".into(), json!(tokens_before));
+                            o.insert("tokensBefore".into(), num(tokens_before));
                             if let Some(d) = details {
                                 o.insert("details".into(), d);
                             }
@@ -170,9 +170,53 @@ impl Nodes {
 }
 
 /// A value as `JSON.stringify` writes it.
+///
+/// serde_json already writes strings as JavaScript does (a Rust string holds no lone
+/// surrogate) and keeps keys in insertion order; it differs only in numbers JavaScript
+/// prints otherwise (exponents, integers beyond 2^53) and in objects with array-index keys,
+/// which JavaScript puts first. Only values holding one of those go through the canonical
+/// writer, so the common case costs one serialization.
 pub(crate) fn canonical(v: &Value) -> String {
     let s = serde_json::to_string(v).expect("a JSON value serializes");
-    sessiontree::json::canonicalize(s.as_bytes()).unwrap_or(s)
+    if plain(v) {
+        s
+    } else {
+        sessiontree::json::canonicalize(s.as_bytes()).unwrap_or(s)
+    }
+}
+
+/// Does serde_json write `v` exactly as `JSON.stringify` would?
+fn plain(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) => {
+                let ok = match (n.as_i64(), n.as_u64()) {
+                    (Some(i), _) => i.unsigned_abs() <= 1 << 53,
+                    (_, Some(u)) => u <= 1 << 53,
+                    // serde_json writes 3.0 as "3.0" and uses exponents from other
+                    // thresholds than JavaScript: only fractions in between are the same.
+                    _ => n
+                        .as_f64()
+                        .is_some_and(|f| f.fract() != 0.0 && (1e-5..1e15).contains(&f.abs())),
+                };
+                if !ok {
+                    return false;
+                }
+            }
+            Value::Array(a) => stack.extend(a),
+            Value::Object(o) => {
+                for (k, x) in o {
+                    if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) {
+                        return false;
+                    }
+                    stack.push(x);
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Pi's usage object with zero cost (the sources record tokens, not prices).
@@ -185,13 +229,23 @@ pub(crate) fn usage(
 ) -> Value {
     let total = total.unwrap_or(input + output + cache_read + cache_write);
     json!({
-        "input": input,
-        "output": output,
-        "cacheRead": cache_read,
-        "cacheWrite": cache_write,
-        "totalTokens": total,
+        "input": num(input),
+        "output": num(output),
+        "cacheRead": num(cache_read),
+        "cacheWrite": num(cache_write),
+        "totalTokens": num(total),
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
     })
+}
+
+/// A number as JavaScript holds it: integral values as integers (serde_json would write
+/// `3.0`).
+pub(crate) fn num(f: f64) -> Value {
+    if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 {
+        Value::from(f as i64)
+    } else {
+        json!(f)
+    }
 }
 
 /// Pi's image block from a base64 payload.
@@ -201,4 +255,37 @@ pub(crate) fn image(data: &str, mime: &str) -> Value {
 
 pub(crate) fn text(t: &str) -> Value {
     json!({"type": "text", "text": t})
+}
+
+pub(crate) fn text_owned(t: String) -> Value {
+    let mut m = serde_json::Map::with_capacity(2);
+    m.insert("type".into(), Value::String("text".into()));
+    m.insert("text".into(), Value::String(t));
+    Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_output_is_used_only_where_it_is_what_javascript_writes() {
+        for text in [
+            r#"{"a":1,"b":"x\u0001\n\"é😀","c":[0.5,-3,1e-7,1e21,1.5e300,12345678901234567890]}"#,
+            r#"{"b":1,"10":2,"2":3,"a":{"01":1,"1":2}}"#,
+            r#"{"n":9007199254740993,"m":-0.0,"f":0.1}"#,
+            r#"{"m":-0.0}"#,
+            r#"{"m":3.0,"k":[0.000001,0.00001234,123456789012345.5]}"#,
+            r#"[1e16,2.5e-6]"#,
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            let want =
+                sessiontree::json::canonicalize(serde_json::to_string(&v).unwrap().as_bytes())
+                    .unwrap();
+            assert_eq!(canonical(&v), want, "{text}");
+        }
+        let v: Value = serde_json::from_str(r#"{"a":[1,2.5,"\t"],"b":{"c":null}}"#).unwrap();
+        assert!(plain(&v));
+        assert_eq!(canonical(&v), r#"{"a":[1,2.5,"\t"],"b":{"c":null}}"#);
+    }
 }
