@@ -90,12 +90,12 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         last_assistant: None,
         prefix: session_id.clone(),
     };
-    let mut rest = records.iter().peekable();
+    let mut rest = records.into_iter().peekable();
     // The fork's own session_meta first: it names the session.
     if let Some(first) =
         rest.next_if(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
     {
-        c.line(first.0, &first.1);
+        c.line(first.0, first.1);
     }
     match (ordinal, parent, &parent_source) {
         (Some(n), Some(pb), Some(pid)) => {
@@ -103,7 +103,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
             c.prefix = pid.clone();
             for (line, o) in read_lines(pb, &mut ignored) {
                 if line as u64 <= n {
-                    c.line(line, &o);
+                    c.line(line, o);
                 }
             }
             c.prefix = session_id.clone();
@@ -117,7 +117,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         _ => {}
     }
     for (line, o) in rest {
-        c.line(*line, o);
+        c.line(line, o);
     }
     c.close();
     let mut all = problems;
@@ -286,12 +286,14 @@ impl Converter {
         }
     }
 
-    fn line(&mut self, line: usize, o: &Map<String, Value>) {
+    fn line(&mut self, line: usize, mut o: Map<String, Value>) {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
         let key = format!("{}:{line}", self.prefix);
-        let ty = o.get("type").and_then(Value::as_str).unwrap_or("");
-        let payload = o.get("payload").cloned().unwrap_or(Value::Null);
+        let ty = o.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let ty = ty.as_str();
+        // Moved out of the line, not copied (put back for lines kept whole).
+        let payload = o.remove("payload").unwrap_or(Value::Null);
         match ty {
             "session_meta" => {
                 if self.seen_meta {
@@ -336,7 +338,7 @@ impl Converter {
                     }
                 }
             }
-            "response_item" => self.item(line, &key, ms, &payload),
+            "response_item" => self.item(line, &key, ms, payload),
             "compacted" => {
                 self.close();
                 let summary = payload
@@ -374,7 +376,7 @@ impl Converter {
                     if !summary_text.is_empty() && t.trim_end().ends_with(summary_text.trim_end()) {
                         continue;
                     }
-                    self.item(line, &format!("{key}#h{i}"), ms, item);
+                    self.item(line, &format!("{key}#h{i}"), ms, item.clone());
                 }
                 self.close();
             }
@@ -388,7 +390,10 @@ impl Converter {
                     ms,
                     Body::Custom {
                         custom_type: format!("codex:{}", if ty.is_empty() { "line" } else { ty }),
-                        data: Value::Object(o.clone()),
+                        data: {
+                            o.insert("payload".into(), payload);
+                            Value::Object(o)
+                        },
                     },
                 );
             }
@@ -455,7 +460,7 @@ impl Converter {
         }
     }
 
-    fn item(&mut self, line: usize, key: &str, ms: i64, p: &Value) {
+    fn item(&mut self, line: usize, key: &str, ms: i64, mut p: Value) {
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
         match ty {
             "message" => {
@@ -517,7 +522,7 @@ impl Converter {
                 let block = json!({
                     "type": "thinking",
                     "thinking": parts.join("\n\n"),
-                    "thinkingSignature": node::canonical(p),
+                    "thinkingSignature": node::canonical(&p),
                 });
                 self.push_block(key, ms, block, false);
             }
@@ -570,14 +575,14 @@ impl Converter {
                     .unwrap_or("")
                     .to_string();
                 let tool_name = self.tool_names.get(&call_id).cloned().unwrap_or_default();
-                let (content, is_error) = match p.get("output") {
-                    Some(Value::String(s)) => (vec![node::text(s)], false),
-                    Some(Value::Array(a)) => (user_content(Some(&Value::Array(a.clone()))), false),
+                let (content, is_error) = match p.get_mut("output").map(std::mem::take) {
+                    Some(Value::String(s)) => (vec![node::text_owned(s)], false),
+                    Some(a @ Value::Array(_)) => (user_content(Some(&a)), false),
                     Some(o @ Value::Object(_)) => {
                         let c = match o.get("content") {
                             Some(Value::String(s)) => vec![node::text(s)],
                             Some(a @ Value::Array(_)) => user_content(Some(a)),
-                            _ => vec![node::text(&node::canonical(o))],
+                            _ => vec![node::text(&node::canonical(&o))],
                         };
                         (c, o.get("success").and_then(Value::as_bool) == Some(false))
                     }
