@@ -79,7 +79,9 @@ fn collect(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 struct Done {
     source: PathBuf,
+    /// The conversion, its lines dropped once written (memory stays one file's worth).
     conv: Conversion,
+    entries: usize,
     result: std::result::Result<Outcome, String>,
     parent_session: Option<String>,
 }
@@ -116,18 +118,24 @@ fn convert_file(
     agent: AgentArg,
     path: &Path,
     files: &[PathBuf],
+    bytes: &mut Vec<u8>,
 ) -> std::result::Result<Vec<Conversion>, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
+    bytes.clear();
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, bytes))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = &bytes[..];
     let stem = stem_of(path);
     Ok(match agent {
-        AgentArg::Claude => claude::convert(&bytes, &stem),
+        AgentArg::Claude => claude::convert(bytes, &stem),
         AgentArg::Codex => {
             // A fork that continues from its parent's first lines needs the parent's rollout.
-            let parent = match codex::fork_parent(&bytes) {
+            let parent = match codex::fork_parent(bytes) {
                 Some((id, Some(_))) => find_rollout(&id, files).and_then(|p| std::fs::read(p).ok()),
                 _ => None,
             };
-            vec![codex::convert_fork(&bytes, &stem, parent.as_deref())]
+            vec![codex::convert_fork(bytes, &stem, parent.as_deref())]
         }
     })
 }
@@ -161,36 +169,46 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         .min(files.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().unwrap();
-                    let i = *n;
-                    *n += 1;
-                    i
-                };
-                let Some(path) = files.get(i) else { break };
-                match convert_file(a.agent, path, &files) {
-                    Err(e) => errors
-                        .lock()
-                        .unwrap()
-                        .push((i, format!("{}: {e}", path.display()))),
-                    Ok(convs) => {
-                        for (k, conv) in convs.into_iter().enumerate() {
-                            let order = i * 4 + k;
-                            if conv.parent_source.is_some() {
-                                waiting.lock().unwrap().push((order, path.clone(), conv));
-                                continue;
+            s.spawn(|| {
+                let mut buf = Vec::new();
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(path) = files.get(i) else { break };
+                    match convert_file(a.agent, path, &files, &mut buf) {
+                        Err(e) => errors
+                            .lock()
+                            .unwrap()
+                            .push((i, format!("{}: {e}", path.display()))),
+                        Ok(convs) => {
+                            for (k, conv) in convs.into_iter().enumerate() {
+                                let order = i * 4 + k;
+                                if conv.parent_source.is_some() {
+                                    waiting.lock().unwrap().push((order, path.clone(), conv));
+                                    continue;
+                                }
+                                let result =
+                                    write_one(&conv, session_dir.as_deref(), None, a.dry_run);
+                                let entries = conv.lines.len();
+                                let conv = Conversion {
+                                    lines: Vec::new(),
+                                    ..conv
+                                };
+                                done.lock().unwrap().push((
+                                    order,
+                                    Done {
+                                        source: path.clone(),
+                                        conv,
+                                        entries,
+                                        result,
+                                        parent_session: None,
+                                    },
+                                ));
                             }
-                            let result = write_one(&conv, session_dir.as_deref(), None, a.dry_run);
-                            done.lock().unwrap().push((
-                                order,
-                                Done {
-                                    source: path.clone(),
-                                    conv,
-                                    result,
-                                    parent_session: None,
-                                },
-                            ));
                         }
                     }
                 }
@@ -222,11 +240,16 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         if let Ok(o) = &result {
             by_source.insert(conv.source_session_id.clone(), o.path.clone());
         }
+        let entries = conv.lines.len();
         done.push((
             order,
             Done {
                 source,
-                conv,
+                conv: Conversion {
+                    lines: Vec::new(),
+                    ..conv
+                },
+                entries,
                 result,
                 parent_session,
             },
@@ -258,7 +281,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             "sessionId": d.conv.session_id,
             "sourceSessionId": d.conv.source_session_id,
             "cwd": d.conv.cwd,
-            "entries": d.conv.lines.len(),
+            "entries": d.entries,
             "skipped": d.conv.skipped,
             "problems": d.conv.problems.iter().map(|p| json!({"line": p.line, "message": p.message})).collect::<Vec<_>>(),
         });

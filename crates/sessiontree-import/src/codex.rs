@@ -290,7 +290,11 @@ impl Converter {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
         let key = format!("{}:{line}", self.prefix);
-        let ty = o.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let ty = o
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let ty = ty.as_str();
         // Moved out of the line, not copied (put back for lines kept whole).
         let payload = o.remove("payload").unwrap_or(Value::Null);

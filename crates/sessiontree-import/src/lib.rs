@@ -97,15 +97,20 @@ impl Conversion {
 
     /// The whole file: header and entries, each line ended by `\n`.
     pub fn to_bytes(&self, parent_session: Option<&str>) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(self.lines.iter().map(|l| l.json.len() + 1).sum::<usize>() + 256);
+        let mut out = Vec::new();
+        self.write_bytes(parent_session, &mut out);
+        out
+    }
+
+    /// [`Conversion::to_bytes`] appended to a buffer.
+    pub fn write_bytes(&self, parent_session: Option<&str>, out: &mut Vec<u8>) {
+        out.reserve(self.lines.iter().map(|l| l.json.len() + 1).sum::<usize>() + 256);
         out.extend_from_slice(self.header_line(parent_session).as_bytes());
         out.push(b'\n');
         for l in &self.lines {
             out.extend_from_slice(l.json.as_bytes());
             out.push(b'\n');
         }
-        out
     }
 }
 

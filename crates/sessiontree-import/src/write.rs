@@ -14,6 +14,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// A new file (with `--dry-run`: would be).
@@ -62,8 +66,15 @@ pub fn write(
             path: dir.to_path_buf(),
             source: e,
         })?;
-        let bytes = conv.to_bytes(parent_session);
-        match store::create_exclusive(&path, &[&bytes]) {
+        // One buffer per thread, reused: a fresh allocation of a file's size would be
+        // mapped and zeroed by the kernel for every file.
+        let created = SCRATCH.with(|scratch| {
+            let mut bytes = scratch.borrow_mut();
+            bytes.clear();
+            conv.write_bytes(parent_session, &mut bytes);
+            store::create_exclusive(&path, &[&bytes])
+        });
+        match created {
             Ok(()) => {
                 return Ok(Outcome {
                     path,
