@@ -164,9 +164,10 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files.len().max(1));
+    // Twice the cores: each new file waits for its fsyncs, and another thread converts
+    // meanwhile.
+    let threads =
+        (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
