@@ -92,7 +92,7 @@ fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
 
 /// `buildContextEntries`: the last compaction, its kept range (without system messages),
 /// then everything after it.
-pub fn context_entries(path: Vec<&Entry>) -> Vec<&Entry> {
+pub(crate) fn context_entries(path: Vec<&Entry>) -> Vec<&Entry> {
     let Some(ci) = path
         .iter()
         .rposition(|e| e.entry_type == EntryType::Compaction)
@@ -189,7 +189,7 @@ fn pairs_object<'k>(pairs: impl Iterator<Item = (&'k str, &'k str)>) -> String {
 }
 
 /// `sessionEntryToContextMessages`.
-pub fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
+pub(crate) fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
     match e.entry_type {
         EntryType::Message => {
             // Kinds come from what the load recorded: the message's bytes are not touched

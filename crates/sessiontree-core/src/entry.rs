@@ -287,7 +287,12 @@ fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
 
 impl Entry {
     /// Builds an entry from one scanned object line. `None` when the line is not an object.
-    pub fn from_scanned(text: Text, scanned: json::Scanned, line: u64, offset: u64) -> Entry {
+    pub(crate) fn from_scanned(
+        text: Text,
+        scanned: json::Scanned,
+        line: u64,
+        offset: u64,
+    ) -> Entry {
         let bytes = text.as_bytes();
         let members = scanned.members;
         let mut known = Box::<KnownFields>::default();
@@ -401,12 +406,6 @@ impl Entry {
         (all.get(r.end) == Some(&b'\n')).then(|| &all[r.start..r.end + 1])
     }
 
-    /// Tells the buffer this line's bytes are not needed for now (a mapped file drops the
-    /// pages; they are read again if touched). For streaming huge sessions out.
-    pub fn release_bytes(&self) {
-        self.text.buf.release(self.text.range.clone());
-    }
-
     /// The entry's line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()
@@ -445,7 +444,7 @@ impl Entry {
 
     /// The kind of a top-level field's value, without reading the line when the key is one
     /// the library knows.
-    pub fn field_kind(&self, key: &str) -> Option<json::Kind> {
+    pub(crate) fn field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&TOP_KEYS, key) {
             Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.top[s])
                 .map(|_| json::Kind::of_first_byte(self.known.top_first[s])),
@@ -454,7 +453,7 @@ impl Entry {
     }
 
     /// The kind of a field of `message` (as [`Entry::field_kind`]).
-    pub fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
+    pub(crate) fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&MESSAGE_KEYS, key) {
             Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.message[s])
                 .map(|_| json::Kind::of_first_byte(self.known.message_first[s])),
@@ -529,7 +528,7 @@ impl Header {
     }
 
     /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
-    pub fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
+    pub(crate) fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
         let b = text.as_bytes();
         if last(b, &scanned.members, "type")?.as_str()? != "session" {
             return None;

@@ -135,7 +135,7 @@ fn s(v: Option<Raw<'_>>) -> Option<String> {
 }
 
 /// The `toolCall` blocks of an assistant message entry: (id, name, arguments JSON).
-pub fn tool_calls(e: &Entry) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn tool_calls(e: &Entry) -> Vec<(String, String, Option<String>)> {
     if !e.is_role("assistant") {
         return Vec::new();
     }
@@ -220,7 +220,7 @@ pub fn dangling_calls(path: &[&Entry]) -> Vec<Call> {
 }
 
 /// Problems on one path (root first), in path order of the entry they are about.
-pub fn detect_path(tree: &SessionTree, path: &[&Entry]) -> Vec<Problem> {
+pub(crate) fn detect_path(tree: &SessionTree, path: &[&Entry]) -> Vec<Problem> {
     let (calls, result_problems) = scan_calls(path);
     let mut out: Vec<Problem> = Vec::new();
     for e in path {
@@ -479,7 +479,7 @@ fn state_of(j: &JournalView, call_id: &str) -> (CallState, bool) {
 
 /// What was in flight on a path: the open turn (if any) first, then every tool call
 /// without a result, in order.
-pub fn open_operations_on(path: &[&Entry]) -> Vec<OpenOperation> {
+pub(crate) fn open_operations_on(path: &[&Entry]) -> Vec<OpenOperation> {
     let j = journal_view(path);
     let mut out = Vec::new();
     if let Some(t) = &j.open_turn {
@@ -504,7 +504,7 @@ pub fn open_operations(tree: &SessionTree) -> Vec<OpenOperation> {
 }
 
 /// The text of the result that closes an interrupted call.
-pub fn interrupted_text(state: CallState) -> &'static str {
+pub(crate) fn interrupted_text(state: CallState) -> &'static str {
     match state {
         CallState::Unknown => "The tool call was interrupted before it returned a result (the agent stopped). It may or may not have run; check its effects before retrying.",
         CallState::Started => "The tool call was interrupted before it returned a result (the agent stopped). It had started and may have run, fully or in part; check its effects before retrying.",

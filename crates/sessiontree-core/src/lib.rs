@@ -19,6 +19,7 @@ pub mod error;
 pub mod ids;
 pub mod interrupted;
 pub mod json;
+pub mod message;
 pub mod migrate;
 pub mod parse;
 pub mod repair;

@@ -3,7 +3,6 @@
 
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{js_trim, Entry, EntryType, Header, Parent};
-use crate::json::Raw;
 use crate::parse::{diag, Parsed};
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
@@ -412,7 +411,7 @@ impl SessionTree {
     }
 
     /// The path the context is built from (`buildSessionPath`).
-    pub fn context_path(&self, leaf: LeafArg<'_>) -> Vec<&Entry> {
+    pub(crate) fn context_path(&self, leaf: LeafArg<'_>) -> Vec<&Entry> {
         let start = match leaf {
             LeafArg::Null => return Vec::new(),
             LeafArg::Id(id) => self.index_of(id).or_else(|| self.last_index()),
@@ -487,11 +486,6 @@ impl SessionTree {
     /// Adds a new entry at the end and moves the leaf to it (no I/O).
     pub fn commit(&mut self, entry: Entry) {
         self.index_entry(entry, false);
-    }
-
-    /// Raw value helper for callers that need a field of the entry with an id.
-    pub fn field_of(&self, id: &str, key: &str) -> Option<Raw<'_>> {
-        self.get_entry(id).and_then(|e| e.field(key))
     }
 
     /// `getTree()` as the reference's JSON: `[{entry, children, label?, labelTimestamp?}]`.

@@ -83,7 +83,9 @@
 //! index, the exports and the command are separate crates, so depending on this one pulls
 //! in no SQLite, no async runtime and no terminal UI. ARCHITECTURE.md has the invariants.
 
-pub use sessiontree_core::{context, date, diag, entry, error, ids, json, migrate, parse, tree};
+pub use sessiontree_core::{
+    context, date, diag, entry, error, ids, json, message, migrate, parse, tree,
+};
 
 pub mod dirs;
 pub mod folder;

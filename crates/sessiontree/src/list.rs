@@ -178,7 +178,7 @@ impl<'a> Line<'a> {
         let i = self.top_index(key)?;
         Some(Raw::new_unchecked(&self.b[self.s.members[i].value.clone()]))
     }
-    pub fn get_str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+    pub(crate) fn get_str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
         self.get(key).and_then(|v| v.as_str())
     }
     /// `line[outer][key]` where `line[outer]` is an object.

@@ -53,7 +53,7 @@ impl Default for WriteOptions {
 }
 
 /// fsyncs a folder, so that a created or renamed file's name is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(io(dir))?;
     d.sync_all().map_err(io(dir))
 }
@@ -141,7 +141,7 @@ fn hostname() -> Option<String> {
 }
 
 /// Reads who holds a lock, from the lock file's content.
-pub fn read_holder(lock_file: &Path) -> LockHolder {
+pub(crate) fn read_holder(lock_file: &Path) -> LockHolder {
     let text = std::fs::read_to_string(lock_file).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     LockHolder {
@@ -428,7 +428,7 @@ impl Drop for Appender {
 
 /// Copies the torn last line of a file to `<file>.torn-<offset>` (fsynced) so that the
 /// bytes are never lost, and returns the sidecar's path.
-pub fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
+pub(crate) fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
     let mut s = path.as_os_str().to_owned();
     s.push(format!(".torn-{offset}"));
     let side = PathBuf::from(s);

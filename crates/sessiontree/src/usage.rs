@@ -31,7 +31,7 @@ impl Usage {
     }
 
     /// From a `usage` object: `{input, output, cacheRead, cacheWrite, totalTokens?, cost{total}}`.
-    pub fn from_raw(u: Raw<'_>) -> Usage {
+    pub(crate) fn from_raw(u: Raw<'_>) -> Usage {
         let n = |k: &str| {
             u.get(k)
                 .and_then(|v| v.as_f64())

@@ -161,21 +161,6 @@ impl<'a> Raw<'a> {
                 .join(","),
         }
     }
-
-    /// Serialize owned.
-    pub fn to_owned_json(&self) -> RawBuf {
-        RawBuf(self.text().to_owned())
-    }
-}
-
-/// An owned JSON value's text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawBuf(pub String);
-
-impl RawBuf {
-    pub fn raw(&self) -> Raw<'_> {
-        Raw(self.0.as_bytes())
-    }
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -222,7 +207,7 @@ fn value_end(b: &[u8], i: usize) -> usize {
 }
 
 /// JavaScript's `Number(text)` for a valid JSON number literal.
-pub fn parse_number(text: &[u8]) -> f64 {
+pub(crate) fn parse_number(text: &[u8]) -> f64 {
     std::str::from_utf8(text)
         .ok()
         .and_then(|s| s.parse::<f64>().ok())

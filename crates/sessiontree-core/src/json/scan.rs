@@ -33,7 +33,7 @@ pub enum Kind {
 
 impl Kind {
     /// The kind of the value starting with byte `b` (the text must be valid JSON).
-    pub fn of_first_byte(b: u8) -> Kind {
+    pub(crate) fn of_first_byte(b: u8) -> Kind {
         match b {
             b'{' => Kind::Object,
             b'[' => Kind::Array,
