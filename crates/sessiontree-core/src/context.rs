@@ -20,6 +20,7 @@ pub enum Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// The message as JSON text.
     pub fn json(&self) -> &str {
         match self {
             Message::Stored(r) => r.text(),
@@ -27,6 +28,7 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// The message as a JSON value (to read its fields).
     pub fn raw(&self) -> Raw<'_> {
         Raw::new_unchecked(self.json().as_bytes())
     }
@@ -43,16 +45,20 @@ impl<'a> Message<'a> {
 /// The model's current provider and id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Model<'a> {
+    /// `provider` as stored (`model_change.provider` or an assistant message's `provider`).
     pub provider: Option<Raw<'a>>,
+    /// `modelId` as stored (`model_change.modelId` or an assistant message's `model`).
     pub model_id: Option<Raw<'a>>,
 }
 
 /// `buildSessionContext`'s result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context<'a> {
+    /// What the model sees, in order (FORMAT.md sections 9.3 and 9.4).
     pub messages: Vec<Message<'a>>,
     /// `None` when the last thinking-level change has no value (JSON leaves the key out).
     pub thinking_level: Option<Raw<'a>>,
+    /// The last model on the path (section 9.2); `None` when no entry set one (JSON `null`).
     pub model: Option<Model<'a>>,
 }
 
@@ -60,8 +66,12 @@ const OFF: &[u8] = b"\"off\"";
 
 /// A provenance-preserving projection: each selected entry with the messages it gives.
 pub struct Projection<'a> {
+    /// Each entry of the context, in context order, with the messages it gives (none for
+    /// most entry types; a compaction can give two).
     pub entries: Vec<(&'a Entry, Vec<Message<'a>>)>,
+    /// As [`Context::thinking_level`].
     pub thinking_level: Option<Raw<'a>>,
+    /// As [`Context::model`].
     pub model: Option<Model<'a>>,
 }
 
@@ -311,7 +321,9 @@ pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
 pub struct Plan<'a> {
     selected: Vec<&'a Entry>,
     edits: std::collections::HashMap<Cow<'a, str>, &'a Entry>,
+    /// As [`Context::thinking_level`].
     pub thinking_level: Option<Raw<'a>>,
+    /// As [`Context::model`].
     pub model: Option<Model<'a>>,
 }
 

@@ -48,7 +48,9 @@ use crate::error::{Error, Result};
 use crate::json::{Json, Raw};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Map;
+/// A JSON value of an unnamed member or of tool arguments (`serde_json`'s, re-exported).
+pub use serde_json::Value;
 
 /// Members a struct does not name, in the order they were read (or inserted). Written after
 /// the named fields.

@@ -53,7 +53,9 @@ const NO_PARENT: u32 = u32::MAX;
 /// The tree view: roots and children lists (by entry index), iterative to walk.
 #[derive(Clone, Debug, Default)]
 pub struct TreeView {
+    /// Indices (into [`SessionTree::entries`]) of the roots, oldest first.
     pub roots: Vec<u32>,
+    /// For each entry index, its children's indices, oldest first (`getTree`'s order).
     pub children: Vec<Vec<u32>>,
 }
 
@@ -269,10 +271,12 @@ impl SessionTree {
         }
     }
 
+    /// The header line.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The session id (the header's `id`).
     pub fn session_id(&self) -> &str {
         &self.header.id
     }
@@ -296,10 +300,12 @@ impl SessionTree {
         self.by_id.get(id).map(|&s| self.slots[s as usize])
     }
 
+    /// The entry with this id (`getEntry`); with duplicate ids, the later line.
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
         self.index_of(id).map(|i| &self.entries[i as usize])
     }
 
+    /// True when an entry has this id.
     pub fn contains(&self, id: &str) -> bool {
         self.by_id.contains_key(id)
     }
@@ -309,6 +315,8 @@ impl SessionTree {
         self.leaf.and_then(|i| self.entries[i as usize].id())
     }
 
+    /// The entry at the leaf; `None` when the leaf is null (empty session or after
+    /// [`SessionTree::reset_leaf`]).
     pub fn leaf_entry(&self) -> Option<&Entry> {
         self.leaf.map(|i| &self.entries[i as usize])
     }

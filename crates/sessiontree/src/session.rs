@@ -16,10 +16,13 @@ pub use crate::json::Json;
 
 /// A parsed file: the tree and how the file looked.
 pub struct Loaded {
+    /// The entries, the leaf and the labels (migrated to version 3 in memory).
     pub tree: SessionTree,
     /// The file was version 1 or 2 and was migrated in memory.
     pub migrated: bool,
+    /// How the file ended (a torn last line is reported, not repaired, by a load).
     pub tail: Tail,
+    /// Bytes read.
     pub len: u64,
 }
 
@@ -445,18 +448,23 @@ impl Session {
         Ok(s)
     }
 
+    /// The session file; `None` for an in-memory session. A new session has its path
+    /// before the file exists ([`Session::is_flushed`]).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// The working directory the session belongs to (the header's `cwd`).
     pub fn cwd(&self) -> &str {
         &self.cwd
     }
 
+    /// The folder the session's file is (or will be) in.
     pub fn session_dir(&self) -> &Path {
         &self.session_dir
     }
 
+    /// The entries, the leaf and the labels, as appended so far.
     pub fn tree(&self) -> &SessionTree {
         &self.tree
     }
@@ -637,6 +645,8 @@ impl Session {
         self.append_fields("message", &[("message", Some(message.as_str()))])
     }
 
+    /// Appends a `thinking_level_change` (`"off"`, `"low"`, `"high"`, ...) under the leaf;
+    /// returns its id.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String> {
         self.append_fields(
             "thinking_level_change",
@@ -644,6 +654,8 @@ impl Session {
         )
     }
 
+    /// Appends a `model_change` under the leaf (the model the context reports from here
+    /// on); returns its id.
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
         self.append_fields(
             "model_change",

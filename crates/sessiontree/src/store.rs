@@ -16,7 +16,10 @@ pub enum Durability {
     Entry,
     /// Group commit: fsync when an append comes at least `interval` after the last fsync,
     /// at [`crate::Session::sync`], and when the session is dropped.
-    Batch { interval: Duration },
+    Batch {
+        /// The longest an acknowledged entry stays unsynced while appends go on.
+        interval: Duration,
+    },
 }
 
 /// When a new session's file is created.
@@ -33,7 +36,9 @@ pub enum Creation {
 /// How a session is opened for writing.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteOptions {
+    /// When appended lines reach stable storage.
     pub durability: Durability,
+    /// When a new session's file appears.
     pub creation: Creation,
     /// Wait this long for another writer's lock; `None` fails at once.
     pub lock_wait: Option<Duration>,
@@ -260,7 +265,9 @@ pub struct Appender {
 
 /// Lines that appeared in the file since the appender last looked.
 pub struct Growth {
+    /// Where the new bytes start in the file.
     pub from: u64,
+    /// The new bytes (complete lines only).
     pub bytes: Vec<u8>,
 }
 
@@ -284,14 +291,17 @@ impl Appender {
         })
     }
 
+    /// The file appended to.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length as far as this appender knows: what was read plus what it wrote.
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// True when [`Appender::len`] is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -53,6 +53,7 @@ impl<'a> Raw<'a> {
         Ok(Raw(&text[s.top]))
     }
 
+    /// The value's text as bytes.
     pub fn bytes(&self) -> &'a [u8] {
         self.0
     }
@@ -65,10 +66,12 @@ impl<'a> Raw<'a> {
         unsafe { std::str::from_utf8_unchecked(self.0) }
     }
 
+    /// The kind of value (from its first byte).
     pub fn kind(&self) -> Kind {
         Kind::of_first_byte(self.0[0])
     }
 
+    /// True for `null`.
     pub fn is_null(&self) -> bool {
         self.kind() == Kind::Null
     }

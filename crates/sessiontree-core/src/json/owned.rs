@@ -28,10 +28,12 @@ impl Json {
         Json(out)
     }
 
+    /// `null`.
     pub fn null() -> Json {
         Json("null".into())
     }
 
+    /// `true` or `false`.
     pub fn bool(b: bool) -> Json {
         Json(if b { "true" } else { "false" }.into())
     }
@@ -52,6 +54,7 @@ impl Json {
         &self.0
     }
 
+    /// The value as a borrowed [`Raw`] (to read its members).
     pub fn raw(&self) -> Raw<'_> {
         Raw::new_unchecked(self.0.as_bytes())
     }

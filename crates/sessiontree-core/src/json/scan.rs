@@ -22,12 +22,19 @@ pub struct Member {
 /// The kind of a JSON value, from its first byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// `{...}`
     Object,
+    /// `[...]`
     Array,
+    /// `"..."`
     String,
+    /// A number.
     Number,
+    /// `true`.
     True,
+    /// `false`.
     False,
+    /// `null`.
     Null,
 }
 
@@ -62,6 +69,7 @@ pub struct Scanned {
 pub struct ScanError {
     /// Byte offset of the problem inside the scanned text.
     pub offset: usize,
+    /// What is wrong there, for a person.
     pub reason: &'static str,
 }
 
