@@ -157,6 +157,7 @@ fn js_str(s: &str) -> String {
 }
 
 /// `{...object, key: value}` on JSON text: first position kept, `None` drops the key.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String {
     let members = obj.members();
     let mut order: Vec<(Cow<'_, str>, String)> = Vec::new();

@@ -305,7 +305,7 @@ fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
 }
 
 impl Entry {
-    /// Builds an entry from one scanned object line. `None` when the line is not an object.
+    /// Builds an entry from one scanned object line.
     pub(crate) fn from_scanned(
         text: Text,
         scanned: json::Scanned,

@@ -157,6 +157,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
 /// Parses lines of `buf` starting at byte `start` (line number `first_line`), for a file
 /// whose header was already read (`header`), or the whole file when `header` is `None`.
 /// Large inputs are scanned on all cores; the result does not depend on how they split.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn parse_from(
     buf: Backing,
     start: usize,

@@ -17,7 +17,7 @@ pub enum Durability {
     /// Group commit: fsync when an append comes at least `interval` after the last fsync,
     /// at [`crate::Session::sync`], and when the session is dropped.
     Batch {
-        /// The longest an acknowledged entry stays unsynced while appends go on.
+        /// How long after the last fsync an append triggers the next one.
         interval: Duration,
     },
 }
@@ -267,7 +267,7 @@ pub struct Appender {
 pub struct Growth {
     /// Where the new bytes start in the file.
     pub from: u64,
-    /// The new bytes (complete lines only).
+    /// Everything appended since, as read (the last line may still be incomplete).
     pub bytes: Vec<u8>,
 }
 

@@ -40,6 +40,7 @@ impl Json {
 
     /// Takes JSON text as it is, without validating or canonicalizing it: for text that
     /// came out of a validated [`Raw`] and is passed on unchanged.
+    #[doc(hidden)] // plumbing between the core and the store
     pub fn from_text_unchecked(text: String) -> Json {
         Json(text)
     }

@@ -112,6 +112,7 @@ fn ws<const LINE: bool>(b: &[u8], i: usize) -> usize {
 }
 
 /// True when the text holds only JSON whitespace.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn is_blank(b: &[u8]) -> bool {
     skip_ws(b, 0) == b.len()
 }
