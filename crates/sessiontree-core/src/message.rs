@@ -13,8 +13,11 @@
 //!   message) parses a stored message. Nothing is lost: a field these structs do not name
 //!   is kept in the struct's `extra` map, in file order, and written back after the named
 //!   fields; a role or content block this module does not know is kept whole as
-//!   [`AgentMessage::Other`] / [`ContentBlock::Other`]. For every message Pi writes,
-//!   reading and writing again gives the same bytes.
+//!   [`AgentMessage::Other`] / [`ContentBlock::Other`], and so is a message of a known role
+//!   whose fields have other types (a string `timestamp`, `null` content). For every message
+//!   Pi writes, reading and writing again gives the same bytes; members another writer put
+//!   in a different order come back with the same values, in Pi's order. What `serde_json`
+//!   cannot hold (a string with a lone surrogate) is an error: use the raw path for it.
 //!
 //! Fields that Pi adds after `timestamp` and whose order depends on the provider
 //! (`responseId`, `errorMessage`, `durationMs`, ... on an assistant message) are not named:
@@ -323,6 +326,14 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Value>
     Value::deserialize(d).map(Some)
 }
 
+/// A member that may be `null`: `Some(None)` is a stored `null`, `None` (by `default`) an
+/// absent one.
+fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
 /// `role: "user"`: what the person typed (and attached).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UserMessage {
@@ -585,9 +596,14 @@ pub struct BashExecutionMessage {
     pub command: String,
     /// What it printed (stdout and stderr), possibly truncated.
     pub output: String,
-    /// The exit code; absent when the process did not exit normally (killed, cancelled).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exit_code: Option<i64>,
+    /// The exit code: `Some(Some(n))`. Absent (`None`) or `null` (`Some(None)`) when the
+    /// process did not exit normally (killed, cancelled); both are kept as they were.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub exit_code: Option<Option<i64>>,
     /// True when the user cancelled the command.
     pub cancelled: bool,
     /// True when `output` was cut; `full_output_path` then names the whole output.
@@ -611,7 +627,7 @@ impl BashExecutionMessage {
         BashExecutionMessage {
             command: command.into(),
             output: output.into(),
-            exit_code: Some(exit_code),
+            exit_code: Some(Some(exit_code)),
             cancelled: false,
             truncated: false,
             full_output_path: None,
@@ -776,7 +792,8 @@ impl AgentMessage {
     }
 
     /// Parses one message (a context message's [`raw`](crate::context::Message::raw), a
-    /// `message` value). Errors only when the value is not an object.
+    /// `message` value). Errors when the value is not an object or holds a string with a
+    /// lone surrogate.
     pub fn from_raw(raw: Raw<'_>) -> Result<AgentMessage> {
         serde_json::from_str(raw.text()).map_err(|e| Error::Json(e.to_string()))
     }
