@@ -547,7 +547,7 @@ pub struct Pass {
     pub bytes_read: u64,
     /// Hash of the last complete line (with its `\n`), for append detection.
     pub tail_hash: u64,
-    /// Length of that line.
+    /// Length of the last complete line (with its `\n`).
     pub tail_len: u64,
 }
 

@@ -296,7 +296,8 @@ impl Appender {
         &self.path
     }
 
-    /// The file's length as far as this appender knows: what was read plus what it wrote.
+    /// The file's length as far as this appender knows: what the caller had read, plus what
+    /// it appended or saw appended since ([`Appender::growth`]).
     pub fn len(&self) -> u64 {
         self.len
     }
