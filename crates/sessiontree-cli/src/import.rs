@@ -321,6 +321,17 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     if a.json {
         out.line(&serde_json::to_string_pretty(&json_out)?)?;
     }
+    if !failed && !any {
+        let where_: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        eprintln!(
+            "sessiontree: no {} transcripts under {}",
+            match a.agent {
+                AgentArg::Claude => "Claude Code",
+                AgentArg::Codex => "Codex",
+            },
+            where_.join(", ")
+        );
+    }
     Ok(if failed {
         crate::Outcome::Code(2)
     } else if any {

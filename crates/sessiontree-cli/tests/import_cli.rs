@@ -229,4 +229,5 @@ fn dry_run_writes_nothing_and_errors_name_the_file() {
     std::fs::create_dir_all(&empty).unwrap();
     let o = h.run(&["import", "codex", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "nothing to import");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no Codex transcripts under"));
 }
