@@ -19,7 +19,9 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The session file (.jsonl).
     pub file: PathBuf,
+    /// What to write.
     #[arg(long, value_enum)]
     pub format: Format,
     /// Read the shared archive (PostgreSQL URL; without a value, $SESSIONTREE_ARCHIVE) instead of local files.
@@ -54,8 +56,8 @@ pub fn run(args: Args) -> Result<()> {
         // FILE is a session id in the archive.
         args.file = crate::archive::fetch_to_temp(Some(&url), &args.file.to_string_lossy())?;
     }
-    let loaded = sessiontree::load(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    crate::paths::session_file(&args.file)?;
+    let loaded = sessiontree::load(&args.file)?;
     let tree = &loaded.tree;
     let mut redact = Vec::new();
     for r in &args.redact {
