@@ -40,6 +40,7 @@ pub struct PushArgs {
     /// archived copy is then marked redacted and is not byte-identical to the file.
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// One JSON object with the counts instead of a summary line.
     #[arg(long)]
     json: bool,
 }
@@ -55,6 +56,7 @@ pub struct PullArgs {
     /// dir; also $PI_CODING_AGENT_SESSION_DIR).
     #[arg(long, value_name = "DIR")]
     session_dir: Option<String>,
+    /// One JSON object with what was created, caught up, branched and skipped.
     #[arg(long)]
     json: bool,
 }
@@ -66,10 +68,13 @@ pub struct SyncArgs {
     /// Keep watching the session folders and push every change (until interrupted).
     #[arg(long)]
     watch: bool,
+    /// Name (or rename) this machine in the archive (default: the host name).
     #[arg(long, value_name = "NAME")]
     machine: Option<String>,
+    /// Replace matches of this regex with [REDACTED] before upload (repeatable).
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// JSON objects (push, then pull counts) instead of summary lines.
     #[arg(long)]
     json: bool,
 }
