@@ -120,8 +120,9 @@ fn tree_files(agent: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// Runs the command and SIGKILLs it after `delay`; true when it was killed (still running).
-fn run_and_kill(mut cmd: Command, delay: Duration) -> bool {
+/// Runs the command and SIGKILLs it after `delay`: whether it was killed (still running),
+/// and how long it ran.
+fn run_and_kill(mut cmd: Command, delay: Duration) -> (bool, Duration) {
     let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -130,7 +131,7 @@ fn run_and_kill(mut cmd: Command, delay: Duration) -> bool {
     let start = Instant::now();
     while start.elapsed() < delay {
         if child.try_wait().unwrap().is_some() {
-            return false;
+            return (false, start.elapsed());
         }
         std::thread::sleep(Duration::from_micros(300));
     }
@@ -139,7 +140,7 @@ fn run_and_kill(mut cmd: Command, delay: Duration) -> bool {
         libc::kill(child.id() as i32, libc::SIGKILL);
     }
     let st = child.wait().unwrap();
-    st.code().is_none()
+    (st.code().is_none(), start.elapsed())
 }
 
 fn timed(mut cmd: Command) -> Duration {
@@ -182,7 +183,7 @@ fn killed_push_and_pull_converge() {
         .unwrap());
     let mut cmd = st(&probe);
     cmd.args(["push", "--archive", &c.url("alice", "probe")]);
-    let full = timed(cmd);
+    let mut window = timed(cmd);
 
     let mut kills = 0;
     let mut round = 0u64;
@@ -192,11 +193,9 @@ fn killed_push_and_pull_converge() {
             round < 200,
             "kills do not land inside push ({kills} of {round})"
         );
-        if round % 3 == 1 {
-            // Files grow between attempts, one is rewritten now and then (a repair).
-            let f = &files[rng.below(files.len() as u64) as usize];
-            grow(f, 1 + rng.below(30) as usize, 2000, round + 100);
-        }
+        // Files grow between attempts, one is rewritten now and then (a repair).
+        let f = &files[rng.below(files.len() as u64) as usize];
+        grow(f, 1 + rng.below(30) as usize, 20_000, round + 100);
         if round % 10 == 5 {
             let f = &files[rng.below(files.len() as u64) as usize];
             let text = std::fs::read_to_string(f).unwrap();
@@ -205,9 +204,11 @@ fn killed_push_and_pull_converge() {
         }
         let mut cmd = st(&a);
         cmd.args(["push", "--archive", &url]);
-        let delay = Duration::from_micros(rng.below(full.as_micros() as u64 + 1));
-        if run_and_kill(cmd, delay) {
-            kills += 1;
+        let delay = Duration::from_micros(rng.below(window.as_micros() as u64 + 1));
+        match run_and_kill(cmd, delay) {
+            (true, _) => kills += 1,
+            // Aim the next kills inside what a push takes now.
+            (false, took) => window = took,
         }
     }
     let mut cmd = st(&a);
@@ -282,17 +283,19 @@ fn killed_push_and_pull_converge() {
         .unwrap());
     let mut cmd = st(&probe_b);
     cmd.args(["pull", "--archive", &url]);
-    let full = timed(cmd);
+    let mut window = timed(cmd);
     let mut round = 0;
     while kills < 50 {
         round += 1;
         assert!(round < 200, "kills do not land inside pull ({kills})");
         let mut cmd = st(&b);
         cmd.args(["pull", "--archive", &url]);
-        let delay = Duration::from_micros(rng.below(full.as_micros() as u64 + 1));
-        if run_and_kill(cmd, delay) {
+        let delay = Duration::from_micros(rng.below(window.as_micros() as u64 + 1));
+        let (killed, took) = run_and_kill(cmd, delay);
+        if killed {
             kills += 1;
         } else {
+            window = took;
             // That pull finished: give the next ones something to do (a fast-forward).
             let i = 3 * rng.below(8) as usize;
             grow(&files[i], 10, 20_000, 1000 + round);
