@@ -19,6 +19,7 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The session file (FILE#ID = --leaf ID).
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: Format,
@@ -45,7 +46,9 @@ pub struct Args {
     pub redact: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(mut args: Args) -> Result<()> {
+    // A search hit pasted as FILE#ID: ID is the leaf.
+    (args.file, args.leaf) = crate::target::with_flag(&args.file, args.leaf.take(), "--leaf")?;
     let loaded = sessiontree::load(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let tree = &loaded.tree;

@@ -7,6 +7,7 @@ mod out;
 mod search;
 mod show;
 mod stats;
+mod target;
 mod verify;
 
 use anyhow::{bail, Context as _, Result};
@@ -84,7 +85,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// The path from the root to an entry, default the leaf (= getBranch).
+    /// The path from the root to an entry, default the leaf (= getBranch). FILE#ID = --from ID.
     Branch {
         file: PathBuf,
         #[arg(long, value_name = "ID")]
@@ -92,7 +93,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// What the model sees at the leaf (= buildSessionContext).
+    /// What the model sees at the leaf (= buildSessionContext). FILE#ID = --leaf ID.
     Context {
         file: PathBuf,
         /// An entry id, or `null` for the empty context.
@@ -104,7 +105,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// The whole tree, every branch (= getTree).
+    /// The whole tree, every branch (= getTree); FILE#ID highlights the path to ID.
     Tree {
         file: PathBuf,
         #[arg(long)]
@@ -151,10 +152,10 @@ enum Cmd {
         #[command(flatten)]
         write: WriteArgs,
     },
-    /// A new session file holding the path to an entry; prints its path.
+    /// A new session file holding the path to an entry (FILE ID, or FILE#ID); prints its path.
     Fork {
         file: PathBuf,
-        id: String,
+        id: Option<String>,
         /// `at` keeps the entry; `before` (a user message) keeps its parent and prints the message text on stderr.
         #[arg(long, value_enum, default_value = "at")]
         position: Position,
@@ -269,6 +270,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
         }
         Cmd::Branch { file, from, json } => {
+            let (file, from) = target::with_flag(&file, from, "--from")?;
             let l = load(&file)?;
             if let Some(id) = &from {
                 if !l.tree.contains(id) {
@@ -290,6 +292,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             llm,
             json,
         } => {
+            let (file, leaf) = target::with_flag(&file, leaf, "--leaf")?;
             let l = load(&file)?;
             let arg = match leaf.as_deref() {
                 None => match l.tree.leaf_id() {
@@ -318,12 +321,16 @@ fn run(cli: Cli) -> Result<Outcome> {
             Outcome::Done
         }
         Cmd::Tree { file, json } => {
+            let (file, focus) = target::with_flag(&file, None, "")?;
             let l = load(&file)?;
+            if let Some(id) = focus.as_deref().filter(|id| !l.tree.contains(id)) {
+                bail!("{}: no entry {id}", file.display());
+            }
             if json {
                 l.tree.write_tree_json(&mut out)?;
                 out.line("")?;
             } else {
-                show::tree(&mut out, &l.tree)?;
+                show::tree(&mut out, &l.tree, focus.as_deref())?;
             }
             Outcome::Done
         }
@@ -385,6 +392,10 @@ fn run(cli: Cli) -> Result<Outcome> {
             position,
             write,
         } => {
+            let (file, id) = match target::with_flag(&file, id, "ID")? {
+                (f, Some(id)) => (f, id),
+                (f, None) => bail!("{}: which entry? (FILE ID or FILE#ID)", f.display()),
+            };
             if !file.exists() {
                 bail!("{}: no such file", file.display());
             }

@@ -38,6 +38,7 @@ pub mod repair;
 pub mod search;
 pub mod session;
 pub mod store;
+pub mod summary;
 pub mod tree;
 pub mod usage;
 
