@@ -66,8 +66,8 @@ pub struct Index {
     store: Store,
     /// The listing store is compacted when its dead bytes exceed its live bytes and this.
     compact_floor: u64,
-    /// Listing ranges read with the last [`Index::infos_with`], from the same snapshot (and
-    /// the store `nonce` they belong to): `ls --json` writes exactly what it listed.
+    /// Listing ranges read by the last [`listed`], from the same snapshot (and the store
+    /// `nonce` they belong to): `ls --json` writes exactly what it listed. Used once.
     captured: Option<queries::Captured>,
     pub path: PathBuf,
     pub rebuilt: bool,

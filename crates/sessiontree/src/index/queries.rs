@@ -116,8 +116,9 @@ impl Index {
         in_scope: &dyn Fn(&Path) -> bool,
         with_text: bool,
     ) -> crate::Result<Vec<SessionInfo>> {
+        self.captured = None;
         match self.try_infos(in_scope, with_text) {
-            Ok(v) => Ok(v),
+            Ok((v, _)) => Ok(v),
             Err(ReadError::Fatal(e)) => Err(e),
             Err(ReadError::Damaged(_)) => Err(damaged_err("a stored listing")),
         }
@@ -127,8 +128,7 @@ impl Index {
         &mut self,
         in_scope: &dyn Fn(&Path) -> bool,
         with_text: bool,
-    ) -> Result<Vec<SessionInfo>, ReadError> {
-        self.captured = None;
+    ) -> Result<(Vec<SessionInfo>, Captured), ReadError> {
         for _ in 0..ATTEMPTS {
             let Index { conn, store, .. } = &mut *self;
             let res = (|| -> Result<Option<(Vec<SessionInfo>, Captured)>, ReadError> {
@@ -203,10 +203,7 @@ impl Index {
                 Ok(Some((out, cap)))
             })();
             match res? {
-                Some((v, cap)) => {
-                    self.captured = Some(cap);
-                    return Ok(v);
-                }
+                Some(r) => return Ok(r),
                 None => std::thread::sleep(std::time::Duration::from_millis(5)),
             }
         }
@@ -218,7 +215,7 @@ impl Index {
     /// Writes the stored Pi-shaped JSON of each of `paths` (indexed sessions), joined by
     /// `,`: ranges of the mapped listing store, handed to the kernel with vectored writes
     /// (no copy here). The same bytes as [`SessionInfo::write_json`] of a full scan. The
-    /// ranges are those of the last [`Index::infos_with`] when it listed every path (one
+    /// ranges are those of the [`listed`] call just before when it listed every path (one
     /// snapshot for what was listed and what is written), else of a new snapshot; every
     /// range is checked against its checksum before anything is written.
     pub fn write_json<'p>(
@@ -229,7 +226,7 @@ impl Index {
         let paths: Vec<&Path> = paths.into_iter().collect();
         let captured = self
             .captured
-            .as_ref()
+            .take()
             .filter(|c| c.nonce == self.store.nonce)
             .and_then(|c| {
                 paths
@@ -323,10 +320,12 @@ pub fn listed(
 ) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
     let mut st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
     let mut infos = None;
+    let mut captured = None;
     for _ in 0..3 {
         match idx.try_infos(in_scope, opts.with_text) {
-            Ok(v) => {
+            Ok((v, cap)) => {
                 infos = Some(v);
+                captured = Some(cap);
                 break;
             }
             Err(ReadError::Fatal(e)) => return Err(e),
@@ -341,6 +340,8 @@ pub fn listed(
             "a stored listing (again after reading it anew)",
         ));
     };
+    // `ls --json` writes the listings of this very snapshot.
+    idx.captured = captured;
     let pos: HashMap<&Path, usize> = files
         .iter()
         .enumerate()
