@@ -6,8 +6,8 @@ use crate::out::Out;
 use anyhow::{bail, Result};
 use sessiontree::dirs;
 use sessiontree::list::{self, FileStat};
-use sessiontree::search::{Hit, Mode, Query};
-use sessiontree::summary::{self, Summaries};
+use sessiontree_index::search::{Hit, Mode, Query};
+use sessiontree_index::summary::{self, Summaries};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -173,7 +173,7 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
     } else {
         Summaries::load(&store)
     };
-    let (hits, st) = sessiontree::search::search(&files, &q, summaries.as_ref(), threads())
+    let (hits, st) = sessiontree_index::search::search(&files, &q, summaries.as_ref(), threads())
         .map_err(|e| anyhow::anyhow!("invalid query: {e}"))?;
     if a.stats {
         eprintln!(

@@ -3,12 +3,12 @@
 //! generated corpora, through appends, in-place edits that restore size and mtime,
 //! replacements by a new inode, and deletions.
 
-#[path = "common/xorshift.rs"]
+#[path = "../../sessiontree/tests/common/xorshift.rs"]
 mod xorshift;
 
 use sessiontree::list::{self, Acc, EntryText, FileStat};
-use sessiontree::search::{self, Hit, Mode, Query};
-use sessiontree::summary::{self, Summaries};
+use sessiontree_index::search::{self, Hit, Mode, Query};
+use sessiontree_index::summary::{self, Summaries};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use xorshift::Rng;

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sessiontree::list::{self, ListOptions};
 use std::path::{Path, PathBuf};
 
+#[path = "../../sessiontree/tests/common/mod.rs"]
 mod common;
 use common::interop::{available, node};
 
@@ -70,8 +71,8 @@ fn list_all_equals_the_reference() {
     }
 }
 
-use sessiontree::index::Index;
-use sessiontree::search::{Mode, Query};
+use sessiontree_index::index::Index;
+use sessiontree_index::search::{Mode, Query};
 use std::io::Write;
 
 fn line(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) -> String {
@@ -124,10 +125,13 @@ fn json_bytes(idx: &mut Index, agent: &Path) -> (Vec<u8>, Vec<u8>) {
     (scan, stored)
 }
 
-fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index::RefreshStats) {
+fn index_json(
+    idx: &mut Index,
+    agent: &Path,
+) -> (Vec<Value>, sessiontree_index::index::RefreshStats) {
     let files = list::all_files(agent);
     let sessions = agent.join("sessions");
-    let scope = sessiontree::index::all_scope(&sessions);
+    let scope = sessiontree_index::index::all_scope(&sessions);
     let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
     let (scan, stored) = json_bytes(idx, agent);
     assert_eq!(
@@ -367,7 +371,11 @@ fn search_finds_text_and_flags_abandoned_branches() {
         &line("x1", None, 5000, "user", "other cwd zebra"),
     );
     let files = list::all_files_stat(agent);
-    let search = |q: &Query| sessiontree::search::search(&files, q, None, 2).unwrap().0;
+    let search = |q: &Query| {
+        sessiontree_index::search::search(&files, q, None, 2)
+            .unwrap()
+            .0
+    };
 
     let h = search(&q("foo_bar::Baz", Mode::Words));
     assert_eq!(h.len(), 1);
@@ -417,12 +425,17 @@ fn index_notices_damage_in_place_edits_replacements_and_unreadable_files() {
     }
     let ipath = Index::default_path(agent);
     let sessions = agent.join("sessions");
-    let scope = sessiontree::index::all_scope(&sessions);
+    let scope = sessiontree_index::index::all_scope(&sessions);
     let listed = |idx: &mut Index| -> Vec<u8> {
         let files = list::all_files_stat(agent);
-        let (v, _) =
-            sessiontree::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {})
-                .unwrap();
+        let (v, _) = sessiontree_index::index::listed(
+            idx,
+            &files,
+            &scope,
+            ListOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
         let mut out = Vec::new();
         idx.write_json(v.iter().map(|i| i.path.as_path()), &mut out)
             .unwrap();
