@@ -87,7 +87,7 @@ const ATTEMPTS: usize = 200;
 
 /// Makes `store` the store named by the snapshot `tx` is in; `false` when that store is
 /// already replaced (take a new snapshot).
-fn store_for(store: &mut Store, tx: &rusqlite::Connection) -> crate::Result<bool> {
+pub(super) fn store_for(store: &mut Store, tx: &rusqlite::Connection) -> crate::Result<bool> {
     let nonce = meta_u64(tx, "listing_nonce").map_err(sql_err)?;
     if nonce == Some(store.nonce) {
         return Ok(true);

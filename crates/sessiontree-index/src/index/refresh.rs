@@ -129,6 +129,15 @@ impl Index {
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(sql_err)?;
+        // The store this handle holds may have been replaced by another process's
+        // compaction since it was opened: appending to the old file would record offsets
+        // that mean other bytes in the new one. Under the write lock the store file is the
+        // one the database names, or the index is broken.
+        if !super::queries::store_for(&mut self.store, &tx)? {
+            return Err(store_err(std::io::Error::other(
+                "the listing store does not match the index",
+            )));
+        }
         let mut stored = stored(&tx).map_err(sql_err)?;
         let wanted: HashSet<&PathBuf> = files
             .iter()
