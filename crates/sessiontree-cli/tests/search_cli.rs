@@ -267,7 +267,7 @@ fn concurrent_ls_json_is_whole_or_an_error() {
             &agent,
             &format!("/w/p{}", k % 4),
             &format!("s{k:02}.jsonl"),
-            &msg("m0", None, 1000, "user", &format!("s{k} m0")),
+            &msg("m0", None, 1000, "user", &text(k, 0)),
         ));
     }
     assert_eq!(
@@ -292,7 +292,7 @@ fn concurrent_ls_json_is_whole_or_an_error() {
                     Some(&format!("m{}", j - 1)),
                     1000 + j as u64,
                     "user",
-                    &format!("s{k} m{j} {}", "pad ".repeat(j % 7 * 20)),
+                    &text(k, j),
                 );
                 let mut f = std::fs::OpenOptions::new()
                     .append(true)
@@ -319,8 +319,8 @@ fn concurrent_ls_json_is_whole_or_an_error() {
             }
         }));
     }
-    let check = |text: &str| -> Result<(), String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let check = |stdout: &str| -> Result<(), String> {
+        let v: Value = serde_json::from_str(stdout).map_err(|e| format!("not JSON: {e}"))?;
         let s = v["sessions"].as_array().ok_or("no sessions array")?;
         if s.len() != n {
             return Err(format!("{} sessions, not {n}", s.len()));
@@ -329,16 +329,8 @@ fn concurrent_ls_json_is_whole_or_an_error() {
             let path = x["path"].as_str().ok_or("no path")?;
             let k: usize = path.rsplit('/').next().unwrap()[1..3].parse().unwrap();
             let count = x["messageCount"].as_u64().ok_or("no count")? as usize;
-            let want: Vec<String> = (0..count)
-                .map(|j| {
-                    if j == 0 {
-                        format!("s{k} m0")
-                    } else {
-                        format!("s{k} m{j} {}", "pad ".repeat(j % 7 * 20))
-                    }
-                })
-                .collect();
-            if x["allMessagesText"] != want.join(" ") || x["firstMessage"] != format!("s{k} m0") {
+            let want: Vec<String> = (0..count).map(|j| text(k, j)).collect();
+            if x["allMessagesText"] != want.join(" ") || x["firstMessage"] != text(k, 0) {
                 return Err(format!("{path}: text does not match {count} messages"));
             }
         }
@@ -346,7 +338,7 @@ fn concurrent_ls_json_is_whole_or_an_error() {
     };
     let (mut ok, mut failed) = (0, 0);
     let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(6) {
+    while t.elapsed() < Duration::from_secs(10) {
         let mut readers = Vec::new();
         for _ in 0..3 {
             let agent = agent.clone();
@@ -382,7 +374,15 @@ fn concurrent_ls_json_is_whole_or_an_error() {
         w.join().unwrap();
     }
     eprintln!("concurrent ls --json: {ok} whole answers, {failed} errors (exit 2)");
-    assert!(ok > 10, "{ok} whole answers, {failed} errors");
+    assert!(ok >= 5, "{ok} whole answers, {failed} errors");
+}
+
+/// Message `j` of session `k`. The first is large: every listing a refresh writes again
+/// holds it, so the store fills with dead listings and is compacted on its own (without
+/// the test's forced compactions too).
+fn text(k: usize, j: usize) -> String {
+    let pad = if j == 0 { 10_000 } else { j % 7 * 20 };
+    format!("s{k} m{j} {}", "pad ".repeat(pad))
 }
 
 fn rand_bit() -> bool {
@@ -390,6 +390,5 @@ fn rand_bit() -> bool {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos()
-        % 2
-        == 0
+        .is_multiple_of(2)
 }
