@@ -174,7 +174,7 @@ impl Index {
                         .optional()
                         .map(Option::flatten)
                         .map_err(sql_err)?;
-                    s.state = state.and_then(|t| serde_json::from_str(&t).ok().map(Box::new));
+                    s.state = state.and_then(|t| load_state(&t, s.id, &tx, &self.store));
                     if s.state.is_some() {
                         Plan::Append(s)
                     } else {
@@ -404,6 +404,33 @@ fn full(path: &Path, f: std::fs::File, old: Option<i64>, seen: Seen) -> Option<D
     })
 }
 
+/// Marks a stored state whose `all_text` is the listing's `allMessagesText`.
+const TEXT_IN_LISTING: &str = "_textInListing";
+
+/// A stored pass state, its message text taken from the listing store when it was left
+/// there; `None` (read the file again) when anything does not check out.
+fn load_state(text: &str, id: i64, tx: &Connection, store: &Store) -> Option<Box<Acc>> {
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let o = v.as_object_mut()?;
+    let in_listing = o.remove(TEXT_IN_LISTING).is_some();
+    let mut acc: Acc = serde_json::from_value(v).ok()?;
+    if in_listing {
+        let (off, len, sum): (i64, i64, i64) = tx
+            .query_row("SELECT off, len, sum FROM listing WHERE id=?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .ok()?;
+        let map = store.map().ok()?;
+        let b = map.get(off as usize..(off + len) as usize)?;
+        if checksum(b) != sum as u64 {
+            return None;
+        }
+        let listing: serde_json::Value = serde_json::from_slice(b).ok()?;
+        acc.all_text = listing.get("allMessagesText")?.as_str()?.to_string();
+    }
+    Some(Box::new(acc))
+}
+
 fn delete_file(tx: &Connection, id: i64) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM files WHERE id=?1", [id])?;
     tx.execute("DELETE FROM state WHERE id=?1", [id])?;
@@ -454,7 +481,19 @@ fn store(tx: &Connection, listings: &mut Store, d: Done) -> Result<(), StoreErro
     } else {
         (d.pass.tail_hash, d.pass.tail_len)
     };
-    let state = serde_json::to_string(&d.pass.committed).unwrap_or_default();
+    // The message text the state carries is the listing's `allMessagesText` when the
+    // listing was made from exactly the committed lines: then it is kept once, in the
+    // listing store, and read back from there to resume.
+    let state = if d.pass.committed_offset == d.seen.stat.size && d.pass.committed.with_text {
+        let mut v = serde_json::to_value(&d.pass.committed).unwrap_or_default();
+        if let Some(o) = v.as_object_mut() {
+            o.insert("all_text".into(), "".into());
+            o.insert(TEXT_IN_LISTING.into(), true.into());
+        }
+        v.to_string()
+    } else {
+        serde_json::to_string(&d.pass.committed).unwrap_or_default()
+    };
     let committed_offset = d.pass.committed_offset;
     let st = d.seen.stat;
     // The listing takes the pass's texts (no copy of the session's message text).
