@@ -19,8 +19,9 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The session file (FILE#ID = --leaf ID).
+    /// The session file (.jsonl; FILE#ID = --leaf ID).
     pub file: PathBuf,
+    /// What to write.
     #[arg(long, value_enum)]
     pub format: Format,
     /// Write here instead of standard output.
@@ -49,8 +50,8 @@ pub struct Args {
 pub fn run(mut args: Args) -> Result<()> {
     // A search hit pasted as FILE#ID: ID is the leaf.
     (args.file, args.leaf) = crate::target::with_flag(&args.file, args.leaf.take(), "--leaf")?;
-    let loaded = sessiontree::load(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    crate::paths::session_file(&args.file)?;
+    let loaded = sessiontree::load(&args.file)?;
     let tree = &loaded.tree;
     let mut redact = Vec::new();
     for r in &args.redact {

@@ -48,12 +48,13 @@ pub struct SearchArgs {
     /// compaction, branch_summary.
     #[arg(long)]
     role: Option<String>,
-    /// Only entries at or after this date (ISO date/time, or 30m, 12h, 7d ago).
+    /// Only entries written at or after this date (ISO date/time, or 30m, 12h, 7d ago).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
-    /// Only entries before this date.
+    /// Only entries written before this date.
     #[arg(long, value_name = "DATE")]
     until: Option<String>,
+    /// At most N hits.
     #[arg(long, default_value = "50")]
     limit: usize,
     /// Search the *.jsonl files of this folder instead of every session of the agent dir.
@@ -68,6 +69,7 @@ pub struct SearchArgs {
     /// Bring the per-file summaries up to date and exit (what the background process runs).
     #[arg(long, hide = true)]
     build_index: bool,
+    /// Print JSON ({"hits": [...]}, see the fields below) instead of text.
     #[arg(long)]
     json: bool,
 }

@@ -617,7 +617,10 @@ fn truthy(v: &[u8]) -> bool {
     match v.first() {
         None | Some(b'n') | Some(b'f') => false,
         Some(b'"') => v.len() > 2,
-        Some(b'-' | b'0'..=b'9') => crate::json::parse_number(v) != 0.0,
+        Some(b'-' | b'0'..=b'9') => std::str::from_utf8(v)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_none_or(|x| x != 0.0),
         _ => true,
     }
 }
