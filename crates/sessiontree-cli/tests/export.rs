@@ -100,7 +100,7 @@ fn markdown_filters_leave_out_and_redact() {
     assert!(!md.contains("<summary>Thinking</summary>"));
     assert!(!md.contains("echo step"));
     assert!(md.contains("[output omitted]"));
-    assert!(md.contains("[image omitted]"));
+    assert!(md.contains("\\[image omitted\\]"));
 }
 
 /// The JSONL export with its fresh header id, time and label ids replaced by placeholders.
