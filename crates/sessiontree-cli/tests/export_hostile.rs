@@ -486,7 +486,7 @@ fn hostile_session(rng: &mut xorshift::Rng) -> (String, Vec<String>) {
 /// there (nothing dropped), with and without filters; with `--redact` no marker is left.
 #[test]
 fn markdown_is_inert_for_hostile_text_in_every_field() {
-    use sessiontree::export::{markdown, ExportOptions};
+    use sessiontree_export::{markdown, ExportOptions};
     let dir = tempfile::tempdir().unwrap();
     let mut rng = xorshift::Rng(0x5eed_cafe_f00d);
     let mut failures = Vec::new();
