@@ -491,6 +491,7 @@ fn markdown_is_inert_for_hostile_text_in_every_field() {
     let mut rng = xorshift::Rng(0x5eed_cafe_f00d);
     let mut failures = Vec::new();
     let cases = 300;
+    let marker = regex::Regex::new(r"m\d+x").unwrap();
     for case in 0..cases {
         let (text, markers) = hostile_session(&mut rng);
         let f = write(dir.path(), &format!("h{case}.jsonl"), &text);
@@ -504,7 +505,7 @@ fn markdown_is_inert_for_hostile_text_in_every_field() {
             ..Default::default()
         };
         let redacted = ExportOptions {
-            redact: vec![regex::Regex::new(r"m\d+x").unwrap()],
+            redact: vec![marker.clone()],
             ..Default::default()
         };
         for (name, o) in [
@@ -528,8 +529,7 @@ fn markdown_is_inert_for_hostile_text_in_every_field() {
                 }
             }
             if name == "redacted" {
-                let re = regex::Regex::new(r"m\d+x").unwrap();
-                if let Some(m) = re.find(&md) {
+                if let Some(m) = marker.find(&md) {
                     failures.push(format!("case {case}: {} not redacted\n{md}", m.as_str()));
                 }
             }

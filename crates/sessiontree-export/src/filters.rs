@@ -84,6 +84,12 @@ fn kept(keep: &[&str], key: &str, lit: &[u8]) -> bool {
     if !keep.contains(&key) {
         return false;
     }
+    if key == "data" {
+        // Image data: base64 only (an extension's `data` string is text like any other).
+        return lit[1..lit.len() - 1]
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"+/=".contains(c));
+    }
     match KNOWN_VALUES.iter().find(|(k, _)| *k == key) {
         Some((_, words)) => words.contains(&json::decode_string(lit).as_ref()),
         None => true,
@@ -575,6 +581,16 @@ mod tests {
         assert!(r.starts_with(r#"{"a":"x [REDACTED] \ud83d y","id":"secret","k":[[["#));
         assert!(r.contains(r#""[REDACTED]",1e400]"#));
         json::Raw::parse(r.as_bytes()).unwrap();
+        // Image data stays; a `data` string that is not base64 is text.
+        let r = redact_json(
+            &o,
+            r#"{"data":"c2VjcmV0","x":{"data":"a secret"}}"#,
+            KEEP_FOR_FILE,
+        );
+        assert_eq!(
+            r.unwrap(),
+            r#"{"data":"c2VjcmV0","x":{"data":"a [REDACTED]"}}"#
+        );
         // Unknown keys are text; the format's keys are not.
         let r = redact_json(&o, r#"{"secret":1,"content":"secret"}"#, &[]).unwrap();
         assert_eq!(r, r#"{"[REDACTED]":1,"content":"[REDACTED]"}"#);
