@@ -94,6 +94,41 @@ impl<'a> Obj<'a> {
     fn num(&self, key: &str) -> Option<f64> {
         self.get(key).and_then(|x| x.as_f64())
     }
+}
+
+/// A message's members: the ones the loader located read from its spans, the others from
+/// one scan of the message, made only when such a key is asked for.
+struct Msg<'a> {
+    e: &'a Entry,
+    rest: std::cell::OnceCell<Obj<'a>>,
+}
+
+impl<'a> Msg<'a> {
+    const LOCATED: [&'static str; 8] = [
+        "role",
+        "content",
+        "provider",
+        "model",
+        "toolName",
+        "toolCallId",
+        "stopReason",
+        "errorMessage",
+    ];
+    fn get(&self, key: &str) -> Option<Raw<'a>> {
+        if self.e.message().is_none_or(|m| m.kind() != Kind::Object) {
+            return None;
+        }
+        if Self::LOCATED.contains(&key) {
+            return self.e.message_field(key);
+        }
+        self.rest.get_or_init(|| Obj::of(self.e.message())).get(key)
+    }
+    fn str(&self, key: &str) -> Cow<'a, str> {
+        s(self.get(key))
+    }
+    fn num(&self, key: &str) -> Option<f64> {
+        self.get(key).and_then(|x| x.as_f64())
+    }
     fn is_true(&self, key: &str) -> bool {
         self.get(key).is_some_and(|x| x.kind() == Kind::True)
     }
@@ -133,7 +168,10 @@ fn entry(
     let mut cost = None;
     match e.entry_type {
         EntryType::Message => {
-            let m = Obj::of(e.message().filter(|m| m.kind() == Kind::Object));
+            let m = Msg {
+                e,
+                rest: std::cell::OnceCell::new(),
+            };
             let content = m.get("content");
             match m.str("role").as_ref() {
                 "user" => {
@@ -353,7 +391,7 @@ fn text(out: &mut String, t: &str) {
     if t.is_empty() {
         return;
     }
-    let t = t.replace("\r\n", "\n").replace('\r', "\n");
+    let t = unify_breaks(t);
     let lines: Vec<&str> = t.split('\n').collect();
     let mut i = 0;
     while i < lines.len() {
@@ -381,7 +419,7 @@ fn text(out: &mut String, t: &str) {
             }
             continue;
         }
-        out.push_str(&prose_line(lines[i]));
+        prose_line(out, lines[i]);
         out.push('\n');
         i += 1;
     }
@@ -390,10 +428,9 @@ fn text(out: &mut String, t: &str) {
 
 /// Text as a block quote, every line prose.
 fn quote(out: &mut String, t: &str) {
-    let t = t.replace("\r\n", "\n").replace('\r', "\n");
-    for line in t.split('\n') {
+    for line in unify_breaks(t).split('\n') {
         out.push_str("> ");
-        out.push_str(&prose_line(line));
+        prose_line(out, line);
         out.push('\n');
     }
     out.push('\n');
@@ -419,9 +456,19 @@ pub fn fenced(out: &mut String, lang: &str, t: &str) {
     out.push_str("\n\n");
 }
 
+/// `\r\n` and `\r` as `\n` (CommonMark's line endings).
+fn unify_breaks(t: &str) -> Cow<'_, str> {
+    if t.contains('\r') {
+        Cow::Owned(t.replace("\r\n", "\n").replace('\r', "\n"))
+    } else {
+        Cow::Borrowed(t)
+    }
+}
+
 fn longest_run(t: &str, c: char) -> usize {
+    let c = c as u8;
     let (mut best, mut cur) = (0, 0);
-    for x in t.chars() {
+    for &x in t.as_bytes() {
         if x == c {
             cur += 1;
             best = best.max(cur);
@@ -469,36 +516,52 @@ fn inline_text(t: &str) -> String {
                 o.push('\\');
                 o.push(c);
             }
-            c => escape_char(&mut o, c),
+            c => {
+                let mut b = [0u8; 4];
+                escape_prose(&mut o, c.encode_utf8(&mut b));
+            }
         }
     }
     o
 }
 
-/// One character of prose: HTML syntax as entities, link, fence and attribute syntax
-/// escaped.
-fn escape_char(o: &mut String, c: char) {
-    match c {
-        '&' => o.push_str("&amp;"),
-        '<' => o.push_str("&lt;"),
-        '>' => o.push_str("&gt;"),
-        '`' => o.push_str("&#96;"),
-        '\\' | '[' | ']' | '~' | '{' | '}' => {
-            o.push('\\');
-            o.push(c);
-        }
-        c => o.push(c),
+/// Prose text: HTML syntax as entities, link, fence and attribute syntax escaped (runs
+/// without such characters are copied whole).
+fn escape_prose(o: &mut String, t: &str) {
+    let b = t.as_bytes();
+    let mut plain = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let rep = match c {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'`' => "&#96;",
+            b'\\' => "\\\\",
+            b'[' => "\\[",
+            b']' => "\\]",
+            b'~' => "\\~",
+            b'{' => "\\{",
+            b'}' => "\\}",
+            _ => continue,
+        };
+        o.push_str(&t[plain..i]);
+        o.push_str(rep);
+        plain = i + 1;
     }
+    o.push_str(&t[plain..]);
 }
 
 /// One line of prose: code spans (a backtick run closed by a run of the same length on the
 /// line) re-emitted, everything else escaped.
-fn prose_line(line: &str) -> String {
+fn prose_line(out: &mut String, line: &str) {
     let b = line.as_bytes();
-    let mut out = String::with_capacity(line.len() + 16);
+    if !b.contains(&b'`') {
+        escape_prose(out, line);
+        return;
+    }
     let mut plain = 0;
     let mut i = 0;
-    let escape = |out: &mut String, s: &str| s.chars().for_each(|c| escape_char(out, c));
+    let escape = escape_prose;
     while i < b.len() {
         if b[i] != b'`' {
             i += 1;
@@ -521,7 +584,7 @@ fn prose_line(line: &str) -> String {
         }
         match close {
             Some(end) => {
-                escape(&mut out, &line[plain..i]);
+                escape(out, &line[plain..i]);
                 let code = &line[i + run..end];
                 // CommonMark strips one space on each side when both are there.
                 let code = if code.len() >= 2
@@ -540,8 +603,7 @@ fn prose_line(line: &str) -> String {
             None => i += run,
         }
     }
-    escape(&mut out, &line[plain..]);
-    out
+    escape(out, &line[plain..]);
 }
 
 /// `&`, `<` and `>` as entities (for HTML text, the page title).
@@ -570,8 +632,10 @@ mod tests {
         assert_eq!(inline_code("a`b"), "``a`b``");
         assert_eq!(inline_code("a\n\nb"), "`a  b`");
         assert_eq!(escape_html("<b>&"), "&lt;b&gt;&amp;");
+        let mut o = String::new();
+        prose_line(&mut o, "<a> `<b>` ``x`<c>`` `<d> \\`<e>` [l](javascript:x)");
         assert_eq!(
-            prose_line("<a> `<b>` ``x`<c>`` `<d> \\`<e>` [l](javascript:x)"),
+            o,
             // As CommonMark pairs them: no escapes inside code spans.
             "&lt;a&gt; `<b>` ``x`<c>`` `<d> \\`&lt;e&gt;&#96; \\[l\\](javascript:x)"
         );
