@@ -259,6 +259,62 @@ fn redact_units(opts: &ExportOptions, units: &[u16]) -> Option<Vec<u16>> {
     changed.then_some(out)
 }
 
+/// Decodes a valid JSON string literal straight to UTF-8 (runs between escapes copied
+/// whole); a lone surrogate escape becomes U+FFFD, and the flag says one was there.
+pub(super) fn decode_literal(lit: &str) -> (Cow<'_, str>, bool) {
+    let inner = &lit[1..lit.len() - 1];
+    let b = inner.as_bytes();
+    let Some(first) = b.iter().position(|&c| c == b'\\') else {
+        return (Cow::Borrowed(inner), false);
+    };
+    let hex = |i: usize| u32::from_str_radix(&inner[i..i + 4], 16).unwrap_or(0xfffd);
+    let mut out = String::with_capacity(inner.len());
+    let mut lone = false;
+    out.push_str(&inner[..first]);
+    let mut i = first;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\\')
+                .map_or(b.len(), |p| i + p);
+            out.push_str(&inner[i..end]);
+            i = end;
+            continue;
+        }
+        let c = match b[i + 1] {
+            b'n' => '\n',
+            b't' => '\t',
+            b'r' => '\r',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'u' => {
+                let u = hex(i + 2);
+                i += 4;
+                if (0xd800..0xdc00).contains(&u)
+                    && b.get(i + 2) == Some(&b'\\')
+                    && b.get(i + 3) == Some(&b'u')
+                    && (0xdc00..0xe000).contains(&hex(i + 4))
+                {
+                    let lo = hex(i + 4);
+                    i += 6;
+                    char::from_u32(0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00))
+                        .unwrap_or('\u{fffd}')
+                } else {
+                    char::from_u32(u).unwrap_or_else(|| {
+                        lone = true;
+                        '\u{fffd}'
+                    })
+                }
+            }
+            other => other as char,
+        };
+        out.push(c);
+        i += 2;
+    }
+    (Cow::Owned(out), lone)
+}
+
 /// A redacted string literal (with quotes), or `None` when nothing in it matched.
 pub(super) fn redact_literal(opts: &ExportOptions, lit: &[u8]) -> Option<String> {
     let inner = &lit[1..lit.len() - 1];
@@ -266,6 +322,17 @@ pub(super) fn redact_literal(opts: &ExportOptions, lit: &[u8]) -> Option<String>
         // Plain UTF-8 without escapes (control characters cannot occur unescaped).
         let s = std::str::from_utf8(inner).ok()?;
         return match opts.redact_str(s) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(n) => {
+                let mut o = String::with_capacity(n.len() + 2);
+                json::write_js_string(&mut o, &n);
+                Some(o)
+            }
+        };
+    }
+    let (text, lone) = decode_literal(std::str::from_utf8(lit).ok()?);
+    if !lone {
+        return match opts.redact_str(&text) {
             Cow::Borrowed(_) => None,
             Cow::Owned(n) => {
                 let mut o = String::with_capacity(n.len() + 2);

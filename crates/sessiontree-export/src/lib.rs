@@ -62,16 +62,16 @@ impl ExportOptions {
     /// and times are never redacted): the stored line when nothing changes, else canonical.
     /// Every line the loader accepts passes (any depth, lone surrogates, `1e400`).
     pub fn entry_text<'a>(&self, e: &'a Entry) -> Cow<'a, str> {
-        self.filtered(e, filters::KEEP_FOR_FILE)
+        self.filtered(e, filters::KEEP_FOR_FILE, true)
     }
 
     /// [`ExportOptions::entry_text`] for display (pages, Markdown): ids and times, which
-    /// are printed there, are redacted too.
+    /// are printed there, are redacted too; a filtered line is valid JSON, not canonical.
     pub fn entry_text_shown<'a>(&self, e: &'a Entry) -> Cow<'a, str> {
-        self.filtered(e, filters::KEEP_FOR_DISPLAY)
+        self.filtered(e, filters::KEEP_FOR_DISPLAY, false)
     }
 
-    fn filtered<'a>(&self, e: &'a Entry, keep: &[&str]) -> Cow<'a, str> {
+    fn filtered<'a>(&self, e: &'a Entry, keep: &[&str], canonical: bool) -> Cow<'a, str> {
         let stored = e.text().trim_matches(['\r', '\n', ' ', '\t']);
         if !self.filters() {
             return Cow::Borrowed(stored);
@@ -85,9 +85,10 @@ impl ExportOptions {
         };
         match redacted.or(structured) {
             None => Cow::Borrowed(stored),
-            Some(t) => Cow::Owned(
+            Some(t) if canonical => Cow::Owned(
                 crate::json::canonicalize(t.as_bytes()).expect("the filters keep JSON valid"),
             ),
+            Some(t) => Cow::Owned(t),
         }
     }
 

@@ -73,9 +73,17 @@ fn branch(out: &mut String, tree: &SessionTree, leaf: &str, opts: &ExportOptions
     }
 }
 
-/// A string value's text ("" for anything else), as the page shows it.
+/// A string value's text ("" for anything else), lone surrogates as U+FFFD.
 fn s<'a>(v: Option<Raw<'a>>) -> Cow<'a, str> {
-    v.and_then(|x| x.as_str()).unwrap_or_default()
+    match v {
+        Some(x) if x.kind() == Kind::String => decode(x.text()),
+        _ => Cow::Borrowed(""),
+    }
+}
+
+/// Decodes a valid JSON string literal; a lone surrogate escape becomes U+FFFD.
+fn decode(lit: &str) -> Cow<'_, str> {
+    super::filters::decode_literal(lit).0
 }
 
 /// An object's members, looked up by key (the last occurrence wins, as in JavaScript).
@@ -302,7 +310,7 @@ fn pretty(text: &str) -> String {
 fn blocks(out: &mut String, c: Option<Raw<'_>>) {
     let Some(c) = c else { return };
     match c.kind() {
-        Kind::String => text(out, &c.as_str().unwrap_or_default()),
+        Kind::String => text(out, &s(Some(c))),
         Kind::Array => {
             for b in c.elements() {
                 let o = Obj::of(Some(b).filter(|b| b.kind() == Kind::Object));
@@ -349,7 +357,7 @@ fn images(out: &mut String, c: Option<Raw<'_>>) {
 fn content_text(c: Option<Raw<'_>>) -> String {
     let Some(c) = c else { return String::new() };
     match c.kind() {
-        Kind::String => c.as_str().unwrap_or_default().into_owned(),
+        Kind::String => s(Some(c)).into_owned(),
         Kind::Array => c
             .elements()
             .into_iter()
@@ -623,6 +631,18 @@ pub fn escape_html(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_decode_as_javascript_reads_them() {
+        for lit in [
+            r#""plain""#,
+            r#""a\nb\t\"q\" \\ \/ \u00e9 \ud83d\ude00 \ud83d x \ude00 \ud83d""#,
+            r#""\ud83d\u0041\b\f\r""#,
+        ] {
+            let raw = Raw::parse(lit.as_bytes()).unwrap();
+            assert_eq!(decode(lit), raw.as_str().unwrap(), "{lit}");
+        }
+    }
 
     #[test]
     fn fences_outgrow_backticks_inside() {
