@@ -165,10 +165,10 @@ const SCHEMA_KEYS: &[&str] = &[
 fn string_end(b: &[u8], mut i: usize) -> usize {
     i += 1;
     loop {
+        i += memchr::memchr2(b'"', b'\\', &b[i..]).expect("a valid string ends");
         match b[i] {
             b'"' => return i + 1,
-            b'\\' => i += 2,
-            _ => i += 1,
+            _ => i += 2,
         }
     }
 }
@@ -316,12 +316,11 @@ pub(super) fn decode_literal(lit: &str) -> (Cow<'_, str>, bool) {
 }
 
 /// A redacted string literal (with quotes), or `None` when nothing in it matched.
-pub(super) fn redact_literal(opts: &ExportOptions, lit: &[u8]) -> Option<String> {
-    let inner = &lit[1..lit.len() - 1];
-    if !inner.contains(&b'\\') {
+pub(super) fn redact_literal(opts: &ExportOptions, lit: &str) -> Option<String> {
+    let inner = &lit.as_bytes()[1..lit.len() - 1];
+    if memchr::memchr(b'\\', inner).is_none() {
         // Plain UTF-8 without escapes (control characters cannot occur unescaped).
-        let s = std::str::from_utf8(inner).ok()?;
-        return match opts.redact_str(s) {
+        return match opts.redact_str(&lit[1..lit.len() - 1]) {
             Cow::Borrowed(_) => None,
             Cow::Owned(n) => {
                 let mut o = String::with_capacity(n.len() + 2);
@@ -330,7 +329,7 @@ pub(super) fn redact_literal(opts: &ExportOptions, lit: &[u8]) -> Option<String>
             }
         };
     }
-    let (text, lone) = decode_literal(std::str::from_utf8(lit).ok()?);
+    let (text, lone) = decode_literal(lit);
     if !lone {
         return match opts.redact_str(&text) {
             Cow::Borrowed(_) => None,
@@ -364,10 +363,10 @@ pub(super) fn redact_json(opts: &ExportOptions, text: &str, keep: &[&str]) -> Op
         match b[i] {
             b'"' => {
                 let end = string_end(b, i);
-                let lit = &b[i..end];
+                let lit = &text[i..end];
                 let replacement = if expect_key {
                     expect_key = false;
-                    let key = json::decode_string(lit);
+                    let key = json::decode_string(lit.as_bytes());
                     keep_next = keep.contains(&key.as_ref());
                     key_of_next.clear();
                     key_of_next.push_str(&key);
@@ -376,7 +375,8 @@ pub(super) fn redact_json(opts: &ExportOptions, text: &str, keep: &[&str]) -> Op
                     } else {
                         redact_literal(opts, lit)
                     }
-                } else if std::mem::take(&mut keep_next) && kept(keep, &key_of_next, lit) {
+                } else if std::mem::take(&mut keep_next) && kept(keep, &key_of_next, lit.as_bytes())
+                {
                     None
                 } else {
                     redact_literal(opts, lit)
