@@ -1,6 +1,7 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
 mod export;
+mod import;
 mod interrupted;
 mod ls;
 mod out;
@@ -243,6 +244,8 @@ enum Cmd {
     Resume(ls::ResumeArgs),
     /// Tokens and cost, by model, provider, day or session. Exit 1 when no usage.
     Stats(stats::StatsArgs),
+    /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
+    Import(import::ImportArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -515,6 +518,7 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Search(a) => found(search::search(&mut out, a)?),
         Cmd::Resume(a) => found(ls::resume(&mut out, a)?),
         Cmd::Stats(a) => found(stats::stats(&mut out, a)?),
+        Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
