@@ -65,6 +65,15 @@ pub enum Error {
         found: u64,
     },
 
+    #[error("{}: not a regular file ({what}); not read, nothing written beside it", path.display())]
+    NotRegular { path: PathBuf, what: &'static str },
+
+    #[error("{}: the lock path holds {what}, not a lock file sessiontree made; refusing to use it (nothing was written; remove it if no writer runs)", path.display())]
+    LockPath { path: PathBuf, what: String },
+
+    #[error("{}: the file was replaced or shrank during the rewrite ({what}); nothing was replaced, try again", path.display())]
+    Raced { path: PathBuf, what: String },
+
     #[error("{}: already exists", path.display())]
     Exists { path: PathBuf },
 

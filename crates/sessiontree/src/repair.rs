@@ -3,7 +3,7 @@
 //! writer lock). Nothing is truncated or rewritten in place.
 
 use crate::entry::Header;
-use crate::error::{io, Error, Result};
+use crate::error::{Error, Result};
 use crate::json::{self, scan};
 use crate::store;
 use std::path::{Path, PathBuf};
@@ -281,6 +281,9 @@ pub struct Repaired {
     pub plan: Plan,
     /// The original file, kept (None when nothing needed doing).
     pub backup: Option<PathBuf>,
+    /// Bytes another (lock-less) writer appended while the repair ran, carried over into
+    /// the repaired file after the planned content.
+    pub carried: u64,
 }
 
 /// Error for a file that cannot be repaired.
@@ -293,19 +296,28 @@ fn refused(path: &Path, r: Refusal) -> Error {
 
 /// Plans the repair of a file without writing anything.
 pub fn plan_file(path: &Path, opts: &PlanOptions) -> Result<Plan> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let (file, _) = store::open_regular(path)?;
+    let bytes = store::read_settled(&file, path)?;
     plan(Some(path), &bytes, opts).map_err(|r| refused(path, r))
 }
 
 /// Repairs `path` under its writer lock: plans from the bytes read under the lock, keeps
 /// the original as `<file>.bak-<timestamp>` (created exclusively, never overwritten),
-/// then writes the repaired content with [`store::atomic_replace`].
+/// then writes the repaired content with [`store::replace_carrying`], so lines a lock-less
+/// writer (Pi) appends meanwhile are kept. A symlinked path is resolved first: the real
+/// file is repaired (the link stays), its lock, backup and temp file sit beside it.
 pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Result<Repaired> {
-    let _lock = store::WriterLock::acquire(path, lock_wait)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let real = store::resolve_target(path);
+    let _lock = store::WriterLock::acquire(&real, lock_wait)?;
+    let (file, _) = store::open_regular(&real)?;
+    let bytes = store::read_settled(&file, &real)?;
     let plan = plan(Some(path), &bytes, opts).map_err(|r| refused(path, r))?;
     if plan.is_noop() {
-        return Ok(Repaired { plan, backup: None });
+        return Ok(Repaired {
+            plan,
+            backup: None,
+            carried: 0,
+        });
     }
     let stamp: String = crate::date::now_iso()
         .chars()
@@ -313,7 +325,7 @@ pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Re
         .collect();
     let mut n = 0;
     let backup = loop {
-        let mut s = path.as_os_str().to_owned();
+        let mut s = real.as_os_str().to_owned();
         if n == 0 {
             s.push(format!(".bak-{stamp}"));
         } else {
@@ -326,10 +338,11 @@ pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Re
             Err(e) => return Err(e),
         }
     };
-    store::atomic_replace(path, &[&plan.content])?;
+    let carried = store::replace_carrying(&real, &file, bytes.len() as u64, &[&plan.content])?;
     Ok(Repaired {
         plan,
         backup: Some(backup),
+        carried: carried.len() as u64,
     })
 }
 

@@ -79,8 +79,9 @@ pub fn load(path: &Path) -> Result<Loaded> {
 /// small or older than version 3, mapped otherwise (scanned ranges are then given back to
 /// the kernel as the parse goes).
 pub fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
-    let file = std::fs::File::open(path).map_err(io(path))?;
-    let size = file.metadata().map_err(io(path))?.len();
+    // Only a regular file is read: a FIFO or a link to a device is an error at once.
+    let (file, meta) = store::open_regular(path)?;
+    let size = meta.len();
     // Pi rewrites version 1 and 2 files in place when it opens them (truncating first), and
     // a mapped file that shrinks would fault: such files are read, never mapped.
     let current =
@@ -264,6 +265,7 @@ pub struct Session {
     flushed: bool,
     tail: Tail,
     lines_seen: u64,
+    notices: Vec<String>,
 }
 
 impl Drop for Session {
@@ -320,6 +322,7 @@ impl Session {
             flushed: false,
             tail: Tail::Clean,
             lines_seen: 0,
+            notices: Vec::new(),
         })
     }
 
@@ -393,7 +396,10 @@ impl Session {
             s.start_writing()?;
             return Ok(s);
         }
-        let (backing, len) = read_or_map(&path)?;
+        // Rewrites, the appender and sidecars work on the file the path resolves to: a
+        // symlinked session stays a symlink to the file that gets the new lines.
+        let real = store::resolve_target(&path);
+        let (backing, len) = read_or_map(&real)?;
         let mut parsed = match parse::parse(backing.clone()) {
             Ok(p) => p,
             Err(NotSession::NoContent) if len == 0 => {
@@ -404,7 +410,7 @@ impl Session {
                 s.path = Some(path.clone());
                 s.lock = lock;
                 let line = format!("{}\n", s.tree.header().text());
-                let mut app = Appender::open(&path, 0, options.durability)?;
+                let mut app = Appender::open(&real, 0, options.durability)?;
                 app.append(line.as_bytes(), &"the header")?;
                 app.sync()?;
                 s.appender = Some(app);
@@ -415,12 +421,9 @@ impl Session {
             Err(e) => return Err(not_session(&path, e)),
         };
         let mut len = len;
-        if crate::migrate::migrate(&mut parsed) {
-            let content = migrated_content((*backing).as_ref(), &parsed);
-            store::atomic_replace(&path, &[content.as_bytes()])?;
-            len = content.len() as u64;
-            parsed = parse::parse(parse::backing(content.into_bytes()))
-                .map_err(|e| not_session(&path, e))?;
+        if crate::migrate::needs_migration(&parsed.header) {
+            drop(parsed);
+            (parsed, len) = migrate_file(&real)?;
         }
         let cwd = parsed.header.cwd().unwrap_or_else(|| {
             std::env::current_dir()
@@ -429,7 +432,7 @@ impl Session {
         });
         let tail = parsed.tail;
         let lines_seen = parsed.lines;
-        let appender = Appender::open(&path, len, options.durability)?;
+        let appender = Appender::open(&real, len, options.durability)?;
         Ok(Session {
             tree: SessionTree::from_parsed(parsed),
             cwd,
@@ -442,6 +445,7 @@ impl Session {
             flushed: true,
             tail,
             lines_seen,
+            notices: Vec::new(),
         })
     }
 
@@ -542,7 +546,13 @@ impl Session {
         let Some(app) = &mut self.appender else {
             return Ok(0);
         };
-        let Some(growth) = app.growth()? else {
+        // A torn-looking last line that grew was still being written: read it again from
+        // its start, with what followed.
+        let rewind = match self.tail {
+            Tail::Torn { offset } => Some(offset),
+            _ => None,
+        };
+        let Some(growth) = app.growth_from(rewind)? else {
             return Ok(0);
         };
         let header = self.tree.header().clone();
@@ -567,31 +577,60 @@ impl Session {
 
     /// Makes the file end on a clean line before our first write after a torn or
     /// unterminated last line. The torn bytes are first copied to a sidecar file.
+    ///
+    /// A last line without `\n` may be one another (lock-less) writer is still writing:
+    /// it counts as torn only once the file's size has not changed for
+    /// [`store::TAIL_SETTLE`]. If it grew, the new bytes are read (from the start of that
+    /// line) as any other writer's lines are, and the tail is looked at again.
     fn fix_tail(&mut self) -> Result<()> {
-        let Some(app) = &mut self.appender else {
-            return Ok(());
-        };
-        match self.tail {
-            Tail::Clean => return Ok(()),
-            Tail::MissingNewline => {}
-            Tail::Torn { offset } => {
-                let path = app.path().to_path_buf();
-                let mut fragment = Vec::new();
-                {
-                    use std::io::{Read, Seek, SeekFrom};
-                    let mut f = std::fs::File::open(&path).map_err(io(&path))?;
-                    f.seek(SeekFrom::Start(offset)).map_err(io(&path))?;
-                    f.take(app.len() - offset)
-                        .read_to_end(&mut fragment)
-                        .map_err(io(&path))?;
+        loop {
+            let Some(app) = &mut self.appender else {
+                return Ok(());
+            };
+            match self.tail {
+                Tail::Clean => return Ok(()),
+                Tail::MissingNewline => {
+                    if app.settle()? != app.len() {
+                        self.refresh()?;
+                        continue;
+                    }
                 }
-                store::save_torn_tail(&path, offset, &fragment)?;
+                Tail::Torn { offset } => {
+                    if app.settle()? != app.len() {
+                        self.refresh()?;
+                        continue;
+                    }
+                    let path = app.path().to_path_buf();
+                    let mut fragment = Vec::new();
+                    {
+                        use std::io::{Read, Seek, SeekFrom};
+                        let (mut f, _) = store::open_regular(&path)?;
+                        f.seek(SeekFrom::Start(offset)).map_err(io(&path))?;
+                        f.take(app.len() - offset)
+                            .read_to_end(&mut fragment)
+                            .map_err(io(&path))?;
+                    }
+                    let side = store::save_torn_tail(&path, offset, &fragment)?;
+                    self.notices.push(format!(
+                        "{}: the last line ({} bytes from byte {offset}) was cut off by an interrupted write; copied to {} and ended with a newline",
+                        path.display(),
+                        fragment.len(),
+                        side.display()
+                    ));
+                }
             }
+            let app = self.appender.as_mut().ok_or(Error::InMemory)?;
+            app.append(b"\n", &"the newline that ends the previous line")?;
+            self.lines_seen += 1;
+            self.tail = Tail::Clean;
+            return Ok(());
         }
-        app.append(b"\n", &"the newline that ends the previous line")?;
-        self.lines_seen += 1;
-        self.tail = Tail::Clean;
-        Ok(())
+    }
+
+    /// What this handle did on its own that its user should hear about (a torn last line
+    /// moved aside), oldest first; taking them clears the list.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
     }
 
     fn wants_file(&self, next: Option<&Entry>) -> bool {
@@ -654,6 +693,10 @@ impl Session {
         // Lines other (non-locking) writers appended are read before every entry, so the
         // new one hangs under the true leaf (an fstat when nothing changed).
         self.refresh()?;
+        // Before choosing the parent: a last line still being written becomes an entry.
+        if self.tail != Tail::Clean {
+            self.fix_tail()?;
+        }
         let id = self.tree.generate_id();
         let parent = match parent {
             ParentOf::Leaf => self.tree.leaf_id().map(str::to_string),
@@ -1358,6 +1401,29 @@ pub fn message_text(e: &Entry, sep: &str) -> String {
             .join(sep),
         None => String::new(),
     }
+}
+
+/// Migrates a version 1 or 2 file on disk (under the caller's lock): read once its last line
+/// has settled, written as a new file that also gets every line a lock-less writer appended
+/// meanwhile, renamed over the old one. Returns the new content, parsed, and its length.
+fn migrate_file(real: &Path) -> Result<(Parsed, u64)> {
+    let (file, _) = store::open_regular(real)?;
+    let bytes = store::read_settled(&file, real)?;
+    let mut parsed =
+        parse::parse(parse::backing(bytes.clone())).map_err(|e| not_session(real, e))?;
+    if !crate::migrate::migrate(&mut parsed) {
+        // Another process migrated it between our two reads.
+        let len = bytes.len() as u64;
+        return Ok((parsed, len));
+    }
+    let content = migrated_content(&bytes, &parsed);
+    drop(parsed);
+    let carried = store::replace_carrying(real, &file, bytes.len() as u64, &[content.as_bytes()])?;
+    let mut content = content.into_bytes();
+    content.extend_from_slice(&carried);
+    let len = content.len() as u64;
+    let parsed = parse::parse(parse::backing(content)).map_err(|e| not_session(real, e))?;
+    Ok((parsed, len))
 }
 
 /// The lines a migrated file is written with: the new header and entries, and every other
