@@ -65,7 +65,7 @@ fn interop_pi_appends_survive_concurrent_repair_and_migration() {
         })
         .collect();
     // Even files are migrated, odd ones repaired.
-    let migrated = |k: usize| k % 2 == 0;
+    let migrated = |k: usize| k.is_multiple_of(2);
 
     let mut child = Command::new("node")
         .current_dir(interop_dir())
