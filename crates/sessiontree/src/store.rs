@@ -148,22 +148,13 @@ pub fn read_settled(file: &File, path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Temporary files are named `.<file>.tmp-<pid>-<random>`: recognizably ours, and whose.
-fn temp_prefix(path: &Path) -> String {
+fn temp_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    format!(".{name}.tmp-")
-}
-
-fn temp_path(path: &Path) -> PathBuf {
     let r = uuid::Uuid::new_v4().simple().to_string();
-    parent_of(path).join(format!(
-        "{}{}-{}",
-        temp_prefix(path),
-        std::process::id(),
-        &r[..8]
-    ))
+    parent_of(path).join(format!(".{name}.tmp-{}-{}", std::process::id(), &r[..8]))
 }
 
 /// A temp file of a rewrite is stale when its process is gone and it was last written this
@@ -184,16 +175,28 @@ fn pid_alive(pid: u32) -> bool {
 /// [`STALE_TEMP_AGE`]. Called by the next rewrite of that file, under its lock. Returns
 /// what was removed.
 pub fn clean_stale_temps(path: &Path) -> Vec<PathBuf> {
-    let prefix = temp_prefix(path);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let own = format!(".{name}");
     let Ok(rd) = std::fs::read_dir(parent_of(path)) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
     for e in rd.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(&prefix) else {
+        let entry_name = e.file_name().to_string_lossy().into_owned();
+        // Temp files of the file itself and of its sidecars and backups:
+        // `.<file>.tmp-…`, `.<file>.torn-<offset>….tmp-…`, `.<file>.bak-<time>….tmp-…`.
+        let Some(rest) = entry_name.strip_prefix(&own) else {
             continue;
         };
+        let Some((middle, rest)) = rest.rsplit_once(".tmp-") else {
+            continue;
+        };
+        if !(middle.is_empty() || middle.starts_with(".torn-") || middle.starts_with(".bak-")) {
+            continue;
+        }
         let Some((pid, tag)) = rest.split_once('-') else {
             continue;
         };

@@ -392,16 +392,20 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
     let p = d.path().join("s.jsonl");
     std::fs::write(&p, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
     let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-    let stale = d
+    let dead = dead_pid();
+    let stale = d.path().join(format!(".s.jsonl.tmp-{dead}-deadbeef"));
+    let stale_side = d
         .path()
-        .join(format!(".s.jsonl.tmp-{}-deadbeef", dead_pid()));
-    std::fs::write(&stale, "old copy").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&stale)
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+        .join(format!(".s.jsonl.torn-77.tmp-{dead}-0123abcd"));
+    for p in [&stale, &stale_side] {
+        std::fs::write(p, "old copy").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
     // Kept: a fresh one (its rewrite may still run elsewhere), one of a live process, and
     // files that only look similar.
     let fresh = d
@@ -416,8 +420,17 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
         .unwrap()
         .set_modified(hour_ago)
         .unwrap();
-    let other = d.path().join(".t.jsonl.tmp-999999-deadbeef");
-    std::fs::write(&other, "another file's").unwrap();
+    let other = d.path().join(format!(".t.jsonl.tmp-{dead}-deadbeef"));
+    let similar = d.path().join(format!(".s.jsonl.x.tmp-{dead}-deadbeef"));
+    for p in [&other, &similar] {
+        std::fs::write(p, "not ours").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
 
     // Migration is a rewrite.
     drop(Session::open(&p, opts()).unwrap());
