@@ -98,6 +98,10 @@ pub enum Error {
     #[error("invalid JSON: {0}")]
     Json(String),
 
+    /// Valid JSON that is not an entry sessiontree (or Pi) would write.
+    #[error("not an entry: {0}")]
+    NotAnEntry(String),
+
     #[error("the session is in memory only; it has no file")]
     InMemory,
 }

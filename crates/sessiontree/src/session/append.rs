@@ -533,15 +533,31 @@ impl Session {
         let canon = Json::parse(object)?;
         let raw = canon.raw();
         if raw.kind() != crate::json::Kind::Object {
-            return Err(Error::Json("an entry must be a JSON object".into()));
+            return Err(Error::NotAnEntry("an entry must be a JSON object".into()));
         }
         let ty = raw
             .get("type")
             .and_then(|t| t.as_str())
             .map(|t| t.into_owned())
-            .ok_or_else(|| Error::Json("the entry needs a string \"type\"".into()))?;
+            .ok_or_else(|| Error::NotAnEntry("the entry needs a string \"type\"".into()))?;
         if ty == "session" {
-            return Err(Error::Json("a session header cannot be appended".into()));
+            return Err(Error::NotAnEntry(
+                "a session header cannot be appended".into(),
+            ));
+        }
+        if ty == "message" {
+            // Pi writes a message entry only for a message object with a role.
+            let m = raw
+                .get("message")
+                .filter(|m| m.kind() == crate::json::Kind::Object);
+            if m.and_then(|m| m.get("role"))
+                .and_then(|r| r.as_str())
+                .is_none()
+            {
+                return Err(Error::NotAnEntry(
+                    "a message entry needs a \"message\" object with a string \"role\"".into(),
+                ));
+            }
         }
         if let Some(p) = &parent {
             match p {
@@ -556,25 +572,27 @@ impl Session {
         };
         match ty.as_str() {
             "label" => {
-                let target = s("targetId")
-                    .ok_or_else(|| Error::Json("a label needs a string \"targetId\"".into()))?;
+                let target = s("targetId").ok_or_else(|| {
+                    Error::NotAnEntry("a label needs a string \"targetId\"".into())
+                })?;
                 let label = raw.get("label").filter(|l| !l.is_null());
                 if let Some(l) = label {
                     if l.kind() != crate::json::Kind::String {
-                        return Err(Error::Json("\"label\" must be a string".into()));
+                        return Err(Error::NotAnEntry("\"label\" must be a string".into()));
                     }
                 }
                 return self
                     .append_label_change(&target, label.and_then(|l| l.as_str()).as_deref());
             }
             "session_info" => {
-                let name = s("name")
-                    .ok_or_else(|| Error::Json("session_info needs a string \"name\"".into()))?;
+                let name = s("name").ok_or_else(|| {
+                    Error::NotAnEntry("session_info needs a string \"name\"".into())
+                })?;
                 return self.append_session_info(&name);
             }
             "context_edit" => {
                 let target = s("targetId").ok_or_else(|| {
-                    Error::Json("context_edit needs a string \"targetId\"".into())
+                    Error::NotAnEntry("context_edit needs a string \"targetId\"".into())
                 })?;
                 let rep = raw.get("replacement").ok_or(Error::BadReplacement)?;
                 let rep =
@@ -582,13 +600,14 @@ impl Session {
                 return self.append_context_edit(&target, rep.as_ref());
             }
             "compaction" => {
-                let summary = s("summary")
-                    .ok_or_else(|| Error::Json("compaction needs a string \"summary\"".into()))?;
+                let summary = s("summary").ok_or_else(|| {
+                    Error::NotAnEntry("compaction needs a string \"summary\"".into())
+                })?;
                 let tokens = raw
                     .get("tokensBefore")
                     .and_then(|t| t.as_f64())
                     .ok_or_else(|| {
-                        Error::Json("compaction needs a number \"tokensBefore\"".into())
+                        Error::NotAnEntry("compaction needs a number \"tokensBefore\"".into())
                     })?;
                 let from_hook = raw.get("fromHook").map(|b| b.truthy());
                 let first = s("firstKeptEntryId");
@@ -608,7 +627,7 @@ impl Session {
             }
             "branch_summary" if parent.is_none() => {
                 let summary = s("summary").ok_or_else(|| {
-                    Error::Json("branch_summary needs a string \"summary\"".into())
+                    Error::NotAnEntry("branch_summary needs a string \"summary\"".into())
                 })?;
                 let from_hook = raw.get("fromHook").map(|b| b.truthy());
                 let leaf = self.tree.leaf_id().map(str::to_string);
@@ -635,7 +654,7 @@ impl Session {
         let members = raw.members();
         for reserved in ["id", "parentId", "timestamp"] {
             if members.iter().any(|(k, _)| k == reserved) {
-                return Err(Error::Json(format!(
+                return Err(Error::NotAnEntry(format!(
                     "\"{reserved}\" is filled in by sessiontree; leave it out"
                 )));
             }
