@@ -444,3 +444,22 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
     }
     assert!(load(&p).unwrap().tree.header().version() == Some(3.0));
 }
+
+#[test]
+fn a_fork_never_migrates_its_source_under_another_writers_lock() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("old.jsonl");
+    let content = format!("{H2}\n{}\n", entry("a1", None));
+    std::fs::write(&p, &content).unwrap();
+    let held = sessiontree::store::WriterLock::acquire(&p, None).unwrap();
+    let e = Session::fork_at(&p, "a1", false, opts()).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        content,
+        "source untouched"
+    );
+    drop(held);
+    let f = Session::fork_at(&p, "a1", false, opts()).unwrap();
+    assert!(load(&f.path).unwrap().tree.contains("a1"));
+}

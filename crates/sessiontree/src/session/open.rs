@@ -158,6 +158,12 @@ impl Session {
         let mut len = len;
         if crate::migrate::needs_migration(&parsed.header) {
             drop(parsed);
+            // A rewrite is always done under the lock, even by a handle opened without it
+            // (a fork reading its source): two rewriters must not race.
+            let _rewriting = match lock {
+                Some(_) => None,
+                None => Some(WriterLock::acquire(&path, options.lock_wait)?),
+            };
             (parsed, len) = migrate_file(&real)?;
         }
         let cwd = parsed.header.cwd().unwrap_or_else(|| {
