@@ -17,7 +17,10 @@ pub enum Durability {
     Entry,
     /// Group commit: fsync when an append comes at least `interval` after the last fsync,
     /// at [`crate::Session::sync`], and when the session is dropped.
-    Batch { interval: Duration },
+    Batch {
+        /// How long after the last fsync an append triggers the next one.
+        interval: Duration,
+    },
 }
 
 /// When a new session's file is created.
@@ -34,7 +37,9 @@ pub enum Creation {
 /// How a session is opened for writing.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteOptions {
+    /// When appended lines reach stable storage.
     pub durability: Durability,
+    /// When a new session's file appears.
     pub creation: Creation,
     /// Wait this long for another writer's lock; `None` fails at once.
     pub lock_wait: Option<Duration>,
@@ -54,7 +59,7 @@ impl Default for WriteOptions {
 }
 
 /// fsyncs a folder, so that a created or renamed file's name is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(io(dir))?;
     d.sync_all().map_err(io(dir))
 }
@@ -170,10 +175,10 @@ fn pid_alive(pid: u32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Removes temp copies of `path` left by killed rewrites: named as [`temp_path`] names
-/// them, regular files, their process no longer running, untouched for
-/// [`STALE_TEMP_AGE`]. Called by the next rewrite of that file, under its lock. Returns
-/// what was removed.
+/// Removes temp copies of `path` (and of its sidecars and backups) left by killed
+/// rewrites: named `.<file>[.torn-…|.bak-…].tmp-<pid>-<8 hex>`, regular files, their
+/// process no longer running, untouched for [`STALE_TEMP_AGE`]. Called by the next
+/// rewrite of that file, under its lock. Returns what was removed.
 pub fn clean_stale_temps(path: &Path) -> Vec<PathBuf> {
     let name = path
         .file_name()
@@ -433,19 +438,6 @@ fn holder_of(file: &File) -> LockHolder {
     holder_from(&String::from_utf8_lossy(&buf[..n]))
 }
 
-/// Reads who holds a lock, from the lock file's content (never through a symlink, never
-/// from anything but a regular file).
-pub fn read_holder(lock_file: &Path) -> LockHolder {
-    match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(lock_file)
-    {
-        Ok(f) if f.metadata().is_ok_and(|m| m.file_type().is_file()) => holder_of(&f),
-        _ => LockHolder::default(),
-    }
-}
-
 /// The real location of a session file: symlinks resolved for an existing file, or for
 /// the folder of one that does not exist yet. Falls back to the path as given. Every
 /// rewrite, lock, sidecar and backup of a session works on this path, so a symlinked
@@ -631,7 +623,9 @@ pub struct Appender {
 
 /// Lines that appeared in the file since the appender last looked.
 pub struct Growth {
+    /// Where the new bytes start in the file.
     pub from: u64,
+    /// Everything appended since, as read (the last line may still be incomplete).
     pub bytes: Vec<u8>,
 }
 
@@ -655,14 +649,18 @@ impl Appender {
         })
     }
 
+    /// The file appended to.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length as far as this appender knows: what the caller had read, plus what
+    /// it appended or saw appended since ([`Appender::growth`]).
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// True when [`Appender::len`] is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -837,7 +835,7 @@ fn holds_exactly(side: &Path, fragment: &[u8]) -> bool {
 /// `<file>.torn-<offset>-<n>` is used: a sidecar is created exclusively, never
 /// overwritten, and an existing one is never taken for this fragment. `path` is the real
 /// file (symlinks resolved), so the sidecar lands beside it.
-pub fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
+pub(crate) fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
     for n in 0u32.. {
         let mut s = path.as_os_str().to_owned();
         if n == 0 {

@@ -263,6 +263,8 @@ impl Session {
         self.append_fields("message", &[("message", Some(message.as_str()))])
     }
 
+    /// Appends a `thinking_level_change` (`"off"`, `"low"`, `"high"`, ...) under the leaf;
+    /// returns its id.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String> {
         self.append_fields(
             "thinking_level_change",
@@ -270,6 +272,8 @@ impl Session {
         )
     }
 
+    /// Appends a `model_change` under the leaf (the model the context reports from here
+    /// on); returns its id.
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
         self.append_fields(
             "model_change",

@@ -9,10 +9,13 @@ use std::path::Path;
 
 /// A parsed file: the tree and how the file looked.
 pub struct Loaded {
+    /// The entries, the leaf and the labels (migrated to version 3 in memory).
     pub tree: SessionTree,
     /// The file was version 1 or 2 and was migrated in memory.
     pub migrated: bool,
+    /// How the file ended (a torn last line is reported, not repaired, by a load).
     pub tail: Tail,
+    /// Bytes read.
     pub len: u64,
 }
 

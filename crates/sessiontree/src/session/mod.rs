@@ -66,18 +66,23 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// The session file; `None` for an in-memory session. A new session has its path
+    /// before the file exists ([`Session::is_flushed`]).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// The working directory the session belongs to (the header's `cwd`).
     pub fn cwd(&self) -> &str {
         &self.cwd
     }
 
+    /// The folder the session's file is (or will be) in.
     pub fn session_dir(&self) -> &Path {
         &self.session_dir
     }
 
+    /// The entries, the leaf and the labels, as appended so far.
     pub fn tree(&self) -> &SessionTree {
         &self.tree
     }
@@ -97,7 +102,7 @@ impl Session {
         self.tree.reset_leaf()
     }
 
-    /// fsyncs everything appended so far (for [`store::Durability::Batch`]).
+    /// fsyncs everything appended so far (for [`crate::store::Durability::Batch`]).
     pub fn sync(&mut self) -> Result<()> {
         match &mut self.appender {
             Some(a) => a.sync(),
