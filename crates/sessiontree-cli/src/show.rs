@@ -387,11 +387,12 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Draws the tree with box-drawing characters; the path to the leaf is highlighted.
-pub fn tree(out: &mut Out, t: &SessionTree) -> Result<()> {
+/// Draws the tree with box-drawing characters; the path to `focus` (default: the leaf) is
+/// highlighted.
+pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>) -> Result<()> {
     let view = t.get_tree();
     let on_path: std::collections::HashSet<*const Entry> = t
-        .get_branch(None)
+        .get_branch(focus)
         .into_iter()
         .map(|e| e as *const Entry)
         .collect();
@@ -439,6 +440,8 @@ pub fn tree(out: &mut Out, t: &SessionTree) -> Result<()> {
         let label = label_badge(out, t, id);
         let mark = if Some(id) == leaf {
             out.paint("1;33", " ◀ leaf")
+        } else if focus == Some(id) {
+            out.paint("1;33", " ◀")
         } else {
             String::new()
         };
