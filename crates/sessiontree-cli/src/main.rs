@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod browse;
 mod export;
 mod interrupted;
 mod ls;
@@ -204,6 +205,8 @@ enum Cmd {
     Resume(ls::ResumeArgs),
     /// Tokens and cost, by model, provider, day or session. Exit 1 when no usage.
     Stats(stats::StatsArgs),
+    /// Full-screen browser: every session, searched as you type; a session's tree, branches and context.
+    Browse(browse::Args),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -323,7 +326,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 l.tree.write_tree_json(&mut out)?;
                 out.line("")?;
             } else {
-                show::tree(&mut out, &l.tree)?;
+                show::tree(&mut out, &l.tree, ls::width())?;
             }
             Outcome::Done
         }
@@ -426,6 +429,10 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Search(a) => found(search::search(&mut out, a)?),
         Cmd::Resume(a) => found(ls::resume(&mut out, a)?),
         Cmd::Stats(a) => found(stats::stats(&mut out, a)?),
+        Cmd::Browse(a) => {
+            browse::run(a)?;
+            Outcome::Done
+        }
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
