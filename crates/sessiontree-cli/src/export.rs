@@ -3,7 +3,7 @@
 
 use anyhow::{Context as _, Result};
 use clap::ValueEnum;
-use sessiontree::export::{self, ExportOptions};
+use sessiontree_export::{self as export, ExportOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

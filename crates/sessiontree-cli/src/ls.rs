@@ -2,9 +2,9 @@
 
 use crate::out::{preview, Out};
 use anyhow::{Context as _, Result};
-use sessiontree::index::{self, Index};
 use sessiontree::list::{self, ListOptions, SessionInfo};
 use sessiontree::{dirs, folder};
+use sessiontree_index::index::{self, Index};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 

@@ -3,8 +3,9 @@
 use crate::ls::{open_index, parse_date, progress_bar};
 use crate::out::Out;
 use anyhow::{bail, Result};
-use sessiontree::search::{Mode, Query};
-use sessiontree::{dirs, index, list};
+use sessiontree::{dirs, list};
+use sessiontree_index::index;
+use sessiontree_index::search::{Mode, Query};
 
 #[derive(clap::Args)]
 pub struct SearchArgs {

@@ -434,7 +434,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
     if !interop_available() {
         return;
     }
-    use sessiontree::export::{self, ExportOptions};
+    use sessiontree_export::{self as export, ExportOptions};
     let dir = tempfile::tempdir().unwrap();
     let gen = dir.path().join("gen");
     let st = Command::new("node")

@@ -12,53 +12,7 @@ use crate::store::{self, Appender, Creation, WriteOptions, WriterLock};
 use crate::tree::{LeafArg, SessionTree};
 use std::path::{Path, PathBuf};
 
-/// A JSON value to store, as canonical text (what `JSON.stringify` prints for it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Json(String);
-
-impl Json {
-    /// Parses and canonicalizes JSON text.
-    pub fn parse(text: &str) -> Result<Json> {
-        canonicalize(text.as_bytes())
-            .map(Json)
-            .map_err(|e| Error::Json(e.to_string()))
-    }
-
-    /// Any serializable value.
-    pub fn from_serialize<T: serde::Serialize + ?Sized>(v: &T) -> Result<Json> {
-        let s = serde_json::to_string(v).map_err(|e| Error::Json(e.to_string()))?;
-        Json::parse(&s)
-    }
-
-    /// A JSON string.
-    pub fn string(s: &str) -> Json {
-        let mut out = String::new();
-        write_js_string(&mut out, s);
-        Json(out)
-    }
-
-    pub fn null() -> Json {
-        Json("null".into())
-    }
-
-    pub fn bool(b: bool) -> Json {
-        Json(if b { "true" } else { "false" }.into())
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    pub fn raw(&self) -> Raw<'_> {
-        Raw::new_unchecked(self.0.as_bytes())
-    }
-}
-
-impl From<serde_json::Value> for Json {
-    fn from(v: serde_json::Value) -> Json {
-        Json::from_serialize(&v).expect("a serde_json value serializes")
-    }
-}
+pub use crate::json::Json;
 
 /// A parsed file: the tree and how the file looked.
 pub struct Loaded {
@@ -686,7 +640,7 @@ impl Session {
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String> {
         self.append_fields(
             "thinking_level_change",
-            &[("thinkingLevel", Some(Json::string(level).0.as_str()))],
+            &[("thinkingLevel", Some(Json::string(level).as_str()))],
         )
     }
 
@@ -694,8 +648,8 @@ impl Session {
         self.append_fields(
             "model_change",
             &[
-                ("provider", Some(Json::string(provider).0.as_str())),
-                ("modelId", Some(Json::string(model_id).0.as_str())),
+                ("provider", Some(Json::string(provider).as_str())),
+                ("modelId", Some(Json::string(model_id).as_str())),
             ],
         )
     }
@@ -709,13 +663,15 @@ impl Session {
         usage: &Json,
         note: Option<&str>,
     ) -> Result<String> {
-        let note = note.filter(|n| !n.is_empty()).map(|n| Json::string(n).0);
+        let note = note
+            .filter(|n| !n.is_empty())
+            .map(|n| Json::string(n).into_string());
         self.append_fields(
             "usage",
             &[
-                ("kind", Some(Json::string(kind).0.as_str())),
-                ("provider", Some(Json::string(provider).0.as_str())),
-                ("model", Some(Json::string(model).0.as_str())),
+                ("kind", Some(Json::string(kind).as_str())),
+                ("provider", Some(Json::string(provider).as_str())),
+                ("model", Some(Json::string(model).as_str())),
                 ("usage", Some(usage.as_str())),
                 ("note", note.as_deref()),
             ],
@@ -733,14 +689,14 @@ impl Session {
         from_hook: Option<bool>,
         usage: Option<&Json>,
     ) -> Result<String> {
-        let summary = Json::string(summary).0;
-        let first_kept = first_kept.map(|f| Json::string(f).0);
+        let summary = Json::string(summary).into_string();
+        let first_kept = first_kept.map(|f| Json::string(f).into_string());
         let tokens = Json::parse(&crate::json::format_number(tokens_before))
             .unwrap_or(Json::null())
-            .0;
-        let details = details.map(|d| d.0.clone());
-        let usage = usage.map(|u| u.0.clone());
-        let from_hook = from_hook.map(|b| Json::bool(b).0);
+            .into_string();
+        let details = details.map(|d| d.as_str().to_string());
+        let usage = usage.map(|u| u.as_str().to_string());
+        let from_hook = from_hook.map(|b| Json::bool(b).into_string());
         self.append_with(ParentOf::Leaf, move |tree, id, parent, ts| {
             let leaf = match tree.leaf_id() {
                 Some(l) => LeafArg::Id(l),
@@ -753,7 +709,7 @@ impl Session {
                     .unwrap_or_else(|| "null".into());
                 with_field(Raw::new_unchecked(s.as_bytes()), "timestamp", Some(&ms))
             });
-            let first = first_kept.unwrap_or_else(|| Json::string(id).0);
+            let first = first_kept.unwrap_or_else(|| Json::string(id).into_string());
             Ok(entry_line(
                 "compaction",
                 id,
@@ -781,7 +737,7 @@ impl Session {
         self.append_fields(
             "custom",
             &[
-                ("customType", Some(Json::string(custom_type).0.as_str())),
+                ("customType", Some(Json::string(custom_type).as_str())),
                 ("data", data.map(Json::as_str)),
             ],
         )
@@ -798,7 +754,7 @@ impl Session {
         self.append_fields(
             "custom_message",
             &[
-                ("customType", Some(Json::string(custom_type).0.as_str())),
+                ("customType", Some(Json::string(custom_type).as_str())),
                 ("content", Some(content.as_str())),
                 ("display", Some(if display { "true" } else { "false" })),
                 ("details", details.map(Json::as_str)),
@@ -811,11 +767,11 @@ impl Session {
         if !self.tree.contains(target_id) {
             return Err(Error::EntryNotFound(target_id.to_string()));
         }
-        let label = label.map(|l| Json::string(l).0);
+        let label = label.map(|l| Json::string(l).into_string());
         self.append_fields(
             "label",
             &[
-                ("targetId", Some(Json::string(target_id).0.as_str())),
+                ("targetId", Some(Json::string(target_id).as_str())),
                 ("label", label.as_deref()),
             ],
         )
@@ -825,7 +781,7 @@ impl Session {
     pub fn append_session_info(&mut self, name: &str) -> Result<String> {
         self.append_fields(
             "session_info",
-            &[("name", Some(Json::string(&sanitize_name(name)).0.as_str()))],
+            &[("name", Some(Json::string(&sanitize_name(name)).as_str()))],
         )
     }
 
@@ -848,7 +804,7 @@ impl Session {
                             crate::json::Kind::String | crate::json::Kind::Array
                         ) =>
                     {
-                        r.0.clone()
+                        r.as_str().to_string()
                     }
                     _ => return Err(Error::BadReplacement),
                 }
@@ -889,7 +845,7 @@ impl Session {
         } else {
             replacement
         };
-        let target = Json::string(target_id).0;
+        let target = Json::string(target_id).into_string();
         self.append_fields(
             "context_edit",
             &[
@@ -915,15 +871,15 @@ impl Session {
             }
         }
         self.refresh()?;
-        let from = Json::string(self.tree.leaf_id().unwrap_or("root")).0;
+        let from = Json::string(self.tree.leaf_id().unwrap_or("root")).into_string();
         match target {
             Some(t) => self.tree.branch(t)?,
             None => self.tree.reset_leaf(),
         }
-        let summary = Json::string(summary).0;
-        let details = details.map(|d| d.0.clone());
-        let usage = usage.map(|u| u.0.clone());
-        let from_hook = from_hook.map(|b| Json::bool(b).0);
+        let summary = Json::string(summary).into_string();
+        let details = details.map(|d| d.as_str().to_string());
+        let usage = usage.map(|u| u.as_str().to_string());
+        let from_hook = from_hook.map(|b| Json::bool(b).into_string());
         self.append_with(
             ParentOf::Given(target.map(str::to_string)),
             move |_, id, parent, ts| {
@@ -968,7 +924,10 @@ impl Session {
             }
         }
         let s = |k: &str| raw.get(k).and_then(|v| v.as_str()).map(|v| v.into_owned());
-        let j = |k: &str| raw.get(k).map(|v| Json(v.text().to_string()));
+        let j = |k: &str| {
+            raw.get(k)
+                .map(|v| Json::from_text_unchecked(v.text().to_string()))
+        };
         match ty.as_str() {
             "label" => {
                 let target = s("targetId")
@@ -992,7 +951,8 @@ impl Session {
                     Error::Json("context_edit needs a string \"targetId\"".into())
                 })?;
                 let rep = raw.get("replacement").ok_or(Error::BadReplacement)?;
-                let rep = (!rep.is_null()).then(|| Json(rep.text().to_string()));
+                let rep =
+                    (!rep.is_null()).then(|| Json::from_text_unchecked(rep.text().to_string()));
                 return self.append_context_edit(&target, rep.as_ref());
             }
             "compaction" => {
@@ -1255,7 +1215,7 @@ pub fn branched_entries(tree: &SessionTree, leaf: &str) -> Result<Vec<Entry>> {
         }
         let parent_json = parent
             .as_ref()
-            .map_or("null".to_string(), |p| Json::string(p).0);
+            .map_or("null".to_string(), |p| Json::string(p).into_string());
         let mut text = with_field(e.raw(), "parentId", Some(&parent_json));
         if e.entry_type == EntryType::Compaction {
             if let Some(first) = e.str_field("firstKeptEntryId") {
@@ -1264,7 +1224,7 @@ pub fn branched_entries(tree: &SessionTree, leaf: &str) -> Result<Vec<Entry>> {
                         text = with_field(
                             Raw::new_unchecked(text.as_bytes()),
                             "firstKeptEntryId",
-                            Some(&Json::string(r).0),
+                            Some(&Json::string(r).into_string()),
                         );
                     }
                 }
@@ -1287,8 +1247,8 @@ pub fn branched_entries(tree: &SessionTree, leaf: &str) -> Result<Vec<Entry>> {
     for (target, label, ts) in labels {
         let id = fresh_id(&used);
         used.insert(id.clone());
-        let target_json = Json::string(&target).0;
-        let parent_json = last.as_ref().map(|p| Json::string(p).0);
+        let target_json = Json::string(&target).into_string();
+        let parent_json = last.as_ref().map(|p| Json::string(p).into_string());
         let mut s = String::from("{\"type\":\"label\",\"id\":");
         write_js_string(&mut s, &id);
         s.push_str(",\"parentId\":");

@@ -15,9 +15,51 @@ use xorshift::Rng;
 const STEPS: usize = 12;
 const KILLS: usize = 16;
 
-/// Builds the example in its own target dir (the outer `cargo test` holds the lock on ours).
+/// The newest modification time of the files below `dir`.
+fn newest(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.flatten() {
+            let m = e.metadata().ok()?;
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                newest = newest.max(m.modified().ok());
+            }
+        }
+    }
+    newest
+}
+
+/// The `agent_loop` example: `cargo test` builds it next to this test
+/// (target/debug/examples). Run alone (`cargo test --test agent_crash`), or when that
+/// binary is older than the library's sources, it is built in a target dir of its own
+/// (the outer `cargo test` holds the lock on ours), which costs a full build.
 fn example_binary() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = std::env::current_exe().unwrap();
+    let beside = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/agent_loop");
+    let built = std::fs::metadata(&beside).and_then(|m| m.modified()).ok();
+    let sources = [
+        manifest.join("src"),
+        manifest.join("examples"),
+        manifest.join("../sessiontree-core/src"),
+    ]
+    .iter()
+    .map(|d| newest(d))
+    .max()
+    .flatten();
+    if let (Some(built), Some(sources)) = (built, sources) {
+        if built >= sources {
+            return beside;
+        }
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("../../target"))
@@ -25,7 +67,6 @@ fn example_binary() -> PathBuf {
     let st = Command::new(env!("CARGO"))
         .args([
             "build",
-            "-j1",
             "--quiet",
             "--example",
             "agent_loop",

@@ -4,6 +4,9 @@
 //! All three share the same filters ([`ExportOptions`]): leave out thinking, tool output or
 //! images, and redact text by regular expression.
 
+// The library's modules, visible to this crate's modules as `crate::X`.
+use sessiontree::{date, dirs, entry, json, session, tree, Error, Result};
+
 mod html;
 mod jsonl;
 mod markdown;

@@ -3,10 +3,10 @@
 //! the tree index, every projection and the repair planner. Nothing may panic or hang,
 //! and a repaired file must load without line-level problems.
 
-#[path = "common/xorshift.rs"]
+#[path = "../../sessiontree/tests/common/xorshift.rs"]
 mod xorshift;
-use sessiontree::parse::{backing, parse};
-use sessiontree::{build_context, to_llm, DiagnosticKind, LeafArg, SessionTree};
+use sessiontree_core::parse::{backing, parse};
+use sessiontree_core::{build_context, to_llm, DiagnosticKind, LeafArg, SessionTree};
 use xorshift::Rng;
 
 const LINES: &[&str] = &[
@@ -97,7 +97,7 @@ fn generate(r: &mut Rng) -> Vec<u8> {
 
 fn exercise(bytes: &[u8]) {
     if let Ok(mut parsed) = parse(backing(bytes.to_vec())) {
-        sessiontree::migrate::migrate(&mut parsed);
+        sessiontree_core::migrate::migrate(&mut parsed);
         let mut tree = SessionTree::from_parsed(parsed);
         let ids: Vec<String> = tree
             .entries()
@@ -119,10 +119,10 @@ fn exercise(bytes: &[u8]) {
         let _ = tree.name();
         let _ = tree.labels();
     }
-    if let Ok(plan) = sessiontree::repair::plan(
+    if let Ok(plan) = sessiontree_core::repair::plan(
         None,
         bytes,
-        &sessiontree::repair::PlanOptions {
+        &sessiontree_core::repair::PlanOptions {
             cwd: Some("/w".into()),
             id: None,
         },
@@ -143,7 +143,7 @@ fn exercise(bytes: &[u8]) {
                 String::from_utf8_lossy(&plan.content)
             );
         }
-        let p2 = sessiontree::repair::plan(None, &plan.content, &Default::default()).unwrap();
+        let p2 = sessiontree_core::repair::plan(None, &plan.content, &Default::default()).unwrap();
         assert!(p2.is_noop(), "repair is idempotent: {:?}", p2.actions);
     }
 }

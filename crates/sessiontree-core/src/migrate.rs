@@ -8,7 +8,7 @@ use crate::parse::Parsed;
 use std::collections::HashSet;
 
 /// The format version this library writes.
-pub const CURRENT_VERSION: u32 = 3;
+pub use crate::entry::CURRENT_VERSION;
 
 /// True when the header's version is below 3 (or unreadable as a number, as the reference
 /// treats it: such a file is "migrated" with no change).

@@ -12,7 +12,9 @@ pub mod scan;
 
 use std::borrow::Cow;
 
+mod owned;
 pub use canon::{canonicalize, write_js_string, write_js_string_to};
+pub use owned::Json;
 pub use scan::{Kind, Member, ScanError, Scanned, Span};
 
 /// A validated JSON value, borrowed from the text it was scanned in.
@@ -34,7 +36,8 @@ impl<'a> Raw<'a> {
 
     /// Wraps text that is known to be one valid JSON value, UTF-8, without surrounding
     /// whitespace.
-    pub(crate) fn new_unchecked(text: &'a [u8]) -> Self {
+    /// Wraps text already validated as one JSON value (by the scanner); nothing is checked.
+    pub fn new_unchecked(text: &'a [u8]) -> Self {
         Raw(text)
     }
 

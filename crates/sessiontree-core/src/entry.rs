@@ -509,6 +509,9 @@ impl Entry {
     }
 }
 
+/// The session format version sessiontree writes (and Pi 1.6.0 writes).
+pub const CURRENT_VERSION: u32 = 3;
+
 /// The header line (`type: "session"`).
 #[derive(Clone, Debug)]
 pub struct Header {

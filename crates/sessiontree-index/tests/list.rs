@@ -5,6 +5,7 @@ use serde_json::Value;
 use sessiontree::list::{self, ListOptions};
 use std::path::{Path, PathBuf};
 
+#[path = "../../sessiontree/tests/common/mod.rs"]
 mod common;
 use common::interop::{available, node};
 
@@ -70,8 +71,8 @@ fn list_all_equals_the_reference() {
     }
 }
 
-use sessiontree::index::Index;
-use sessiontree::search::{Mode, Query};
+use sessiontree_index::index::Index;
+use sessiontree_index::search::{Mode, Query};
 use std::io::Write;
 
 fn line(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) -> String {
@@ -124,10 +125,13 @@ fn json_bytes(idx: &mut Index, agent: &Path) -> (Vec<u8>, Vec<u8>) {
     (scan, stored)
 }
 
-fn index_json(idx: &mut Index, agent: &Path) -> (Vec<Value>, sessiontree::index::RefreshStats) {
+fn index_json(
+    idx: &mut Index,
+    agent: &Path,
+) -> (Vec<Value>, sessiontree_index::index::RefreshStats) {
     let files = list::all_files(agent);
     let sessions = agent.join("sessions");
-    let scope = sessiontree::index::all_scope(&sessions);
+    let scope = sessiontree_index::index::all_scope(&sessions);
     let st = idx.refresh(&files, &scope, 2, &|_, _| {}).unwrap();
     let (scan, stored) = json_bytes(idx, agent);
     assert_eq!(
@@ -371,7 +375,7 @@ fn search_finds_text_and_flags_abandoned_branches() {
     let sessions = agent.join("sessions");
     idx.refresh(
         &files,
-        &sessiontree::index::all_scope(&sessions),
+        &sessiontree_index::index::all_scope(&sessions),
         1,
         &|_, _| {},
     )
@@ -435,11 +439,12 @@ fn listing_refreshes_leave_texts_to_the_first_search() {
         &line("u1", None, 1000, "user", "the walrus speaks"),
     );
     let sessions = agent.join("sessions");
-    let scope = sessiontree::index::all_scope(&sessions);
+    let scope = sessiontree_index::index::all_scope(&sessions);
     let mut idx = Index::open(&Index::default_path(agent)).unwrap();
     let listing = |idx: &mut Index| {
         let files = list::with_stats(list::all_files(agent));
-        sessiontree::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {}).unwrap()
+        sessiontree_index::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {})
+            .unwrap()
     };
     let texts = |idx: &mut Index| {
         idx.refresh(&list::all_files(agent), &scope, 1, &|_, _| {})

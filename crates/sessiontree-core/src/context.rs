@@ -147,7 +147,7 @@ fn js_str(s: &str) -> String {
 }
 
 /// `{...object, key: value}` on JSON text: first position kept, `None` drops the key.
-pub(crate) fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String {
+pub fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String {
     let members = obj.members();
     let mut order: Vec<(Cow<'_, str>, String)> = Vec::new();
     for (k, v) in members {
@@ -404,7 +404,7 @@ impl<'a> Plan<'a> {
 }
 
 /// `write_all` for vectored writes (short writes and interruptions continue).
-pub(crate) fn write_all_vectored<W: std::io::Write + ?Sized>(
+pub fn write_all_vectored<W: std::io::Write + ?Sized>(
     w: &mut W,
     mut bufs: &mut [std::io::IoSlice<'_>],
 ) -> std::io::Result<()> {

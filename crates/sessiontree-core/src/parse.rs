@@ -290,7 +290,7 @@ fn parse_split(
                     Some(mut h) => {
                         h.line = this_line;
                         if h.version()
-                            .is_some_and(|v| v > crate::migrate::CURRENT_VERSION as f64)
+                            .is_some_and(|v| v > crate::entry::CURRENT_VERSION as f64)
                         {
                             diagnostics.push(diag(
                                 this_line,
