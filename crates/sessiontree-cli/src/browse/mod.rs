@@ -12,10 +12,10 @@ mod tests;
 
 use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
-use sessiontree::index::Index;
 use sessiontree::list::{self, ListOptions};
-use sessiontree::search::{Mode, Query};
-use sessiontree::{dirs, index, Durability, Session, WriteOptions};
+use sessiontree::{dirs, Durability, Session, WriteOptions};
+use sessiontree_index::index::{self, Index};
+use sessiontree_index::search::{Mode, Query};
 use state::{App, Effect, Hits, Job, ListState, TreeState};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -179,7 +179,7 @@ pub fn perform(job: &Job, tree: Option<&TreeState>) -> Result<(String, bool)> {
                     &loaded.tree
                 }
             };
-            let opts = sessiontree::export::ExportOptions {
+            let opts = sessiontree_export::ExportOptions {
                 leaf: (!leaf.is_empty()).then(|| leaf.clone()),
                 all_branches: false,
                 no_thinking: false,
@@ -188,9 +188,9 @@ pub fn perform(job: &Job, tree: Option<&TreeState>) -> Result<(String, bool)> {
                 redact: Vec::new(),
             };
             let text = if *markdown {
-                sessiontree::export::markdown(tree, &opts)?
+                sessiontree_export::markdown(tree, &opts)?
             } else {
-                sessiontree::export::html(tree, &opts)?
+                sessiontree_export::html(tree, &opts)?
             };
             crate::export::write_atomic(out, text.as_bytes())
                 .with_context(|| format!("cannot write {}", out.display()))?;
