@@ -220,6 +220,10 @@ fn shell_quote(s: &str) -> String {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("browse needs a terminal (standard input and output are not both one)");
+    }
     // Everything that can fail before the screen is taken, with a plain error.
     let mut worker: Option<(mpsc::Sender<String>, mpsc::Receiver<Worker>)> = None;
     let mut app = match &a.path {
@@ -250,7 +254,7 @@ pub fn run(a: Args) -> Result<()> {
             ))
         }
     };
-    let mut terminal = ratatui::init();
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     let r = event_loop(&mut terminal, &mut app, worker.as_ref());
     ratatui::restore();
     let resume = r?;

@@ -1,4 +1,5 @@
 //! Reducer tests (key -> state) and snapshots of the rendered screen.
+#![allow(unused_imports)]
 
 use super::render;
 use super::rows::{self, Layout};
