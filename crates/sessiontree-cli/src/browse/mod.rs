@@ -200,6 +200,15 @@ pub fn perform(job: &Job, tree: Option<&TreeState>) -> Result<(String, bool)> {
     })
 }
 
+/// A path for the title, the home folder as `~`.
+fn tilde(p: &Path) -> String {
+    let home = dirs::home_dir();
+    match p.strip_prefix(&home) {
+        Ok(rest) if home.parent().is_some() => format!("~/{}", rest.display()),
+        _ => p.display().to_string(),
+    }
+}
+
 /// Whether `pi` is on PATH.
 fn pi_on_path() -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|p| {
@@ -232,7 +241,7 @@ pub fn run(a: Args) -> Result<()> {
             let d = dirs::resolve(&p.to_string_lossy());
             let v = sessions(Some(&d))?;
             // A folder's sessions are searched by name and first message.
-            App::with_list(ListState::new(v, None, d.display().to_string(), false))
+            App::with_list(ListState::new(v, None, tilde(&d), false))
         }
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
         None => {
@@ -249,7 +258,7 @@ pub fn run(a: Args) -> Result<()> {
             App::with_list(ListState::new(
                 v,
                 cwd,
-                agent.join("sessions").display().to_string(),
+                tilde(&agent.join("sessions")),
                 false,
             ))
         }

@@ -24,7 +24,21 @@ fn title_style() -> Style {
         .add_modifier(Modifier::BOLD)
 }
 fn selected_style() -> Style {
-    Style::default().add_modifier(Modifier::REVERSED)
+    Style::default().fg(Color::White).bg(Color::Blue)
+}
+
+/// The selected row: every span in the selection's colours (span styles win over a
+/// line's, so each is patched).
+fn highlight(line: Line<'static>) -> Line<'static> {
+    let spans = line
+        .spans
+        .into_iter()
+        .map(|mut s| {
+            s.style = s.style.patch(selected_style());
+            s
+        })
+        .collect::<Vec<_>>();
+    Line::from(spans).style(selected_style())
 }
 
 pub fn kind_color(kind: &str) -> Color {
@@ -220,7 +234,7 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
             }
             let mut line = Line::from(spans);
             if l.top + y == l.sel {
-                line = line.patch_style(selected_style());
+                line = highlight(line);
             }
             f.render_widget(Paragraph::new(line), row_rect(list_area, y as u16));
         }
@@ -430,7 +444,7 @@ fn draw_tree(f: &mut Frame, app: &App, t: &TreeState, area: Rect) {
         spans.extend(row_spans(t, r, cols.saturating_sub(width(&prefix))));
         let mut line = Line::from(spans);
         if top + y == t.sel {
-            line = line.patch_style(selected_style());
+            line = highlight(line);
         }
         f.render_widget(Paragraph::new(line), row_rect(tree_area, y as u16));
     }
@@ -502,7 +516,7 @@ fn draw_context(f: &mut Frame, t: &TreeState, area: Rect) {
         )];
         let body_lines: Vec<&str> = body.lines().filter(|l| !l.trim().is_empty()).collect();
         for l in body_lines.iter().take(6) {
-            lines.push(Line::raw(fit(l, w)));
+            lines.push(Line::raw(rows::cut(l, w)));
         }
         if body_lines.len() > 6 {
             lines.push(Line::styled(

@@ -252,3 +252,32 @@ pub fn on_path(t: &SessionTree, leaf: Option<&str>) -> Vec<bool> {
     }
     v
 }
+
+/// One line of code or output: tabs as four spaces, indentation kept, control characters
+/// dropped, cut to `cols` display columns (an ellipsis marks a cut).
+pub fn cut(s: &str, cols: usize) -> String {
+    let expanded: String = s
+        .trim_end()
+        .chars()
+        .flat_map(|c| {
+            let n = if c == '\t' { 4 } else { 1 };
+            std::iter::repeat_n(if c == '\t' { ' ' } else { c }, n)
+        })
+        .filter(|c| !c.is_control())
+        .collect();
+    if width(&expanded) <= cols {
+        return expanded;
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for c in expanded.chars() {
+        let cw = UnicodeWidthChar::width(c).unwrap_or(0);
+        if w + cw + 1 > cols {
+            break;
+        }
+        out.push(c);
+        w += cw;
+    }
+    out.push('…');
+    out
+}

@@ -572,6 +572,8 @@ fn fit_counts_wide_characters() {
     assert_eq!(rows::width(&rows::fit("日本語テキスト", 7)), 7);
     assert_eq!(rows::fit("a  b\n\tc", 10), "a b c");
     assert_eq!(rows::fit("abcdef", 3), "ab…");
+    assert_eq!(rows::cut("\tlet x = 1;", 12), "    let x =…");
+    assert_eq!(rows::cut("  日本語", 6), "  日…");
 }
 
 // ---------- snapshots ----------
