@@ -641,3 +641,22 @@ fn snapshot_action_menu_and_help() {
     app.key(key(KeyCode::Char('?')));
     insta::assert_snapshot!("help_120x40", screen(&mut app, 120, 40));
 }
+
+#[test]
+fn resume_from_the_list_is_confirmed_and_esc_in_a_tree_goes_back_to_the_list() {
+    let mut app = App::with_list(list());
+    app.key(key(KeyCode::Down));
+    app.key(ctrl('r'));
+    assert!(matches!(app.modal, Some(Modal::Confirm { .. })));
+    assert_eq!(
+        app.key(key(KeyCode::Char('y'))),
+        Effect::Run(Job::Resume {
+            file: PathBuf::from("/a/sessions/s1.jsonl")
+        })
+    );
+    app.open(demo());
+    assert_eq!(app.key(key(KeyCode::Esc)), Effect::None);
+    assert!(app.tree.is_none());
+    assert!(!app.quit);
+    assert_eq!(app.list.sel, 1, "the list keeps its selection");
+}
