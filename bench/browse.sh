@@ -14,7 +14,7 @@ target=${CARGO_TARGET_DIR:-target}
 if [ ! -d "$work/agent/sessions" ]; then
   "$target/release/examples/gen_sessions" "$work/agent" 2000 540
 fi
-if [ ! -f "$work/big.jsonl" ]; then
+if [ ! -s "$work/big.jsonl" ]; then
   "$target/release/examples/gen_session" 50000 5500 7 > "$work/big.jsonl"
 fi
 # Warm index: listings and texts (what a browse after an earlier ls/search finds).

@@ -92,8 +92,9 @@ pub struct TreeState {
     pub sel: usize,
     pub top: usize,
     pub query: String,
-    /// Per entry, the start of its text in lower case, built at the first search.
-    pub search_text: Option<Vec<Box<str>>>,
+    /// Per entry, the start of its text in lower case, made when a search first looks at
+    /// the entry (a search scans from the selection and stops at the first hit).
+    pub search_text: std::cell::RefCell<Vec<Option<Box<str>>>>,
     /// Show the context projection from the selected entry.
     pub context: bool,
     /// Messages scrolled back from the end of the context.
@@ -328,7 +329,7 @@ impl TreeState {
             sel: 0,
             top: 0,
             query: String::new(),
-            search_text: None,
+            search_text: std::cell::RefCell::new(Vec::new()),
             context: false,
             context_scroll: 0,
         };
@@ -461,29 +462,29 @@ impl TreeState {
         self.top = self.top.min(max_top.max(self.sel.saturating_sub(page - 1)));
     }
 
-    /// The first `SEARCH_CHARS` characters of every entry's text in lower case.
-    fn ensure_search_text(&mut self) {
-        if self.search_text.is_some() {
-            return;
+    /// Whether an entry's text (its first `SEARCH_CHARS` characters, kind and label
+    /// included, any case) contains `q` (already lower case).
+    fn entry_matches(&self, node: u32, q: &str) -> bool {
+        let mut cache = self.search_text.borrow_mut();
+        if cache.is_empty() {
+            cache.resize(self.loaded.tree.entries().len(), None);
         }
-        let t = &self.loaded.tree;
-        let v = t
-            .entries()
-            .iter()
-            .map(|e| {
-                let (kind, text) = crate::show::describe(e);
-                let mut s = String::with_capacity(kind.len() + 1 + text.len().min(SEARCH_CHARS));
-                s.push_str(&kind);
+        let slot = &mut cache[node as usize];
+        if slot.is_none() {
+            let t = &self.loaded.tree;
+            let e = t.entry_at(node);
+            let (kind, text) = crate::show::describe(e);
+            let mut s = String::with_capacity(kind.len() + 1 + text.len().min(SEARCH_CHARS));
+            s.push_str(&kind);
+            s.push(' ');
+            s.extend(text.chars().take(SEARCH_CHARS));
+            if let Some(l) = e.id().and_then(|id| t.get_label(id)) {
                 s.push(' ');
-                s.extend(text.chars().take(SEARCH_CHARS));
-                if let Some(l) = e.id().and_then(|id| t.get_label(id)) {
-                    s.push(' ');
-                    s.push_str(&sessiontree::json::Raw::trusted(&l.label).js_string());
-                }
-                s.to_lowercase().into_boxed_str()
-            })
-            .collect();
-        self.search_text = Some(v);
+                s.push_str(&sessiontree::json::Raw::trusted(&l.label).js_string());
+            }
+            *slot = Some(s.to_lowercase().into_boxed_str());
+        }
+        slot.as_deref().is_some_and(|s| s.contains(q))
     }
 
     pub fn is_hit(&self, row: u32) -> bool {
@@ -491,9 +492,7 @@ impl TreeState {
             return false;
         }
         let q = self.query.to_lowercase();
-        self.search_text
-            .as_ref()
-            .is_some_and(|st| st[self.layout.rows[row as usize].node as usize].contains(q.as_str()))
+        self.entry_matches(self.layout.rows[row as usize].node, &q)
     }
 
     /// Moves to the next (or previous) visible row matching the query, from the selection
@@ -502,7 +501,6 @@ impl TreeState {
         if self.query.is_empty() || self.visible.is_empty() {
             return false;
         }
-        self.ensure_search_text();
         let n = self.visible.len();
         let start = if here { 0 } else { 1 };
         for k in start..=n {
