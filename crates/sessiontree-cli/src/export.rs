@@ -19,7 +19,9 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The session file (.jsonl).
     pub file: PathBuf,
+    /// What to write.
     #[arg(long, value_enum)]
     pub format: Format,
     /// Write here instead of standard output.
@@ -46,8 +48,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let loaded = sessiontree::load(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    crate::paths::session_file(&args.file)?;
+    let loaded = sessiontree::load(&args.file)?;
     let tree = &loaded.tree;
     let mut redact = Vec::new();
     for r in &args.redact {

@@ -32,6 +32,7 @@ pub struct LsArgs {
     /// Only sessions whose name (or, unnamed, first message) contains TEXT (any case).
     #[arg(long, value_name = "TEXT")]
     name: Option<String>,
+    /// At most N sessions.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
     /// Read every file instead of using the index.
@@ -183,6 +184,35 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
             None => std::env::current_dir()?.to_string_lossy().into_owned(),
         })
     };
+    let where_ = if a.all {
+        if !sessions_dir.is_dir() {
+            // Nothing to list, and no index to create: the agent dir stays as it is.
+            eprintln!(
+                "sessiontree: no sessions: {} does not exist (the agent dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent)",
+                sessions_dir.display()
+            );
+            return Ok(false);
+        }
+        format!("under {}", sessions_dir.display())
+    } else if let Some(d) = &a.dir {
+        crate::paths::folder(d)?;
+        format!("in {}", d.display())
+    } else {
+        let cwd = cwd_now()?;
+        let sd = dirs::session_dir_override(a.session_dir.as_deref());
+        let (dir, _) = list::folder_for(&cwd, sd.as_deref());
+        if !dir.is_dir() {
+            if !Path::new(&cwd).is_dir() {
+                anyhow::bail!("{cwd}: no such directory, and no sessions recorded for it");
+            }
+            eprintln!(
+                "sessiontree: no sessions for {cwd} (its session folder {} does not exist)",
+                dir.display()
+            );
+            return Ok(false);
+        }
+        format!("for {cwd}")
+    };
     // Which files, in which index scope, and which cwd to keep.
     let (files, folder, keep_cwd) = if a.all {
         (list::all_files_stat(&agent), None, a.cwd.clone())
@@ -237,8 +267,15 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
     }
     if a.json {
         write_json(out, &v, idx.as_mut())?;
-    } else {
+    } else if !v.is_empty() {
         table(out, &v)?;
+    }
+    if v.is_empty() {
+        let filtered = a.since.is_some() || a.until.is_some() || a.name.is_some();
+        eprintln!(
+            "sessiontree: no sessions {where_}{}",
+            if filtered { " match the filters" } else { "" }
+        );
     }
     Ok(!v.is_empty())
 }
@@ -311,6 +348,12 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
         };
         out.line(&format!("{m:<16}  {n:>msgw$}  {t}{}  {c}", " ".repeat(pad)))?;
     }
+    if v.iter().any(|i| i.is_fork()) {
+        out.line(&out.paint(
+            "2",
+            "⑂ forked from another session (its header names a parentSession)",
+        ))?;
+    }
     Ok(())
 }
 
@@ -335,6 +378,12 @@ pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
     };
     let sd = dirs::session_dir_override(a.session_dir.as_deref());
     let p = folder::most_recent(&cwd, sd.as_deref());
+    if p.is_none() {
+        if !Path::new(&cwd).is_dir() && a.session_dir.is_none() {
+            anyhow::bail!("{cwd}: no such directory, and no sessions recorded for it");
+        }
+        eprintln!("sessiontree: no session to resume for {cwd}");
+    }
     if a.json {
         out.line(
             &serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string(),

@@ -2,9 +2,11 @@
 
 mod browse;
 mod export;
+mod import;
 mod interrupted;
 mod ls;
 mod out;
+mod paths;
 mod search;
 mod show;
 mod stats;
@@ -27,7 +29,17 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "sessiontree",
     version,
-    about = "Find, read, branch, repair and trust coding-agent sessions (Pi's JSONL format)."
+    about = "Find, read, branch, repair and trust coding-agent sessions (Pi's JSONL format).",
+    after_help = "\
+Where sessions live:
+  The agent dir is $PI_CODING_AGENT_DIR, else ~/.pi/agent. Pi keeps each working
+  directory's sessions in <agent dir>/sessions/--<cwd with / as ->--/, one .jsonl file
+  per session; $PI_CODING_AGENT_SESSION_DIR (or --session-dir) puts them in one folder
+  instead. `ls`, `resume`, `search` and `stats` look there; the index lives in
+  <agent dir>/sessiontree-index.sqlite (a cache: deleting it loses nothing).
+
+Exit status: 0 done, 1 nothing found (or problems found, for verify and interrupted),
+2 error (a wrong path, an unknown entry id, a file that is not a session)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -75,26 +87,34 @@ impl WriteArgs {
 enum Cmd {
     /// Header, leaf, name, counts and load diagnostics.
     Info {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// All entries in file order (= getEntries).
     Entries {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// The path from the root to an entry, default the leaf (= getBranch).
     Branch {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// The entry to end at (default: the leaf).
         #[arg(long, value_name = "ID")]
         from: Option<String>,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// What the model sees at the leaf (= buildSessionContext).
     Context {
+        /// The session file (.jsonl).
         file: PathBuf,
         /// An entry id, or `null` for the empty context.
         #[arg(long, value_name = "ID|null")]
@@ -102,19 +122,24 @@ enum Cmd {
         /// Map roles as for a model request (bash runs, summaries and custom messages become user text).
         #[arg(long)]
         llm: bool,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// The whole tree, every branch (= getTree).
+    /// The whole tree, every branch (= getTree). ● on the leaf's path, ○ off it, ◀ leaf, [label].
     Tree {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Write a new session's header and print its path.
     New {
+        /// The session's working directory (default: the current one).
         #[arg(long, value_name = "DIR")]
         cwd: Option<String>,
+        /// Session folder (else $PI_CODING_AGENT_SESSION_DIR, else <agent dir>/sessions/<cwd folder>).
         #[arg(long, value_name = "DIR")]
         session_dir: Option<String>,
         /// Use this session id instead of a new UUID v7.
@@ -123,8 +148,9 @@ enum Cmd {
         #[command(flatten)]
         write: WriteArgs,
     },
-    /// Append an entry given as JSON without id, parentId and timestamp; prints the new id.
+    /// Append entries given as JSON without id, parentId and timestamp (one object, or JSON Lines on stdin: one entry per line); prints each new id.
     Append {
+        /// The session file (.jsonl).
         file: PathBuf,
         /// The parent (default: the leaf, the last entry).
         #[arg(long, value_name = "ID", conflicts_with = "root")]
@@ -139,22 +165,29 @@ enum Cmd {
     },
     /// Set the label of an entry; without LABEL, clear it.
     Label {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// The entry id (8 hex characters in Pi 1.6 sessions).
         id: String,
+        /// The label text.
         label: Option<String>,
         #[command(flatten)]
         write: WriteArgs,
     },
     /// Name the session.
     Name {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// The session name (what `/resume` and `ls` show).
         name: String,
         #[command(flatten)]
         write: WriteArgs,
     },
     /// A new session file holding the path to an entry; prints its path.
     Fork {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// The entry id (8 hex characters in Pi 1.6 sessions).
         id: String,
         /// `at` keeps the entry; `before` (a user message) keeps its parent and prints the message text on stderr.
         #[arg(long, value_enum, default_value = "at")]
@@ -164,12 +197,15 @@ enum Cmd {
     },
     /// Check session files (a file, or every *.jsonl below a folder): exit 0 clean, 1 problems, 2 unreadable.
     Verify {
+        /// A session file, or a folder: every *.jsonl below it.
         path: PathBuf,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Drop malformed, torn and extra-header lines (original kept as <file>.bak-<time>).
     Repair {
+        /// The session file (.jsonl).
         file: PathBuf,
         /// Only say what would be done.
         #[arg(long)]
@@ -183,21 +219,25 @@ enum Cmd {
     },
     /// Work a crash left half done: tool calls without results, orphan results, an aborted last reply, a compaction keeping a missing entry. Exit 1 when any.
     Interrupted {
+        /// The session file (.jsonl).
         file: PathBuf,
+        /// Every branch, not only the path from the root to the leaf.
         #[arg(long)]
         all_branches: bool,
+        /// Print JSON (Pi's object shapes and field names) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Append an error result for every tool call on the current branch that has none; prints their ids.
     CloseInterrupted {
+        /// The session file (.jsonl).
         file: PathBuf,
         #[command(flatten)]
         write: WriteArgs,
     },
     /// Export for reading or sharing: one self-contained HTML page, Markdown, or a branch as a new session file.
     Export(export::Args),
-    /// List sessions, newest first (Pi's SessionInfo with --json). Exit 1 when none.
+    /// List sessions, newest first (Pi's SessionInfo with --json); ⑂ marks a fork. Exit 1 when none.
     Ls(ls::LsArgs),
     /// Full-text search over every session's messages. Exit 1 when nothing matches.
     Search(search::SearchArgs),
@@ -207,6 +247,21 @@ enum Cmd {
     Stats(stats::StatsArgs),
     /// Full-screen browser: every session, searched as you type; a session's tree, branches and context.
     Browse(browse::Args),
+    /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
+    Import(import::ImportArgs),
+    /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
+    Completions {
+        /// The shell to complete in.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `sessiontree man > ~/.local/share/man/man1/sessiontree.1`.
+    Man {
+        /// Write one page per command (sessiontree.1, sessiontree-ls.1, ...) into this folder
+        /// instead, and print their paths.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -229,7 +284,7 @@ fn main() -> ExitCode {
         Ok(Outcome::NothingFound) => ExitCode::from(1),
         Ok(Outcome::Code(c)) => ExitCode::from(c),
         Err(e) => {
-            eprintln!("sessiontree: {e:#}");
+            eprintln!("sessiontree: {}", paths::one_line(&e));
             ExitCode::from(2)
         }
     }
@@ -239,7 +294,8 @@ fn main() -> ExitCode {
 /// leaked on purpose, since freeing a large session's index entry by entry only costs time
 /// when the process is about to exit anyway.
 fn load(file: &std::path::Path) -> Result<&'static sessiontree::Loaded> {
-    let l = sessiontree::load(file).with_context(|| format!("cannot read {}", file.display()))?;
+    paths::session_file(file)?;
+    let l = sessiontree::load(file)?;
     Ok(Box::leak(Box::new(l)))
 }
 
@@ -252,6 +308,33 @@ fn read_entry_arg(arg: &str) -> Result<String> {
     } else {
         Ok(arg.to_string())
     }
+}
+
+/// The entries given to `append`: one JSON value (which may span lines), or JSON Lines,
+/// one entry per line. Every line is checked before anything is appended.
+fn entry_texts(text: &str, arg: &str) -> Result<Vec<String>> {
+    let from = if arg == "-" {
+        "standard input"
+    } else {
+        "the argument"
+    };
+    if text.trim().is_empty() {
+        bail!("no entry given on {from}: append takes a JSON object, or one per line");
+    }
+    if sessiontree::Json::parse(text.trim()).is_ok() {
+        return Ok(vec![text.trim().to_string()]);
+    }
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Err(e) = sessiontree::Json::parse(line) {
+            bail!("{from}, line {}: {e} (append takes one JSON object, or JSON Lines: one entry per line)", i + 1);
+        }
+        out.push(line.to_string());
+    }
+    Ok(out)
 }
 
 fn run(cli: Cli) -> Result<Outcome> {
@@ -275,8 +358,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let l = load(&file)?;
             if let Some(id) = &from {
                 if !l.tree.contains(id) {
-                    eprintln!("sessiontree: {}: no entry {id}", file.display());
-                    return Ok(Outcome::NothingFound);
+                    bail!("{}: no entry {id}", file.display());
                 }
             }
             let path = l.tree.get_branch(from.as_deref());
@@ -353,12 +435,24 @@ fn run(cli: Cli) -> Result<Outcome> {
             write,
         } => {
             let text = read_entry_arg(&entry)?;
+            let entries = entry_texts(&text, &entry)?;
             let mut s = open_existing(&file, &write)?;
-            let parent = if root { Some(None) } else { parent.map(Some) };
-            let id = s
-                .append_json(&text, parent)
-                .with_context(|| format!("cannot append to {}", file.display()))?;
-            out.line(&id)?;
+            let mut parent = if root { Some(None) } else { parent.map(Some) };
+            for (n, e) in entries.iter().enumerate() {
+                let id = s.append_json(e, parent.take()).with_context(|| {
+                    let which = if entries.len() > 1 {
+                        format!(
+                            " (entry {} of {}; the ones before it were appended)",
+                            n + 1,
+                            entries.len()
+                        )
+                    } else {
+                        String::new()
+                    };
+                    format!("cannot append to {}{which}", file.display())
+                })?;
+                out.line(&id)?;
+            }
             Outcome::Done
         }
         Cmd::Label {
@@ -388,9 +482,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             position,
             write,
         } => {
-            if !file.exists() {
-                bail!("{}: no such file", file.display());
-            }
+            paths::session_file(&file)?;
             let f = Session::fork_at(
                 &file,
                 &id,
@@ -433,12 +525,48 @@ fn run(cli: Cli) -> Result<Outcome> {
             browse::run(a)?;
             Outcome::Done
         }
+        Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
         }
         Cmd::Export(args) => {
             export::run(args)?;
+            Outcome::Done
+        }
+        Cmd::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "sessiontree", &mut buf);
+            out.write_str(&String::from_utf8_lossy(&buf))?;
+            Outcome::Done
+        }
+        Cmd::Man { dir } => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            match dir {
+                None => {
+                    let mut buf = Vec::new();
+                    clap_mangen::Man::new(cmd).render(&mut buf)?;
+                    out.write_str(&String::from_utf8_lossy(&buf))?;
+                }
+                Some(dir) => {
+                    paths::folder(&dir)?;
+                    let mut pages = vec![("sessiontree".to_string(), cmd.clone())];
+                    for sub in cmd.get_subcommands() {
+                        let name = format!("sessiontree-{}", sub.get_name());
+                        let leaked: &'static str = Box::leak(name.clone().into_boxed_str());
+                        pages.push((name, sub.clone().name(leaked)));
+                    }
+                    for (name, page) in pages {
+                        let path = dir.join(format!("{name}.1"));
+                        let mut buf = Vec::new();
+                        clap_mangen::Man::new(page).render(&mut buf)?;
+                        std::fs::write(&path, buf)
+                            .with_context(|| format!("cannot write {}", path.display()))?;
+                        out.line(&path.display().to_string())?;
+                    }
+                }
+            }
             Outcome::Done
         }
     };
@@ -457,10 +585,41 @@ fn found(any: bool) -> Outcome {
 fn open_existing(file: &std::path::Path, write: &WriteArgs) -> Result<Session> {
     if !file.exists() {
         bail!(
-            "{}: no such file (create one with `sessiontree new`)",
+            "{}: no such file or directory (create a session with `sessiontree new`)",
             file.display()
         );
     }
+    paths::session_file(file)?;
     Session::open(file, write.options())
         .with_context(|| format!("cannot open {} for writing", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+
+    /// Every argument and flag of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_is_described() {
+        let mut missing = Vec::new();
+        let mut stack = vec![(
+            String::from("sessiontree"),
+            <Cli as clap::CommandFactory>::command(),
+        )];
+        while let Some((path, cmd)) = stack.pop() {
+            if cmd.get_about().is_none() && path != "sessiontree help" {
+                missing.push(path.clone());
+            }
+            for a in cmd.get_arguments() {
+                let builtin = matches!(a.get_id().as_str(), "help" | "version");
+                if !builtin && a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        assert!(missing.is_empty(), "no description: {missing:#?}");
+    }
 }

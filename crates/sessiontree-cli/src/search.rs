@@ -24,12 +24,16 @@ pub struct SearchArgs {
     /// compaction, branch_summary.
     #[arg(long)]
     role: Option<String>,
+    /// Only entries written at or after this date (ISO date/time, or 30m, 12h, 7d ago).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
+    /// Only entries written before this date.
     #[arg(long, value_name = "DATE")]
     until: Option<String>,
+    /// At most N hits.
     #[arg(long, default_value = "50")]
     limit: usize,
+    /// Print JSON (Pi's object shapes and field names) instead of text.
     #[arg(long)]
     json: bool,
 }

@@ -130,6 +130,19 @@ fn role_color(kind: &str) -> &'static str {
     }
 }
 
+/// The file's lines as Node's readline counts them: one per `\n`, plus an unterminated
+/// last line.
+fn line_count(file: &Path) -> u64 {
+    match sessiontree::session::read_or_map(file) {
+        Ok((b, _)) => {
+            let b: &[u8] = (*b).as_ref();
+            let n = memchr::memchr_iter(b'\n', b).count() as u64;
+            n + u64::from(b.last().is_some_and(|&c| c != b'\n'))
+        }
+        Err(_) => 0,
+    }
+}
+
 pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
     let t = &l.tree;
     if json {
@@ -146,7 +159,7 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
         s.push_str(&format!(
             ",\"entryCount\":{},\"lines\":{},\"bytes\":{},\"migrated\":{}",
             t.entry_count(),
-            t.entries().len(),
+            line_count(file),
             l.len,
             l.migrated
         ));
@@ -186,9 +199,10 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
         }
     ))?;
     out.line(&format!(
-        "{}{} ({} bytes)",
+        "{}{} ({} lines, {} bytes)",
         label("entries"),
         t.entry_count(),
+        line_count(file),
         l.len
     ))?;
     let messages = t
@@ -243,8 +257,33 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
         return out.line("]");
     }
     let leaf = t.leaf_id();
-    for e in list {
-        let (kind, text) = describe(e);
+    let rows: Vec<(&Entry, String, String)> = list
+        .iter()
+        .map(|e| {
+            let (kind, text) = describe(e);
+            (*e, kind, text)
+        })
+        .collect();
+    // Columns as wide as their widest cell, so every entry type lines up.
+    let idw = rows
+        .iter()
+        .map(|(e, _, _)| e.id().unwrap_or("?").chars().count())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    let kindw = rows
+        .iter()
+        .map(|(_, k, _)| k.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    if !rows.is_empty() {
+        out.line(&out.paint(
+            "1",
+            &format!("{:>6}  {:<idw$}  {:<kindw$}  TEXT", "LINE", "ID", "TYPE"),
+        ))?;
+    }
+    for (e, kind, text) in rows {
         let id = e.id().unwrap_or("?");
         let mark = if Some(id) == leaf {
             out.paint("1;33", " ◀ leaf")
@@ -253,10 +292,10 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
         };
         let label = label_badge(out, t, id);
         out.line(&format!(
-            "{:>6}  {}  {:<13} {}{}{}",
+            "{:>6}  {}  {}  {}{}{}",
             e.line,
-            out.paint("2", &format!("{id:<8}")),
-            out.paint(role_color(&kind), &kind),
+            out.paint("2", &format!("{id:<idw$}")),
+            out.paint(role_color(&kind), &format!("{kind:<kindw$}")),
             preview(&text, 90),
             label,
             mark
@@ -288,8 +327,9 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     out.line(&out.paint(
         "2",
         &format!(
-            "model {model} · thinking {thinking} · {} messages",
-            ctx.messages.len()
+            "model {model} · thinking {thinking} · {} message{}",
+            ctx.messages.len(),
+            if ctx.messages.len() == 1 { "" } else { "s" }
         ),
     ))?;
     for m in &ctx.messages {

@@ -33,24 +33,60 @@ pub struct StatsArgs {
     /// Every branch (the default).
     #[arg(long)]
     all_branches: bool,
+    /// What a row of the table is.
     #[arg(long, value_enum, default_value = "model")]
     by: By,
+    /// Print JSON (Pi's object shapes and field names) instead of text.
     #[arg(long)]
     json: bool,
 }
 
 pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
-    let files: Vec<PathBuf> = if a.all {
-        list::all_files(&dirs::agent_dir())
+    let single = a.path.as_ref().filter(|p| !p.is_dir()).cloned();
+    let (files, where_): (Vec<PathBuf>, String) = if a.all {
+        let sessions = dirs::agent_dir().join("sessions");
+        (
+            list::all_files(&dirs::agent_dir()),
+            format!("under {}", sessions.display()),
+        )
     } else {
         match &a.path {
-            Some(p) if p.is_dir() => list::dir_files(p),
-            Some(p) => vec![p.clone()],
+            Some(p) if p.is_dir() => {
+                crate::paths::folder(p)?;
+                (list::dir_files(p), format!("in {}", p.display()))
+            }
+            Some(p) => {
+                crate::paths::session_file(p)?;
+                (vec![p.clone()], format!("in {}", p.display()))
+            }
             None => {
                 let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
-                list::dir_files(&dirs::default_session_dir(&cwd))
+                let dir = dirs::default_session_dir(&cwd);
+                (list::dir_files(&dir), format!("for {cwd}"))
             }
         }
+    };
+    if files.is_empty() {
+        eprintln!("sessiontree: no sessions {where_}");
+        return Ok(false);
+    }
+    // Sessions by name (else first message, else file name) for --by session.
+    let titles: std::collections::HashMap<PathBuf, String> = if matches!(a.by, By::Session) {
+        let opts = list::ListOptions::default();
+        list::scan_files(&files, opts, &|_| {})
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                let title = i
+                    .name
+                    .clone()
+                    .filter(|n| !n.trim().is_empty())
+                    .unwrap_or_else(|| crate::out::preview(&i.first_message, 48));
+                (i.path.clone(), title)
+            })
+            .collect()
+    } else {
+        Default::default()
     };
     let pb = progress_bar(files.len(), "reading sessions");
     let mut groups: BTreeMap<String, Usage> = BTreeMap::new();
@@ -61,7 +97,15 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
         if let Some(pb) = &pb {
             pb.set_position(n as u64);
         }
-        let Some(recs) = records(f) else { continue };
+        let Some(recs) = records(f) else {
+            if let Some(p) = &single {
+                anyhow::bail!(
+                    "{}: not a session file (no session header on its first line)",
+                    p.display()
+                );
+            }
+            continue;
+        };
         sessions += 1;
         let chosen: Vec<_> = if a.branch {
             on_branch(&recs)
@@ -83,7 +127,13 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
                     .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
                     .map(|t| sessiontree::date::iso_from_ms(t as i64)[..10].to_string())
                     .unwrap_or_else(|| "-".into()),
-                By::Session => f.to_string_lossy().into_owned(),
+                By::Session => match titles.get(f) {
+                    Some(t) if !t.is_empty() => t.clone(),
+                    _ => f
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                },
             };
             groups.entry(key).or_default().add(u);
             total.add(u);
@@ -96,7 +146,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
         let g: Vec<serde_json::Value> = groups
             .iter()
             .map(|(k, u)| {
-                let mut v = serde_json::to_value(u).unwrap_or_default();
+                let mut v = usage_json(u);
                 v["key"] = k.clone().into();
                 v
             })
@@ -107,7 +157,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
                 "branches": if a.branch { "current" } else { "all" },
                 "sessions": sessions,
                 "groups": g,
-                "total": total,
+                "total": usage_json(&total),
             })
             .to_string(),
         )?;
@@ -135,7 +185,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
         let row = |k: &str, u: &Usage| {
             format!(
                 "{k:<keyw$}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>13}  {:>10}",
-                u.records,
+                thousands(u.records as f64),
                 num(u.input, 0),
                 num(u.output, 0),
                 num(u.cache_read, 0),
@@ -149,14 +199,84 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
         }
         out.line(&row("total", &total))?;
     }
+    if total.records == 0 {
+        eprintln!(
+            "sessiontree: no usage recorded {where_} ({sessions} session{} read)",
+            if sessions == 1 { "" } else { "s" }
+        );
+    }
     Ok(total.records > 0)
 }
 
-/// A number for the table: fixed point when reasonable, else scientific.
+/// A number for the table: whole tokens with thousands separators, cost with 4 decimals;
+/// scientific notation past what fits.
 fn num(x: f64, decimals: usize) -> String {
-    if x.is_finite() && x.abs() < 1e13 {
-        format!("{x:.decimals$}")
+    if !(x.is_finite() && x.abs() < 1e13) {
+        return format!("{x:.3e}");
+    }
+    if decimals == 0 {
+        return thousands(x);
+    }
+    let s = format!("{x:.decimals$}");
+    match s.split_once('.') {
+        Some((int, frac)) => format!("{}.{frac}", thousands(int.parse::<f64>().unwrap_or(0.0))),
+        None => s,
+    }
+}
+
+/// 1234567 -> "1,234,567" (rounded to a whole number).
+fn thousands(x: f64) -> String {
+    let r = x.round();
+    let digits = format!("{}", r.abs() as u64);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if r < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Usage for --json: token counts as integers (providers report whole tokens; sums of
+/// them are whole too), cost rounded to a millionth of a dollar.
+fn usage_json(u: &Usage) -> serde_json::Value {
+    let int = |x: f64| -> serde_json::Value {
+        if x.is_finite() && x.fract() == 0.0 && x.abs() < 9.0e15 {
+            serde_json::json!(x as i64)
+        } else if x.is_finite() {
+            serde_json::json!(x.round() as i64)
+        } else {
+            serde_json::Value::Null
+        }
+    };
+    let cost = if u.cost.is_finite() {
+        serde_json::json!((u.cost * 1e6).round() / 1e6)
     } else {
-        format!("{x:.3e}")
+        serde_json::Value::Null
+    };
+    serde_json::json!({
+        "records": u.records,
+        "input": int(u.input),
+        "output": int(u.output),
+        "cacheRead": int(u.cache_read),
+        "cacheWrite": int(u.cache_write),
+        "totalTokens": int(u.total_tokens),
+        "cost": cost,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(super::thousands(1234567.0), "1,234,567");
+        assert_eq!(super::thousands(999.0), "999");
+        assert_eq!(super::thousands(-1000.0), "-1,000");
+        assert_eq!(super::num(12345.67891, 4), "12,345.6789");
+        assert_eq!(super::num(5330.0, 0), "5,330");
     }
 }

@@ -46,7 +46,9 @@ fn check(path: &Path) -> FileReport {
         },
         Err(e) => FileReport {
             path: path.to_path_buf(),
-            unreadable: matches!(e, sessiontree::Error::Io { .. }),
+            // Not a session at all (empty, binary, no header) is as unreadable as an I/O
+            // error: there is nothing to check (2), rather than problems in a session (1).
+            unreadable: true,
             error: Some(e.to_string()),
             diagnostics: Vec::new(),
         },
@@ -66,7 +68,11 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         }
         Ok(_) => files.push(target.to_path_buf()),
         Err(e) => {
-            eprintln!("sessiontree: {}: {e}", target.display());
+            eprintln!(
+                "sessiontree: {}: {}",
+                target.display(),
+                crate::paths::os_text(&e)
+            );
             return Ok(2);
         }
     }
@@ -158,10 +164,14 @@ pub fn repair(
 ) -> Result<u8> {
     use sessiontree::repair;
     let opts = repair::PlanOptions { cwd, id: None };
+    crate::paths::session_file(file)?;
     let plan = match repair::plan_file(file, &opts) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("sessiontree: {e}");
+            eprintln!(
+                "sessiontree: {}",
+                crate::paths::strip_os_code(&e.to_string())
+            );
             return Ok(2);
         }
     };
@@ -198,7 +208,10 @@ pub fn repair(
             Ok(0)
         }
         Err(e) => {
-            eprintln!("sessiontree: {e}");
+            eprintln!(
+                "sessiontree: {}",
+                crate::paths::strip_os_code(&e.to_string())
+            );
             Ok(2)
         }
     }

@@ -80,8 +80,9 @@ fn exit_codes_say_done_nothing_found_or_error() {
         st().args(["info", f]).output().unwrap().status.code(),
         Some(0)
     );
+    // An unknown entry is an error (2), as everywhere else; 1 is "nothing found".
     let o = st().args(["branch", f, "--from", "nope"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let missing = dir.path().join("missing.jsonl");
     let o = st()
         .args(["info", missing.to_str().unwrap()])

@@ -269,7 +269,9 @@ fn browser_available() -> Option<(PathBuf, PathBuf)> {
     match missing {
         Some(m) if require => panic!("the browser test needs {m}"),
         Some(m) => {
-            eprintln!("SKIPPED: the browser test needs {m}");
+            // Straight to stderr: libtest would hide an eprintln! of a passing test.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: the browser test needs {m}");
             None
         }
         None => Some((chromium, tests)),

@@ -132,7 +132,13 @@ fn exit_codes_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
     assert_eq!(run(agent, &["ls", "--all"]).0, 1);
-    assert_eq!(run(agent, &["resume", "--cwd", "/nowhere"]).0, 1);
+    // A directory that does not exist and has no sessions is a mistake (2); an existing
+    // one without sessions is "nothing found" (1).
+    assert_eq!(run(agent, &["resume", "--cwd", "/nowhere"]).0, 2);
+    assert_eq!(
+        run(agent, &["resume", "--cwd", agent.to_str().unwrap()]).0,
+        1
+    );
     let d = agent.join("sessions/--w-p--");
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(

@@ -50,8 +50,9 @@ fn verify_exit_codes_and_json() {
     std::fs::write(d.path().join("nohdr.jsonl"), format!("{E1}\n")).unwrap();
     std::fs::write(d.path().join("ignored.txt"), "x").unwrap();
 
+    // nohdr.jsonl is no session at all: unreadable (2) outweighs problems (1).
     let (c, out, _) = run(&["verify", d.path().to_str().unwrap()]);
-    assert_eq!(c, 1, "{out}");
+    assert_eq!(c, 2, "{out}");
     for want in [
         "malformed-line",
         "extra-header",
@@ -66,7 +67,7 @@ fn verify_exit_codes_and_json() {
     assert!(out.contains("line 2 "), "{out}");
 
     let (c, out, _) = run(&["verify", d.path().to_str().unwrap(), "--json"]);
-    assert_eq!(c, 1);
+    assert_eq!(c, 2);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let fs = v["files"].as_array().unwrap();
     assert_eq!(fs.len(), 4);

@@ -20,6 +20,7 @@ pub enum Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// The message as JSON text.
     pub fn json(&self) -> &str {
         match self {
             Message::Stored(r) => r.text(),
@@ -27,6 +28,7 @@ impl<'a> Message<'a> {
         }
     }
 
+    /// The message as a JSON value (to read its fields).
     pub fn raw(&self) -> Raw<'_> {
         Raw::new_unchecked(self.json().as_bytes())
     }
@@ -43,16 +45,20 @@ impl<'a> Message<'a> {
 /// The model's current provider and id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Model<'a> {
+    /// `provider` as stored (`model_change.provider` or an assistant message's `provider`).
     pub provider: Option<Raw<'a>>,
+    /// `modelId` as stored (`model_change.modelId` or an assistant message's `model`).
     pub model_id: Option<Raw<'a>>,
 }
 
 /// `buildSessionContext`'s result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context<'a> {
+    /// What the model sees, in order (FORMAT.md sections 9.3 and 9.4).
     pub messages: Vec<Message<'a>>,
     /// `None` when the last thinking-level change has no value (JSON leaves the key out).
     pub thinking_level: Option<Raw<'a>>,
+    /// The last model on the path (section 9.2); `None` when no entry set one (JSON `null`).
     pub model: Option<Model<'a>>,
 }
 
@@ -60,8 +66,12 @@ const OFF: &[u8] = b"\"off\"";
 
 /// A provenance-preserving projection: each selected entry with the messages it gives.
 pub struct Projection<'a> {
+    /// Each entry of the context, in context order, with the messages it gives (none for
+    /// most entry types; a compaction can give two).
     pub entries: Vec<(&'a Entry, Vec<Message<'a>>)>,
+    /// As [`Context::thinking_level`].
     pub thinking_level: Option<Raw<'a>>,
+    /// As [`Context::model`].
     pub model: Option<Model<'a>>,
 }
 
@@ -92,7 +102,7 @@ fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
 
 /// `buildContextEntries`: the last compaction, its kept range (without system messages),
 /// then everything after it.
-pub fn context_entries(path: Vec<&Entry>) -> Vec<&Entry> {
+pub(crate) fn context_entries(path: Vec<&Entry>) -> Vec<&Entry> {
     let Some(ci) = path
         .iter()
         .rposition(|e| e.entry_type == EntryType::Compaction)
@@ -147,6 +157,7 @@ fn js_str(s: &str) -> String {
 }
 
 /// `{...object, key: value}` on JSON text: first position kept, `None` drops the key.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn with_field(obj: Raw<'_>, key: &str, value: Option<&str>) -> String {
     let members = obj.members();
     let mut order: Vec<(Cow<'_, str>, String)> = Vec::new();
@@ -189,7 +200,7 @@ fn pairs_object<'k>(pairs: impl Iterator<Item = (&'k str, &'k str)>) -> String {
 }
 
 /// `sessionEntryToContextMessages`.
-pub fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
+pub(crate) fn entry_messages(e: &Entry) -> Vec<Message<'_>> {
     match e.entry_type {
         EntryType::Message => {
             // Kinds come from what the load recorded: the message's bytes are not touched
@@ -311,7 +322,9 @@ pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
 pub struct Plan<'a> {
     selected: Vec<&'a Entry>,
     edits: std::collections::HashMap<Cow<'a, str>, &'a Entry>,
+    /// As [`Context::thinking_level`].
     pub thinking_level: Option<Raw<'a>>,
+    /// As [`Context::model`].
     pub model: Option<Model<'a>>,
 }
 

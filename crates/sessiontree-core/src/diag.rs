@@ -42,6 +42,7 @@ pub struct Diagnostic {
     pub line: u64,
     /// Byte offset of the line's start.
     pub offset: u64,
+    /// What kind of problem.
     pub kind: DiagnosticKind,
     /// What is wrong, for a person.
     pub message: String,

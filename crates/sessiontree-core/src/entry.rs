@@ -28,10 +28,12 @@ pub struct Text {
 }
 
 impl Text {
+    /// The text at `range` of `buf` (which must be UTF-8 there).
     pub fn new(buf: Backing, range: Range<usize>) -> Self {
         Text { buf, range }
     }
 
+    /// A line made in memory, in its own buffer.
     pub fn owned(s: String) -> Self {
         let len = s.len();
         Text {
@@ -40,6 +42,7 @@ impl Text {
         }
     }
 
+    /// The line's bytes, without its `\n`.
     pub fn as_bytes(&self) -> &[u8] {
         &(*self.buf).as_ref()[self.range.clone()]
     }
@@ -59,16 +62,27 @@ impl fmt::Debug for Text {
 /// The entry types of format version 3, and any other.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EntryType {
+    /// `message`: one message (`message.role` says which kind).
     Message,
+    /// `thinking_level_change`: the thinking level from here on.
     ThinkingLevelChange,
+    /// `model_change`: the model from here on.
     ModelChange,
+    /// `compaction`: older history replaced by a summary.
     Compaction,
+    /// `branch_summary`: a summary of an abandoned branch.
     BranchSummary,
+    /// `custom`: extension state, never in the model's context.
     Custom,
+    /// `custom_message`: an extension's message, in the context.
     CustomMessage,
+    /// `label`: a bookmark on `targetId` (absent or empty `label`: cleared).
     Label,
+    /// `session_info`: the session's display `name`.
     SessionInfo,
+    /// `usage`: spend outside a message (a cache warm-up, say); no context.
     Usage,
+    /// `context_edit`: replaces or drops `targetId`'s content in the context.
     ContextEdit,
     /// A type this version does not know (kept verbatim).
     Other(Box<str>),
@@ -77,6 +91,7 @@ pub enum EntryType {
 }
 
 impl EntryType {
+    /// The type a `type` string names ([`EntryType::Other`] for one this version does not know).
     pub fn from_name(s: &str) -> EntryType {
         match s {
             "message" => EntryType::Message,
@@ -94,6 +109,7 @@ impl EntryType {
         }
     }
 
+    /// The `type` string (empty for [`EntryType::Untyped`]).
     pub fn name(&self) -> &str {
         match self {
             EntryType::Message => "message",
@@ -144,8 +160,11 @@ pub struct Entry {
     pub offset: u64,
     /// Position among the file's parsed values (header = 0), as the reference counts them.
     pub(crate) ordinal: u32,
+    /// `type`.
     pub entry_type: EntryType,
+    /// `id`, when it is a string (entries without one stay out of the tree index).
     pub id: Option<Box<str>>,
+    /// `parentId`.
     pub parent: Parent,
     /// `message.role`, for message entries.
     pub role: Option<Box<str>>,
@@ -286,8 +305,13 @@ fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
 }
 
 impl Entry {
-    /// Builds an entry from one scanned object line. `None` when the line is not an object.
-    pub fn from_scanned(text: Text, scanned: json::Scanned, line: u64, offset: u64) -> Entry {
+    /// Builds an entry from one scanned object line.
+    pub(crate) fn from_scanned(
+        text: Text,
+        scanned: json::Scanned,
+        line: u64,
+        offset: u64,
+    ) -> Entry {
         let bytes = text.as_bytes();
         let members = scanned.members;
         let mut known = Box::<KnownFields>::default();
@@ -401,12 +425,6 @@ impl Entry {
         (all.get(r.end) == Some(&b'\n')).then(|| &all[r.start..r.end + 1])
     }
 
-    /// Tells the buffer this line's bytes are not needed for now (a mapped file drops the
-    /// pages; they are read again if touched). For streaming huge sessions out.
-    pub fn release_bytes(&self) {
-        self.text.buf.release(self.text.range.clone());
-    }
-
     /// The entry's line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()
@@ -445,7 +463,7 @@ impl Entry {
 
     /// The kind of a top-level field's value, without reading the line when the key is one
     /// the library knows.
-    pub fn field_kind(&self, key: &str) -> Option<json::Kind> {
+    pub(crate) fn field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&TOP_KEYS, key) {
             Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.top[s])
                 .map(|_| json::Kind::of_first_byte(self.known.top_first[s])),
@@ -454,7 +472,7 @@ impl Entry {
     }
 
     /// The kind of a field of `message` (as [`Entry::field_kind`]).
-    pub fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
+    pub(crate) fn message_field_kind(&self, key: &str) -> Option<json::Kind> {
         match slot_of(&MESSAGE_KEYS, key) {
             Some(s) if self.text.range.len() <= u32::MAX as usize => span_of(self.known.message[s])
                 .map(|_| json::Kind::of_first_byte(self.known.message_first[s])),
@@ -490,10 +508,12 @@ impl Entry {
         }
     }
 
+    /// `id`, when it is a string.
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
 
+    /// `message.role`, for a message entry with a string role.
     pub fn role(&self) -> Option<&str> {
         self.role.as_deref()
     }
@@ -516,7 +536,9 @@ pub const CURRENT_VERSION: u32 = 3;
 #[derive(Clone, Debug)]
 pub struct Header {
     text: Text,
+    /// 1-based line number in the file (1 unless lines before the header were skipped).
     pub line: u64,
+    /// The session id (`id`).
     pub id: String,
     members: Box<[Member]>,
 }
@@ -529,7 +551,7 @@ impl Header {
     }
 
     /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
-    pub fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
+    pub(crate) fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
         let b = text.as_bytes();
         if last(b, &scanned.members, "type")?.as_str()? != "session" {
             return None;
@@ -543,15 +565,18 @@ impl Header {
         })
     }
 
+    /// Parses one line of JSON text; `None` unless it is a valid header.
     pub fn parse(s: String) -> Option<Header> {
         let scanned = json::scan::scan(s.as_bytes()).ok()?;
         Header::from_scanned(Text::owned(s), &scanned, 1)
     }
 
+    /// The header line, exactly as stored.
     pub fn text(&self) -> &str {
         self.text.as_str()
     }
 
+    /// The whole header as a JSON value.
     pub fn raw(&self) -> Raw<'_> {
         Raw::new_unchecked(
             self.text()
@@ -560,6 +585,8 @@ impl Header {
         )
     }
 
+    /// A field of the header (the last occurrence, as JavaScript keeps), known or not:
+    /// `provider`, `modelId`, `thinkingLevel`, `branchedFrom` of old files survive.
     pub fn field(&self, key: &str) -> Option<Raw<'_>> {
         last(self.text.as_bytes(), &self.members, key)
     }
@@ -586,18 +613,22 @@ impl Header {
         }
     }
 
+    /// `cwd`, when it is a string: the working directory the session belongs to.
     pub fn cwd(&self) -> Option<String> {
         self.field("cwd")
             .and_then(|v| v.as_str())
             .map(Cow::into_owned)
     }
 
+    /// `parentSession`, when it is a string: the file this session was branched or forked
+    /// from.
     pub fn parent_session(&self) -> Option<String> {
         self.field("parentSession")
             .and_then(|v| v.as_str())
             .map(Cow::into_owned)
     }
 
+    /// `timestamp`, as stored (an ISO time in every file Pi writes).
     pub fn timestamp(&self) -> Option<Raw<'_>> {
         self.field("timestamp")
     }
@@ -638,6 +669,7 @@ pub struct Releaser {
 }
 
 impl Releaser {
+    /// A releaser at the start of the buffer.
     pub fn new() -> Self {
         Releaser::default()
     }

@@ -26,7 +26,9 @@ pub enum Problem {
     DanglingToolCall {
         /// The assistant message entry holding the call.
         entry_id: String,
+        /// The call's `id` (what a `toolResult` answers with `toolCallId`).
         tool_call_id: String,
+        /// The tool's name.
         name: String,
         /// `arguments` as JSON text, if present.
         arguments: Option<String>,
@@ -34,14 +36,19 @@ pub enum Problem {
     /// A `toolResult` message whose `toolCallId` names no earlier call on the path.
     #[serde(rename_all = "camelCase")]
     OrphanToolResult {
+        /// The `toolResult` message entry.
         entry_id: String,
+        /// Its `toolCallId`.
         tool_call_id: String,
+        /// Its `toolName`, when it is a string.
         tool_name: Option<String>,
     },
     /// A second `toolResult` for a call that already has one on the path.
     #[serde(rename_all = "camelCase")]
     DuplicateToolResult {
+        /// The second result's entry.
         entry_id: String,
+        /// The call both results answer.
         tool_call_id: String,
         /// The entry holding the first result.
         first_result_id: String,
@@ -50,14 +57,19 @@ pub enum Problem {
     /// `aborted` or `error`.
     #[serde(rename_all = "camelCase")]
     AbortedAssistant {
+        /// The assistant message entry.
         entry_id: String,
+        /// Its `stopReason` (`aborted` or `error`).
         stop_reason: String,
+        /// Its `errorMessage`, when it has one.
         error_message: Option<String>,
     },
     /// A compaction on the path whose `firstKeptEntryId` names no entry.
     #[serde(rename_all = "camelCase")]
     MissingFirstKept {
+        /// The compaction entry.
         entry_id: String,
+        /// The id it names.
         first_kept_entry_id: String,
     },
 }
@@ -116,6 +128,7 @@ pub struct Finding {
     /// The leaf of the path searched (`None`: the leaf is null).
     pub leaf: Option<String>,
     #[serde(flatten)]
+    /// What is wrong.
     pub problem: Problem,
 }
 
@@ -135,7 +148,7 @@ fn s(v: Option<Raw<'_>>) -> Option<String> {
 }
 
 /// The `toolCall` blocks of an assistant message entry: (id, name, arguments JSON).
-pub fn tool_calls(e: &Entry) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn tool_calls(e: &Entry) -> Vec<(String, String, Option<String>)> {
     if !e.is_role("assistant") {
         return Vec::new();
     }
@@ -162,8 +175,11 @@ pub fn tool_calls(e: &Entry) -> Vec<(String, String, Option<String>)> {
 pub struct Call {
     /// The assistant message entry holding the call.
     pub entry_id: String,
+    /// The call's `id`.
     pub tool_call_id: String,
+    /// The tool's name.
     pub name: String,
+    /// `arguments` as JSON text, if present.
     pub arguments: Option<String>,
     /// The first `toolResult` entry for it on the path, if any.
     pub result_id: Option<String>,
@@ -220,7 +236,7 @@ pub fn dangling_calls(path: &[&Entry]) -> Vec<Call> {
 }
 
 /// Problems on one path (root first), in path order of the entry they are about.
-pub fn detect_path(tree: &SessionTree, path: &[&Entry]) -> Vec<Problem> {
+pub(crate) fn detect_path(tree: &SessionTree, path: &[&Entry]) -> Vec<Problem> {
     let (calls, result_problems) = scan_calls(path);
     let mut out: Vec<Problem> = Vec::new();
     for e in path {
@@ -339,18 +355,27 @@ pub enum CallState {
 /// An event of the run journal (the `data` of a `sessiontree.run` custom entry).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RunEvent {
+    /// The agent began a turn (a model request and the tools it calls).
     TurnStarted,
     /// `turn` is the id of the `turnStarted` entry.
     TurnFinished {
+        /// `turn`: the id of the `turnStarted` entry it closes.
         turn: Option<String>,
     },
+    /// The agent is about to run a tool call.
     ToolStarted {
+        /// The call's id.
         tool_call_id: String,
+        /// The tool's name.
         tool_name: String,
+        /// Running the call again does no harm (a read, say), so recovery may replay it.
         replay_safe: bool,
     },
+    /// The tool call returned (its result message follows).
     ToolFinished {
+        /// The call's id.
         tool_call_id: String,
+        /// The tool reported a failure.
         is_error: bool,
     },
 }
@@ -416,12 +441,17 @@ impl RunEvent {
 pub enum OpenOperation {
     /// A turn whose `turnStarted` has no `turnFinished` after it on the path.
     #[serde(rename_all = "camelCase")]
-    Turn { started_entry_id: String },
+    Turn {
+        /// The `turnStarted` journal entry.
+        started_entry_id: String,
+    },
     /// A tool call without a result on the path.
     #[serde(rename_all = "camelCase")]
     ToolCall {
         #[serde(flatten)]
+        /// The call.
         call: Call,
+        /// What the journal says about it.
         state: CallState,
         /// May be run (again) without harm: it never started, or the journal marked it
         /// replay-safe when it started. Unknown calls are never replay-safe.
@@ -479,7 +509,7 @@ fn state_of(j: &JournalView, call_id: &str) -> (CallState, bool) {
 
 /// What was in flight on a path: the open turn (if any) first, then every tool call
 /// without a result, in order.
-pub fn open_operations_on(path: &[&Entry]) -> Vec<OpenOperation> {
+pub(crate) fn open_operations_on(path: &[&Entry]) -> Vec<OpenOperation> {
     let j = journal_view(path);
     let mut out = Vec::new();
     if let Some(t) = &j.open_turn {
@@ -498,13 +528,14 @@ pub fn open_operations_on(path: &[&Entry]) -> Vec<OpenOperation> {
     out
 }
 
-/// [`open_operations_on`] the current branch.
+/// What was in flight on the current branch: the open turn (if any) first, then every
+/// tool call without a result, in path order.
 pub fn open_operations(tree: &SessionTree) -> Vec<OpenOperation> {
     open_operations_on(&tree.get_branch(None))
 }
 
 /// The text of the result that closes an interrupted call.
-pub fn interrupted_text(state: CallState) -> &'static str {
+pub(crate) fn interrupted_text(state: CallState) -> &'static str {
     match state {
         CallState::Unknown => "The tool call was interrupted before it returned a result (the agent stopped). It may or may not have run; check its effects before retrying.",
         CallState::Started => "The tool call was interrupted before it returned a result (the agent stopped). It had started and may have run, fully or in part; check its effects before retrying.",

@@ -7,9 +7,11 @@
 //!
 //! The layers, bottom up: [`json`] (JavaScript-exact JSON: a validating scanner, a
 //! `JSON.stringify` canonicalizer, borrowed [`json::Raw`] values and owned [`json::Json`]),
-//! [`entry`] and [`parse`] (lines to entries, with diagnostics), [`migrate`] (versions 1
-//! and 2 to 3), [`tree`] (the index, leaf, labels, branches), [`context`] (what the model
+//! [`message`] (Pi's message shapes as typed structs), [`entry`] and [`parse`] (lines to
+//! entries, with diagnostics), [`migrate`] (versions 1 and 2 to 3), [`tree`] (the index, leaf, labels, branches), [`context`] (what the model
 //! sees), [`interrupted`] (work a crash left half done) and [`repair`] (planning a repair).
+
+#![warn(missing_docs)]
 
 pub mod context;
 pub mod date;
@@ -19,6 +21,7 @@ pub mod error;
 pub mod ids;
 pub mod interrupted;
 pub mod json;
+pub mod message;
 pub mod migrate;
 pub mod parse;
 pub mod repair;

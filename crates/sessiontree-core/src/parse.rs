@@ -13,16 +13,22 @@ pub enum Tail {
     /// The last line has no `\n` but parses: it is kept and only needs its newline.
     MissingNewline,
     /// The last line has no `\n` and does not parse: an interrupted write starting at `offset`.
-    Torn { offset: u64 },
+    Torn {
+        /// Byte offset where the torn line starts.
+        offset: u64,
+    },
 }
 
 /// A file's content, parsed.
 #[derive(Debug)]
 pub struct Parsed {
+    /// The header (the first parsed line).
     pub header: Header,
     /// Entry lines in file order (extra headers, non-objects and malformed lines left out).
     pub entries: Vec<Entry>,
+    /// Problems found, in file order (FORMAT.md section 6).
     pub diagnostics: Vec<Diagnostic>,
+    /// How the file ends.
     pub tail: Tail,
     /// Total bytes parsed.
     pub len: u64,
@@ -36,7 +42,12 @@ pub enum NotSession {
     /// No line parses to a truthy JSON value (a 0-byte file, or only blank or bad lines).
     NoContent,
     /// The first parsed line is not a header.
-    BadHeader { line: u64, reason: String },
+    BadHeader {
+        /// 1-based line number of that line.
+        line: u64,
+        /// Why it is not a header.
+        reason: String,
+    },
 }
 
 /// Splits `buf` into lines and parses each one.
@@ -146,6 +157,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
 /// Parses lines of `buf` starting at byte `start` (line number `first_line`), for a file
 /// whose header was already read (`header`), or the whole file when `header` is `None`.
 /// Large inputs are scanned on all cores; the result does not depend on how they split.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn parse_from(
     buf: Backing,
     start: usize,

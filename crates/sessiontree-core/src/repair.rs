@@ -11,13 +11,16 @@ use std::path::Path;
 pub struct Action {
     /// 1-based line number in the original file (0 for a line that is added).
     pub line: u64,
+    /// Byte offset of that line in the original file.
     pub offset: u64,
+    /// What the repair does there, for a person ("dropped a torn last line", ...).
     pub what: String,
 }
 
 /// What a repair would do.
 #[derive(Clone, Debug)]
 pub struct Plan {
+    /// The changes, in file order; empty when the file needs none.
     pub actions: Vec<Action>,
     /// The repaired content (every kept line ends with `\n`).
     pub content: Vec<u8>,
@@ -38,7 +41,10 @@ pub enum Refusal {
     /// No line of the file parses to an entry or header: nothing to keep.
     Empty,
     /// The header is unreadable and cannot be rebuilt (no working directory known).
-    NoHeader { reason: String },
+    NoHeader {
+        /// Why, for a person.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Refusal {

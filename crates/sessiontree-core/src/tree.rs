@@ -3,7 +3,6 @@
 
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::entry::{js_trim, Entry, EntryType, Header, Parent};
-use crate::json::Raw;
 use crate::parse::{diag, Parsed};
 type HashMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
@@ -54,7 +53,9 @@ const NO_PARENT: u32 = u32::MAX;
 /// The tree view: roots and children lists (by entry index), iterative to walk.
 #[derive(Clone, Debug, Default)]
 pub struct TreeView {
+    /// Indices (into [`SessionTree::entries`]) of the roots, oldest first.
     pub roots: Vec<u32>,
+    /// For each entry index, its children's indices, oldest first (`getTree`'s order).
     pub children: Vec<Vec<u32>>,
 }
 
@@ -270,10 +271,12 @@ impl SessionTree {
         }
     }
 
+    /// The header line.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The session id (the header's `id`).
     pub fn session_id(&self) -> &str {
         &self.header.id
     }
@@ -297,10 +300,12 @@ impl SessionTree {
         self.by_id.get(id).map(|&s| self.slots[s as usize])
     }
 
+    /// The entry with this id (`getEntry`); with duplicate ids, the later line.
     pub fn get_entry(&self, id: &str) -> Option<&Entry> {
         self.index_of(id).map(|i| &self.entries[i as usize])
     }
 
+    /// True when an entry has this id.
     pub fn contains(&self, id: &str) -> bool {
         self.by_id.contains_key(id)
     }
@@ -310,6 +315,8 @@ impl SessionTree {
         self.leaf.and_then(|i| self.entries[i as usize].id())
     }
 
+    /// The entry at the leaf; `None` when the leaf is null (empty session or after
+    /// [`SessionTree::reset_leaf`]).
     pub fn leaf_entry(&self) -> Option<&Entry> {
         self.leaf.map(|i| &self.entries[i as usize])
     }
@@ -412,7 +419,7 @@ impl SessionTree {
     }
 
     /// The path the context is built from (`buildSessionPath`).
-    pub fn context_path(&self, leaf: LeafArg<'_>) -> Vec<&Entry> {
+    pub(crate) fn context_path(&self, leaf: LeafArg<'_>) -> Vec<&Entry> {
         let start = match leaf {
             LeafArg::Null => return Vec::new(),
             LeafArg::Id(id) => self.index_of(id).or_else(|| self.last_index()),
@@ -487,11 +494,6 @@ impl SessionTree {
     /// Adds a new entry at the end and moves the leaf to it (no I/O).
     pub fn commit(&mut self, entry: Entry) {
         self.index_entry(entry, false);
-    }
-
-    /// Raw value helper for callers that need a field of the entry with an id.
-    pub fn field_of(&self, id: &str, key: &str) -> Option<Raw<'_>> {
-        self.get_entry(id).and_then(|e| e.field(key))
     }
 
     /// `getTree()` as the reference's JSON: `[{entry, children, label?, labelTimestamp?}]`.

@@ -9,7 +9,7 @@
 //!   message, last activity, name, leaf, ...), FNV-1a hashes of the first 4 KiB and of the
 //!   last complete line, and the listing (`info`, including a trailing unterminated line,
 //!   without `allMessagesText`; `off`/`len`, where the whole Pi-shaped object, pre-serialized,
-//!   is in the listing store beside the database ([`crate::listing_store`]), so that
+//!   is in the listing store beside the database (the `listing_store` module), so that
 //!   `ls --json` only hands mapped ranges to the kernel).
 //! * `links(file_id, entry_id, parent_id)`: every entry, for the current branch.
 //! * `entries(rowid, file_id, entry_id, role, ts_ms, on_branch)` and `fts(text)` (FTS5,

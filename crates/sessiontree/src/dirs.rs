@@ -11,7 +11,7 @@ pub fn home_dir() -> PathBuf {
 }
 
 /// Node's `path.resolve` of `input` against `base`: lexical, `..` resolved, no trailing `/`.
-pub fn resolve_lexically(base: &Path, input: &Path) -> PathBuf {
+pub(crate) fn resolve_lexically(base: &Path, input: &Path) -> PathBuf {
     let joined = if input.is_absolute() {
         input.to_path_buf()
     } else {
@@ -31,7 +31,7 @@ pub fn resolve_lexically(base: &Path, input: &Path) -> PathBuf {
 }
 
 /// Expands `~`, `~/...` and `file://` URLs (the reference's `normalizePath`).
-pub fn expand(input: &str) -> PathBuf {
+pub(crate) fn expand(input: &str) -> PathBuf {
     if input == "~" {
         return home_dir();
     }
@@ -106,7 +106,7 @@ pub fn default_session_dir(cwd: &str) -> PathBuf {
 }
 
 /// The session folder of a cwd under a given agent dir.
-pub fn sessions_dir_in(agent_dir: &Path, cwd: &str) -> PathBuf {
+pub(crate) fn sessions_dir_in(agent_dir: &Path, cwd: &str) -> PathBuf {
     agent_dir.join("sessions").join(encode_cwd(&resolve(cwd)))
 }
 
@@ -120,7 +120,7 @@ pub fn session_file_name(iso_timestamp: &str, session_id: &str) -> String {
 }
 
 /// Checks a caller-supplied session id.
-pub fn validate_session_id(id: &str) -> Result<()> {
+pub(crate) fn validate_session_id(id: &str) -> Result<()> {
     let b = id.as_bytes();
     let ok_inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
     let valid = !b.is_empty()

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// How far into a file the header is looked for.
-pub const HEADER_SCAN_LIMIT: usize = 1024 * 1024;
+pub(crate) const HEADER_SCAN_LIMIT: usize = 1024 * 1024;
 
 /// The header of a session file: the first line that parses, if it is a valid header,
 /// looked for within the first MiB. `None` for anything else (best effort, as discovery is).
@@ -118,14 +118,14 @@ pub fn find_by_id(cwd: &str, id: &str, session_dir: Option<&Path>) -> Option<Pat
 
 /// `fs.Stats.mtimeMs` as Node computes it: seconds * 1000 + nanoseconds / 1e6, in doubles.
 #[cfg(unix)]
-pub fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
+pub(crate) fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
     use std::os::unix::fs::MetadataExt;
     m.mtime() as f64 * 1000.0 + m.mtime_nsec() as f64 / 1e6
 }
 
 /// `fs.Stats.mtimeMs` (milliseconds since the epoch, fractional).
 #[cfg(not(unix))]
-pub fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
+pub(crate) fn node_mtime_ms(m: &std::fs::Metadata) -> f64 {
     m.modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

@@ -21,6 +21,8 @@ pub fn journal_turn_started(session: &mut Session) -> Result<String> {
     journal(session, &RunEvent::TurnStarted)
 }
 
+/// `turnFinished` for the turn `turn` names (the id [`journal_turn_started`] returned);
+/// returns the entry id.
 pub fn journal_turn_finished(session: &mut Session, turn: Option<&str>) -> Result<String> {
     journal(
         session,

@@ -73,17 +73,55 @@
 //! # Ok::<(), sessiontree::Error>(())
 //! ```
 //!
+//! ## Typed messages
+//!
+//! [`message`] has Pi's message shapes as serde structs. Built in Rust, a message writes
+//! the bytes Pi's own agent loop writes for it; read back from an entry, it keeps every
+//! field (unknown ones in `extra`). The raw path above stays available for anything else.
+//!
+//! ```
+//! use sessiontree::message::{AgentMessage, AssistantMessage, StopReason, ToolResultMessage, UserMessage};
+//! use sessiontree::{Session, WriteOptions};
+//! # let dir = std::env::temp_dir().join(format!("st-doc-typed-{}", std::process::id()));
+//! let mut s = Session::create("/home/me/project", Some(&dir), WriteOptions::default(), None)?;
+//!
+//! s.append_message(&UserMessage::text("List the sources").to_json()?)?;
+//! let call = AssistantMessage::new("anthropic-messages", "anthropic", "claude-sonnet-4-5")
+//!     .with_tool_call("toolu_1", "bash", serde_json::json!({"command": "ls src"}))
+//!     .with_stop_reason(StopReason::ToolUse);
+//! s.append_message(&call.to_json()?)?;
+//! s.append_message(&ToolResultMessage::text("toolu_1", "bash", "lib.rs\nmain.rs").to_json()?)?;
+//!
+//! // Reading: every message entry of the branch, typed.
+//! for entry in s.tree().get_branch(None) {
+//!     match AgentMessage::from_entry(entry) {
+//!         Some(Ok(AgentMessage::Assistant(a))) => {
+//!             assert_eq!(a.tool_calls().next().unwrap().name, "bash")
+//!         }
+//!         Some(Ok(m)) => println!("{:?} at {:?}", m.role(), m.timestamp()),
+//!         Some(Err(e)) => eprintln!("line {}: {e}", entry.line),
+//!         None => {} // not a message: a model change, a label, ...
+//!     }
+//! }
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok::<(), sessiontree::Error>(())
+//! ```
+//!
 //! ## The layers
 //!
 //! The pure core (crate `sessiontree-core`, re-exported here at the same paths: [`json`],
-//! [`parse`], [`migrate`], [`tree`], [`context`], [`interrupted`] detection, [`repair`]
-//! planning) and, on top of it, the files: [`store`] (locks, appends, durability, atomic
+//! [`message`], [`parse`], [`migrate`], [`tree`], [`context`], [`interrupted`] detection,
+//! [`repair`] planning) and, on top of it, the files: [`store`] (locks, appends, durability, atomic
 //! replacement), [`session`] (the [`Session`] handle), [`folder`] and [`dirs`] (where
 //! sessions live), [`list`] (listing without an index), [`usage`] (tokens and cost). The
 //! index, the exports and the command are separate crates, so depending on this one pulls
 //! in no SQLite, no async runtime and no terminal UI. ARCHITECTURE.md has the invariants.
 
-pub use sessiontree_core::{context, date, diag, entry, error, ids, json, migrate, parse, tree};
+#![warn(missing_docs)]
+
+pub use sessiontree_core::{
+    context, date, diag, entry, error, ids, json, message, migrate, parse, tree,
+};
 
 pub mod dirs;
 pub mod folder;

@@ -26,10 +26,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// One session as `SessionManager.list` describes it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionInfo {
+    /// The session file.
     pub path: PathBuf,
     /// The header's `id` as JSON (a string in every valid file; the reference does not check).
     pub id: serde_json::Value,
+    /// The header's `cwd` (`""` when absent).
     pub cwd: String,
+    /// The name of the last `session_info` entry, trimmed; `None` when unset or empty.
     pub name: Option<String>,
     /// The header's `parentSession` as JSON, when the key is present.
     pub parent_session_path: Option<serde_json::Value>,
@@ -37,7 +40,9 @@ pub struct SessionInfo {
     pub created_ms: Option<f64>,
     /// Milliseconds; NaN when the reference's Date would be invalid.
     pub modified_ms: f64,
+    /// Every `message` entry, system messages included.
     pub message_count: u64,
+    /// Text of the first user message; `"(no messages)"` when there is none.
     pub first_message: String,
     /// Empty unless requested ([`ListOptions::with_text`]).
     pub all_messages_text: String,
@@ -122,6 +127,7 @@ impl SessionInfo {
         String::from_utf8(b).expect("JSON is UTF-8")
     }
 
+    /// True when the header names a parent session (a branch or a fork).
     pub fn is_fork(&self) -> bool {
         self.parent_session_path
             .as_ref()
@@ -178,7 +184,7 @@ impl<'a> Line<'a> {
         let i = self.top_index(key)?;
         Some(Raw::new_unchecked(&self.b[self.s.members[i].value.clone()]))
     }
-    pub fn get_str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
+    pub(crate) fn get_str(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
         self.get(key).and_then(|v| v.as_str())
     }
     /// `line[outer][key]` where `line[outer]` is an object.
@@ -195,7 +201,7 @@ impl<'a> Line<'a> {
 
 /// The reference's `extractTextContent`: `Err` where it would throw.
 #[allow(clippy::result_unit_err)]
-pub fn text_of(content: Option<Raw<'_>>) -> Result<String, ()> {
+pub(crate) fn text_of(content: Option<Raw<'_>>) -> Result<String, ()> {
     let Some(c) = content else { return Err(()) };
     match c.kind() {
         Kind::String => Ok(c.as_str().unwrap_or_default().into_owned()),
@@ -232,38 +238,59 @@ fn to_value(r: Raw<'_>) -> serde_json::Value {
 }
 
 /// A row for full-text search: one entry with searchable text.
+#[doc(hidden)] // the index's resumable pass; agents use `list`, `list_all`, `session_info`
 #[derive(Clone, Debug)]
 pub struct EntryText {
+    /// The entry's id.
     pub entry_id: String,
+    /// Its `parentId`.
     pub parent_id: Option<String>,
+    /// `message.role` (or the entry type for entries other than messages).
     pub role: String,
+    /// The message's time in ms (its `timestamp`, else the entry's).
     pub ts_ms: Option<f64>,
+    /// The searchable text.
     pub text: String,
 }
 
 /// The state of one pass over a file, resumable after any complete line.
+#[doc(hidden)] // the index's resumable pass; agents use `list`, `list_all`, `session_info`
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Acc {
     /// Something other than a session header was the first parsed line.
     pub not_session: bool,
+    /// A valid header was read.
     pub header_seen: bool,
+    /// The header's `id`.
     pub id: Option<serde_json::Value>,
+    /// The header's `cwd`.
     pub cwd: String,
+    /// The header's `parentSession`, when present.
     pub parent: Option<serde_json::Value>,
+    /// The header's time as `new Date(...)` reads it.
     pub created_ms: Option<f64>,
+    /// The header's time, for `modified` when no message has one.
     pub header_time: Option<f64>,
+    /// The last `session_info` name so far.
     pub name: Option<String>,
+    /// Message entries so far.
     pub message_count: u64,
+    /// The first user message's text.
     pub first_message: String,
+    /// User and assistant texts, joined by a space (only when `with_text`).
     pub all_text: String,
+    /// The latest user or assistant message time so far.
     pub last_activity: Option<f64>,
+    /// The reference would drop this session from its listing.
     pub reference_drops: bool,
     /// Id of the last entry (the leaf).
     pub leaf: Option<String>,
+    /// Collect `all_text`.
     pub with_text: bool,
 }
 
 impl Acc {
+    /// A pass at the start of a file.
     pub fn new(with_text: bool) -> Acc {
         Acc {
             with_text,
@@ -507,6 +534,7 @@ fn push_row(rows: &mut Vec<EntryText>, line: &Line<'_>, role: &str, text: String
 }
 
 /// What a pass read.
+#[doc(hidden)] // the index's resumable pass; agents use `list`, `list_all`, `session_info`
 pub struct Pass {
     /// State after the last complete (`\n`-terminated) line.
     pub committed: Acc,
@@ -515,9 +543,11 @@ pub struct Pass {
     /// State including a trailing unterminated line, when there is one (see
     /// [`Pass::into_full`]).
     full: Option<Acc>,
+    /// Bytes read, including a trailing unterminated line.
     pub bytes_read: u64,
     /// Hash of the last complete line (with its `\n`), for append detection.
     pub tail_hash: u64,
+    /// Length of the last complete line (with its `\n`).
     pub tail_len: u64,
 }
 
@@ -529,6 +559,7 @@ impl Pass {
 }
 
 /// FNV-1a, for cheap prefix checks.
+#[doc(hidden)] // the index's resumable pass; agents use `list`, `list_all`, `session_info`
 pub fn fnv(b: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for &x in b {
@@ -545,6 +576,7 @@ thread_local! {
 }
 
 /// Reads `file` from `start` (where `acc` was committed) to its end.
+#[doc(hidden)] // the index's resumable pass; agents use `list`, `list_all`, `session_info`
 pub fn pass(
     file: impl Read,
     start: u64,
@@ -659,7 +691,9 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 /// A session file's size and modification time, as the index keys it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FileStat {
+    /// Size in bytes.
     pub size: u64,
+    /// Modification time, ns since the epoch.
     pub mtime_ns: i64,
     /// As the reference reads `mtime` (milliseconds, possibly fractional).
     pub mtime_ms: f64,
@@ -830,6 +864,7 @@ pub fn finish(infos: Vec<Option<SessionInfo>>, opts: ListOptions) -> Vec<Session
     v
 }
 
+/// Sorts listings as the reference does: newest `modified` first.
 pub fn sort_newest_first(v: &mut [SessionInfo]) {
     v.sort_by(|a, b| {
         b.modified_ms

@@ -13,6 +13,7 @@ use std::time::Duration;
 /// What an applied repair did.
 #[derive(Debug)]
 pub struct Repaired {
+    /// The plan that was applied.
     pub plan: Plan,
     /// The original file, kept (None when nothing needed doing).
     pub backup: Option<PathBuf>,

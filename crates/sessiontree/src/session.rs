@@ -16,10 +16,13 @@ pub use crate::json::Json;
 
 /// A parsed file: the tree and how the file looked.
 pub struct Loaded {
+    /// The entries, the leaf and the labels (migrated to version 3 in memory).
     pub tree: SessionTree,
     /// The file was version 1 or 2 and was migrated in memory.
     pub migrated: bool,
+    /// How the file ended (a torn last line is reported, not repaired, by a load).
     pub tail: Tail,
+    /// Bytes read.
     pub len: u64,
 }
 
@@ -445,18 +448,23 @@ impl Session {
         Ok(s)
     }
 
+    /// The session file; `None` for an in-memory session. A new session has its path
+    /// before the file exists ([`Session::is_flushed`]).
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
+    /// The working directory the session belongs to (the header's `cwd`).
     pub fn cwd(&self) -> &str {
         &self.cwd
     }
 
+    /// The folder the session's file is (or will be) in.
     pub fn session_dir(&self) -> &Path {
         &self.session_dir
     }
 
+    /// The entries, the leaf and the labels, as appended so far.
     pub fn tree(&self) -> &SessionTree {
         &self.tree
     }
@@ -637,6 +645,8 @@ impl Session {
         self.append_fields("message", &[("message", Some(message.as_str()))])
     }
 
+    /// Appends a `thinking_level_change` (`"off"`, `"low"`, `"high"`, ...) under the leaf;
+    /// returns its id.
     pub fn append_thinking_level_change(&mut self, level: &str) -> Result<String> {
         self.append_fields(
             "thinking_level_change",
@@ -644,6 +654,8 @@ impl Session {
         )
     }
 
+    /// Appends a `model_change` under the leaf (the model the context reports from here
+    /// on); returns its id.
     pub fn append_model_change(&mut self, provider: &str, model_id: &str) -> Result<String> {
         self.append_fields(
             "model_change",
@@ -907,15 +919,31 @@ impl Session {
         let canon = Json::parse(object)?;
         let raw = canon.raw();
         if raw.kind() != crate::json::Kind::Object {
-            return Err(Error::Json("an entry must be a JSON object".into()));
+            return Err(Error::NotAnEntry("an entry must be a JSON object".into()));
         }
         let ty = raw
             .get("type")
             .and_then(|t| t.as_str())
             .map(|t| t.into_owned())
-            .ok_or_else(|| Error::Json("the entry needs a string \"type\"".into()))?;
+            .ok_or_else(|| Error::NotAnEntry("the entry needs a string \"type\"".into()))?;
         if ty == "session" {
-            return Err(Error::Json("a session header cannot be appended".into()));
+            return Err(Error::NotAnEntry(
+                "a session header cannot be appended".into(),
+            ));
+        }
+        if ty == "message" {
+            // Pi writes a message entry only for a message object with a role.
+            let m = raw
+                .get("message")
+                .filter(|m| m.kind() == crate::json::Kind::Object);
+            if m.and_then(|m| m.get("role"))
+                .and_then(|r| r.as_str())
+                .is_none()
+            {
+                return Err(Error::NotAnEntry(
+                    "a message entry needs a \"message\" object with a string \"role\"".into(),
+                ));
+            }
         }
         if let Some(p) = &parent {
             match p {
@@ -930,25 +958,27 @@ impl Session {
         };
         match ty.as_str() {
             "label" => {
-                let target = s("targetId")
-                    .ok_or_else(|| Error::Json("a label needs a string \"targetId\"".into()))?;
+                let target = s("targetId").ok_or_else(|| {
+                    Error::NotAnEntry("a label needs a string \"targetId\"".into())
+                })?;
                 let label = raw.get("label").filter(|l| !l.is_null());
                 if let Some(l) = label {
                     if l.kind() != crate::json::Kind::String {
-                        return Err(Error::Json("\"label\" must be a string".into()));
+                        return Err(Error::NotAnEntry("\"label\" must be a string".into()));
                     }
                 }
                 return self
                     .append_label_change(&target, label.and_then(|l| l.as_str()).as_deref());
             }
             "session_info" => {
-                let name = s("name")
-                    .ok_or_else(|| Error::Json("session_info needs a string \"name\"".into()))?;
+                let name = s("name").ok_or_else(|| {
+                    Error::NotAnEntry("session_info needs a string \"name\"".into())
+                })?;
                 return self.append_session_info(&name);
             }
             "context_edit" => {
                 let target = s("targetId").ok_or_else(|| {
-                    Error::Json("context_edit needs a string \"targetId\"".into())
+                    Error::NotAnEntry("context_edit needs a string \"targetId\"".into())
                 })?;
                 let rep = raw.get("replacement").ok_or(Error::BadReplacement)?;
                 let rep =
@@ -956,13 +986,14 @@ impl Session {
                 return self.append_context_edit(&target, rep.as_ref());
             }
             "compaction" => {
-                let summary = s("summary")
-                    .ok_or_else(|| Error::Json("compaction needs a string \"summary\"".into()))?;
+                let summary = s("summary").ok_or_else(|| {
+                    Error::NotAnEntry("compaction needs a string \"summary\"".into())
+                })?;
                 let tokens = raw
                     .get("tokensBefore")
                     .and_then(|t| t.as_f64())
                     .ok_or_else(|| {
-                        Error::Json("compaction needs a number \"tokensBefore\"".into())
+                        Error::NotAnEntry("compaction needs a number \"tokensBefore\"".into())
                     })?;
                 let from_hook = raw.get("fromHook").map(|b| b.truthy());
                 let first = s("firstKeptEntryId");
@@ -982,7 +1013,7 @@ impl Session {
             }
             "branch_summary" if parent.is_none() => {
                 let summary = s("summary").ok_or_else(|| {
-                    Error::Json("branch_summary needs a string \"summary\"".into())
+                    Error::NotAnEntry("branch_summary needs a string \"summary\"".into())
                 })?;
                 let from_hook = raw.get("fromHook").map(|b| b.truthy());
                 let leaf = self.tree.leaf_id().map(str::to_string);
@@ -1009,7 +1040,7 @@ impl Session {
         let members = raw.members();
         for reserved in ["id", "parentId", "timestamp"] {
             if members.iter().any(|(k, _)| k == reserved) {
-                return Err(Error::Json(format!(
+                return Err(Error::NotAnEntry(format!(
                     "\"{reserved}\" is filled in by sessiontree; leave it out"
                 )));
             }

@@ -16,7 +16,10 @@ pub enum Durability {
     Entry,
     /// Group commit: fsync when an append comes at least `interval` after the last fsync,
     /// at [`crate::Session::sync`], and when the session is dropped.
-    Batch { interval: Duration },
+    Batch {
+        /// How long after the last fsync an append triggers the next one.
+        interval: Duration,
+    },
 }
 
 /// When a new session's file is created.
@@ -33,7 +36,9 @@ pub enum Creation {
 /// How a session is opened for writing.
 #[derive(Clone, Copy, Debug)]
 pub struct WriteOptions {
+    /// When appended lines reach stable storage.
     pub durability: Durability,
+    /// When a new session's file appears.
     pub creation: Creation,
     /// Wait this long for another writer's lock; `None` fails at once.
     pub lock_wait: Option<Duration>,
@@ -53,7 +58,7 @@ impl Default for WriteOptions {
 }
 
 /// fsyncs a folder, so that a created or renamed file's name is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(io(dir))?;
     d.sync_all().map_err(io(dir))
 }
@@ -141,7 +146,7 @@ fn hostname() -> Option<String> {
 }
 
 /// Reads who holds a lock, from the lock file's content.
-pub fn read_holder(lock_file: &Path) -> LockHolder {
+pub(crate) fn read_holder(lock_file: &Path) -> LockHolder {
     let text = std::fs::read_to_string(lock_file).unwrap_or_default();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     LockHolder {
@@ -260,7 +265,9 @@ pub struct Appender {
 
 /// Lines that appeared in the file since the appender last looked.
 pub struct Growth {
+    /// Where the new bytes start in the file.
     pub from: u64,
+    /// Everything appended since, as read (the last line may still be incomplete).
     pub bytes: Vec<u8>,
 }
 
@@ -284,14 +291,18 @@ impl Appender {
         })
     }
 
+    /// The file appended to.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The file's length as far as this appender knows: what the caller had read, plus what
+    /// it appended or saw appended since ([`Appender::growth`]).
     pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// True when [`Appender::len`] is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -428,7 +439,7 @@ impl Drop for Appender {
 
 /// Copies the torn last line of a file to `<file>.torn-<offset>` (fsynced) so that the
 /// bytes are never lost, and returns the sidecar's path.
-pub fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
+pub(crate) fn save_torn_tail(path: &Path, offset: u64, fragment: &[u8]) -> Result<PathBuf> {
     let mut s = path.as_os_str().to_owned();
     s.push(format!(".torn-{offset}"));
     let side = PathBuf::from(s);

@@ -10,16 +10,24 @@ use std::path::Path;
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
+    /// How many records were summed.
     pub records: u64,
+    /// Input tokens not read from the cache.
     pub input: f64,
+    /// Output tokens.
     pub output: f64,
+    /// Input tokens read from the prompt cache.
     pub cache_read: f64,
+    /// Input tokens written to the prompt cache.
     pub cache_write: f64,
+    /// `totalTokens` (the sum of the four counts where a record has none).
     pub total_tokens: f64,
+    /// `cost.total`, in US dollars.
     pub cost: f64,
 }
 
 impl Usage {
+    /// Adds another record or sum to this one.
     pub fn add(&mut self, o: &Usage) {
         self.records += o.records;
         self.input += o.input;
@@ -31,7 +39,7 @@ impl Usage {
     }
 
     /// From a `usage` object: `{input, output, cacheRead, cacheWrite, totalTokens?, cost{total}}`.
-    pub fn from_raw(u: Raw<'_>) -> Usage {
+    pub(crate) fn from_raw(u: Raw<'_>) -> Usage {
         let n = |k: &str| {
             u.get(k)
                 .and_then(|v| v.as_f64())
@@ -66,13 +74,19 @@ impl Usage {
 /// One entry of a session, as far as stats need it.
 #[derive(Clone, Debug)]
 pub struct Record {
+    /// The entry's id.
     pub id: Option<String>,
+    /// Its `parentId`.
     pub parent: Option<String>,
     /// Entry timestamp text (with the id, identifies entries copied into forks).
     pub timestamp: String,
+    /// `timestamp` in ms.
     pub ts_ms: Option<f64>,
+    /// The provider of the assistant message or `usage` entry (empty otherwise).
     pub provider: String,
+    /// The model id.
     pub model: String,
+    /// Its usage; `None` for entries without one.
     pub usage: Option<Usage>,
 }
 

@@ -53,6 +53,7 @@ impl<'a> Raw<'a> {
         Ok(Raw(&text[s.top]))
     }
 
+    /// The value's text as bytes.
     pub fn bytes(&self) -> &'a [u8] {
         self.0
     }
@@ -65,10 +66,12 @@ impl<'a> Raw<'a> {
         unsafe { std::str::from_utf8_unchecked(self.0) }
     }
 
+    /// The kind of value (from its first byte).
     pub fn kind(&self) -> Kind {
         Kind::of_first_byte(self.0[0])
     }
 
+    /// True for `null`.
     pub fn is_null(&self) -> bool {
         self.kind() == Kind::Null
     }
@@ -161,21 +164,6 @@ impl<'a> Raw<'a> {
                 .join(","),
         }
     }
-
-    /// Serialize owned.
-    pub fn to_owned_json(&self) -> RawBuf {
-        RawBuf(self.text().to_owned())
-    }
-}
-
-/// An owned JSON value's text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawBuf(pub String);
-
-impl RawBuf {
-    pub fn raw(&self) -> Raw<'_> {
-        Raw(self.0.as_bytes())
-    }
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -222,7 +210,7 @@ fn value_end(b: &[u8], i: usize) -> usize {
 }
 
 /// JavaScript's `Number(text)` for a valid JSON number literal.
-pub fn parse_number(text: &[u8]) -> f64 {
+pub(crate) fn parse_number(text: &[u8]) -> f64 {
     std::str::from_utf8(text)
         .ok()
         .and_then(|s| s.parse::<f64>().ok())

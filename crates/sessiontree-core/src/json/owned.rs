@@ -28,16 +28,19 @@ impl Json {
         Json(out)
     }
 
+    /// `null`.
     pub fn null() -> Json {
         Json("null".into())
     }
 
+    /// `true` or `false`.
     pub fn bool(b: bool) -> Json {
         Json(if b { "true" } else { "false" }.into())
     }
 
     /// Takes JSON text as it is, without validating or canonicalizing it: for text that
     /// came out of a validated [`Raw`] and is passed on unchanged.
+    #[doc(hidden)] // plumbing between the core and the store
     pub fn from_text_unchecked(text: String) -> Json {
         Json(text)
     }
@@ -52,6 +55,7 @@ impl Json {
         &self.0
     }
 
+    /// The value as a borrowed [`Raw`] (to read its members).
     pub fn raw(&self) -> Raw<'_> {
         Raw::new_unchecked(self.0.as_bytes())
     }

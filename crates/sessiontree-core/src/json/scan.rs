@@ -22,18 +22,25 @@ pub struct Member {
 /// The kind of a JSON value, from its first byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// `{...}`
     Object,
+    /// `[...]`
     Array,
+    /// `"..."`
     String,
+    /// A number.
     Number,
+    /// `true`.
     True,
+    /// `false`.
     False,
+    /// `null`.
     Null,
 }
 
 impl Kind {
     /// The kind of the value starting with byte `b` (the text must be valid JSON).
-    pub fn of_first_byte(b: u8) -> Kind {
+    pub(crate) fn of_first_byte(b: u8) -> Kind {
         match b {
             b'{' => Kind::Object,
             b'[' => Kind::Array,
@@ -62,6 +69,7 @@ pub struct Scanned {
 pub struct ScanError {
     /// Byte offset of the problem inside the scanned text.
     pub offset: usize,
+    /// What is wrong there, for a person.
     pub reason: &'static str,
 }
 
@@ -104,6 +112,7 @@ fn ws<const LINE: bool>(b: &[u8], i: usize) -> usize {
 }
 
 /// True when the text holds only JSON whitespace.
+#[doc(hidden)] // plumbing between the core and the store
 pub fn is_blank(b: &[u8]) -> bool {
     skip_ws(b, 0) == b.len()
 }

@@ -21,11 +21,17 @@ pub fn available() -> bool {
         if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
             panic!("interop tests need node and interop/node_modules (cd interop && npm ci)");
         }
-        eprintln!(
-            "SKIPPED: interop tests need node and interop/node_modules (cd interop && npm ci)"
-        );
+        say_skipped("interop tests need node and interop/node_modules (cd interop && npm ci)");
     }
     ok
+}
+
+/// Says that a test skipped its real work, where `cargo test` shows it: straight to the
+/// process's stderr (libtest captures `eprintln!` of passing tests and shows it only with
+/// `--nocapture`).
+pub fn say_skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
 }
 
 pub fn node(args: &[&str]) -> String {

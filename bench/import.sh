@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Import benchmark: COUNT synthetic transcripts (half Claude Code, half Codex, ~TOTAL_MB)
+# imported into an empty agent dir, against `ls --no-index` over the result.
+#   bench/import.sh [DATA_DIR] [COUNT] [TOTAL_MB]
+# Generated data stays in DATA_DIR (default /tmp/sessiontree-import-bench), never in the repo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${1:-/tmp/sessiontree-import-bench}
+COUNT=${2:-1000}
+MB=${3:-500}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+cargo build -q --release -p sessiontree-cli --bin sessiontree
+BIN=$CARGO_TARGET_DIR/release/sessiontree
+if [ ! -d "$DATA/src" ]; then
+  python3 bench/import_gen.py "$DATA/src" "$COUNT" "$MB"
+fi
+echo "sources: $(find "$DATA/src" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/src" | cut -f1) MB" >&2
+export CLAUDE_CONFIG_DIR=$DATA/src/claude CODEX_HOME=$DATA/src/codex
+export PI_CODING_AGENT_DIR=$DATA/agent
+RUNS=${RUNS:-3}
+row() { printf '%-46s %8.3f s %9d KiB\n' "$1" "$2" "$3" >&2; }
+times=""
+for r in $(seq "$RUNS"); do
+  rm -rf "$DATA/agent"
+  sync
+  read -r a ra < <(python3 bench/measure.py 0 "$BIN" import claude)
+  read -r b rb < <(python3 bench/measure.py 0 "$BIN" import codex)
+  t=$(python3 -c "print(f'{$a+$b:.4f}')")
+  row "import claude + codex (run $r)" "$t" "$(( ra > rb ? ra : rb ))"
+  times="$times $t"
+done
+best_import=$(python3 -c "print(min(map(float, '$times'.split())))")
+echo "result: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
+read -r again ragain < <(python3 bench/measure.py "$RUNS" "$BIN" import claude)
+row "import claude again (nothing to add)" "$again" "$ragain"
+read -r ls rls < <(python3 bench/measure.py "$RUNS" "$BIN" ls --all --no-index --json)
+row "ls --all --no-index --json over the result" "$ls" "$rls"
+python3 -c "print(f'import / ls = {$best_import/$ls:.2f} (target <= 3)')" >&2

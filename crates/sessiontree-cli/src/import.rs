@@ -1,0 +1,357 @@
+//! `sessiontree import claude|codex [PATH...]`: Claude Code transcripts and Codex CLI
+//! rollouts as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
+
+use crate::out::Out;
+use anyhow::Result;
+use clap::ValueEnum;
+use serde_json::{json, Value};
+use sessiontree::dirs;
+use sessiontree_import::{claude, codex, Conversion, Outcome};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AgentArg {
+    /// Claude Code (`$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`).
+    Claude,
+    /// Codex CLI (`$CODEX_HOME/sessions`, else `~/.codex/sessions`).
+    Codex,
+}
+
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    #[arg(value_enum)]
+    pub agent: AgentArg,
+    /// Transcript files or folders of them (default: the agent's own folder).
+    pub paths: Vec<PathBuf>,
+    /// Write every session into this folder instead of Pi's folder for its cwd.
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<String>,
+    /// Say what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// One JSON array: per session its source, path, status and counts.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| dirs::resolve(&v))
+}
+
+fn default_root(agent: AgentArg) -> PathBuf {
+    match agent {
+        AgentArg::Claude => env_dir("CLAUDE_CONFIG_DIR")
+            .unwrap_or_else(|| dirs::home_dir().join(".claude"))
+            .join("projects"),
+        AgentArg::Codex => env_dir("CODEX_HOME")
+            .unwrap_or_else(|| dirs::home_dir().join(".codex"))
+            .join("sessions"),
+    }
+}
+
+/// Every `*.jsonl` below `root` (or `root` itself), sorted.
+fn collect(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let meta = std::fs::metadata(root)?;
+    if meta.is_file() {
+        out.push(root.to_path_buf());
+        return Ok(());
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let e = e?;
+            let p = e.path();
+            let ft = std::fs::metadata(&p).map(|m| m.file_type());
+            match ft {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() && p.extension().is_some_and(|x| x == "jsonl") => out.push(p),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Done {
+    source: PathBuf,
+    /// The conversion, its lines dropped once written (memory stays one file's worth).
+    conv: Conversion,
+    entries: usize,
+    result: std::result::Result<Outcome, String>,
+    parent_session: Option<String>,
+}
+
+fn target_dir(
+    conv: &Conversion,
+    session_dir: Option<&Path>,
+) -> std::result::Result<PathBuf, String> {
+    match (session_dir, &conv.cwd) {
+        (Some(d), _) => Ok(d.to_path_buf()),
+        (None, Some(cwd)) if !cwd.is_empty() => Ok(dirs::default_session_dir(cwd)),
+        _ => Err("the transcript names no working directory; give --session-dir".into()),
+    }
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The rollout of Codex session `id`: among the files being imported, else under Codex's
+/// sessions folder (rollout names end with the session id).
+fn find_rollout(id: &str, files: &[PathBuf]) -> Option<PathBuf> {
+    if let Some(p) = files.iter().find(|p| stem_of(p).ends_with(id)) {
+        return Some(p.clone());
+    }
+    let mut all = Vec::new();
+    collect(&default_root(AgentArg::Codex), &mut all).ok()?;
+    all.into_iter().find(|p| stem_of(p).ends_with(id))
+}
+
+fn convert_file(
+    agent: AgentArg,
+    path: &Path,
+    files: &[PathBuf],
+    bytes: &mut Vec<u8>,
+) -> std::result::Result<Vec<Conversion>, String> {
+    // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
+    bytes.clear();
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_to_end(&mut f, bytes))
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = &bytes[..];
+    let stem = stem_of(path);
+    Ok(match agent {
+        AgentArg::Claude => claude::convert(bytes, &stem),
+        AgentArg::Codex => {
+            // A fork that continues from its parent's first lines needs the parent's rollout.
+            let parent = match codex::fork_parent(bytes) {
+                Some((id, Some(_))) => find_rollout(&id, files).and_then(|p| std::fs::read(p).ok()),
+                _ => None,
+            };
+            vec![codex::convert_fork(bytes, &stem, parent.as_deref())]
+        }
+    })
+}
+
+pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
+    let roots = if a.paths.is_empty() {
+        vec![default_root(a.agent)]
+    } else {
+        a.paths.clone()
+    };
+    let mut files = Vec::new();
+    let mut failed = false;
+    for r in &roots {
+        if let Err(e) = collect(r, &mut files) {
+            eprintln!("sessiontree: {}: {e}", r.display());
+            failed = true;
+        }
+    }
+    files.sort();
+    files.dedup();
+    let session_dir = dirs::session_dir_override(a.session_dir.as_deref());
+
+    // Convert (and write what needs no parent) on every core; sessions linked to a parent
+    // (subagents, forks) wait until every parent's path is known.
+    let next = Mutex::new(0usize);
+    let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
+    let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    // Twice the cores: each new file waits for its fsyncs, and another thread converts
+    // meanwhile.
+    let threads =
+        (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut buf = Vec::new();
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap();
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some(path) = files.get(i) else { break };
+                    match convert_file(a.agent, path, &files, &mut buf) {
+                        Err(e) => errors
+                            .lock()
+                            .unwrap()
+                            .push((i, format!("{}: {e}", path.display()))),
+                        Ok(convs) => {
+                            for (k, conv) in convs.into_iter().enumerate() {
+                                let order = i * 4 + k;
+                                if conv.parent_source.is_some() {
+                                    waiting.lock().unwrap().push((order, path.clone(), conv));
+                                    continue;
+                                }
+                                let result =
+                                    write_one(&conv, session_dir.as_deref(), None, a.dry_run);
+                                let entries = conv.lines.len();
+                                let conv = Conversion {
+                                    lines: Vec::new(),
+                                    ..conv
+                                };
+                                done.lock().unwrap().push((
+                                    order,
+                                    Done {
+                                        source: path.clone(),
+                                        conv,
+                                        entries,
+                                        result,
+                                        parent_session: None,
+                                    },
+                                ));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap();
+    let mut by_source: HashMap<String, PathBuf> = HashMap::new();
+    for (_, d) in &done {
+        if let Ok(o) = &d.result {
+            by_source.insert(d.conv.source_session_id.clone(), o.path.clone());
+        }
+    }
+    let mut waiting = waiting.into_inner().unwrap();
+    waiting.sort_by_key(|w| w.0);
+    for (order, source, conv) in waiting {
+        let parent_id = conv.parent_source.clone().unwrap_or_default();
+        let parent_path = by_source.get(&parent_id).cloned().or_else(|| {
+            let cwd = conv.cwd.clone().unwrap_or_default();
+            sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
+        });
+        let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
+        let result = write_one(
+            &conv,
+            session_dir.as_deref(),
+            parent_session.as_deref(),
+            a.dry_run,
+        );
+        if let Ok(o) = &result {
+            by_source.insert(conv.source_session_id.clone(), o.path.clone());
+        }
+        let entries = conv.lines.len();
+        done.push((
+            order,
+            Done {
+                source,
+                conv: Conversion {
+                    lines: Vec::new(),
+                    ..conv
+                },
+                entries,
+                result,
+                parent_session,
+            },
+        ));
+    }
+    done.sort_by_key(|d| d.0);
+    let mut errors = errors.into_inner().unwrap();
+    errors.sort();
+    for (_, e) in &errors {
+        eprintln!("sessiontree: {e}");
+        failed = true;
+    }
+
+    let mut json_out = Vec::new();
+    let mut any = false;
+    for (_, d) in &done {
+        for p in &d.conv.problems {
+            eprintln!(
+                "sessiontree: {}:{}: {}",
+                d.source.display(),
+                p.line,
+                p.message
+            );
+        }
+        let mut obj = json!({
+            "source": d.source.to_string_lossy(),
+            "agent": d.conv.agent.name(),
+            "kind": d.conv.kind,
+            "sessionId": d.conv.session_id,
+            "sourceSessionId": d.conv.source_session_id,
+            "cwd": d.conv.cwd,
+            "entries": d.entries,
+            "skipped": d.conv.skipped,
+            "problems": d.conv.problems.iter().map(|p| json!({"line": p.line, "message": p.message})).collect::<Vec<_>>(),
+        });
+        if let Some(p) = &d.parent_session {
+            obj["parentSession"] = json!(p);
+        }
+        match &d.result {
+            Ok(o) => {
+                any = true;
+                obj["path"] = json!(o.path.to_string_lossy());
+                obj["status"] = json!(o.status.name());
+                obj["added"] = json!(o.added);
+                if !a.json {
+                    out.line(&o.path.to_string_lossy())?;
+                }
+            }
+            Err(e) if e == EMPTY => {
+                obj["path"] = Value::Null;
+                obj["status"] = json!("skipped");
+                obj["reason"] = json!("no conversation in the transcript");
+            }
+            Err(e) => {
+                failed = true;
+                eprintln!("sessiontree: {}: {e}", d.source.display());
+                obj["path"] = Value::Null;
+                obj["status"] = json!("error");
+                obj["error"] = json!(e);
+            }
+        }
+        json_out.push(obj);
+    }
+    for (_, e) in &errors {
+        let (source, msg) = e.split_once(": ").unwrap_or((e.as_str(), ""));
+        json_out.push(json!({"source": source, "path": null, "status": "error", "error": msg}));
+    }
+    if a.json {
+        out.line(&serde_json::to_string_pretty(&json_out)?)?;
+    }
+    if !failed && !any {
+        let where_: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        eprintln!(
+            "sessiontree: no {} transcripts under {}",
+            match a.agent {
+                AgentArg::Claude => "Claude Code",
+                AgentArg::Codex => "Codex",
+            },
+            where_.join(", ")
+        );
+    }
+    Ok(if failed {
+        crate::Outcome::Code(2)
+    } else if any {
+        crate::Outcome::Done
+    } else {
+        crate::Outcome::NothingFound
+    })
+}
+
+const EMPTY: &str = "\u{0}empty";
+
+fn write_one(
+    conv: &Conversion,
+    session_dir: Option<&Path>,
+    parent_session: Option<&str>,
+    dry_run: bool,
+) -> std::result::Result<Outcome, String> {
+    if conv.lines.is_empty() {
+        return Err(EMPTY.into());
+    }
+    let dir = target_dir(conv, session_dir)?;
+    sessiontree_import::write(conv, &dir, parent_session, dry_run).map_err(|e| e.to_string())
+}

@@ -1,0 +1,233 @@
+//! `sessiontree import` through the binary: default source folders from CLAUDE_CONFIG_DIR /
+//! CODEX_HOME, Pi's folder layout under the agent dir, idempotence, --dry-run, --json, exit
+//! codes; and `ls`, `search`, `stats`, `export` on the imported sessions.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let t = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+struct Home {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Home {
+    /// Claude Code's and Codex's folders as the agents lay them out, and an empty Pi agent dir.
+    fn new() -> Home {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        copy_dir(
+            &fixtures().join("claude"),
+            &root.join("claude/projects/-home-dev-shop"),
+        );
+        copy_dir(
+            &fixtures().join("codex"),
+            &root.join("codex/sessions/2025/10/03"),
+        );
+        copy_dir(
+            &fixtures().join("codex-recorded/sessions"),
+            &root.join("codex/sessions"),
+        );
+        Home { _tmp: tmp, root }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
+            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
+            .env("CODEX_HOME", self.root.join("codex"))
+            .env("HOME", &self.root)
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.root.join("agent/sessions/--home-dev-shop--")
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn import_then_list_search_stats_and_export() {
+    let h = Home::new();
+    let o = h.run(&["import", "claude"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let paths: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(paths.len(), 6);
+    for p in &paths {
+        assert!(Path::new(p).starts_with(h.folder()), "{p}");
+    }
+    // The malformed lines are reported with file and line, and the rest imported.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("5d0f7c1e-2b0a-4c61-9f51-0d6a7e3b9a01.jsonl:19: not valid JSON"),
+        "{err}"
+    );
+    let o = h.run(&["import", "codex"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).lines().count(), 6);
+    // A fork that continues from its parent's first lines holds them: Pi resumes it whole.
+    let fork = stdout(&o)
+        .lines()
+        .find(|p| p.contains("01a22bc6-ddbf-7672-857c-6a9755e51338"))
+        .unwrap()
+        .to_string();
+    let ctx = h.json(&["context", &fork, "--json"]).to_string();
+    assert!(
+        ctx.contains("Please RUN the echo command") && ctx.contains("Forked question"),
+        "{ctx}"
+    );
+
+    let ls = h.json(&["ls", "--all", "--json"]);
+    let sessions = ls["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 12);
+    let names: Vec<&str> = sessions.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert!(names.contains(&"Coupon total fix in cart"), "{names:?}");
+    let no_index = h.json(&["ls", "--all", "--no-index", "--json"]);
+    assert_eq!(no_index["sessions"].as_array().unwrap().len(), 12);
+    let forked = sessions
+        .iter()
+        .filter(|s| s["parentSessionPath"].is_string())
+        .count();
+    assert_eq!(
+        forked, 3,
+        "the subagent and the Codex forks name their parent"
+    );
+
+    let hits = h.json(&["search", "coupon", "--json"]);
+    assert!(hits.to_string().contains("5d0f7c1e"), "{hits}");
+    let hits = h.json(&["search", "Reads now use column", "--phrase", "--json"]);
+    assert!(
+        hits.to_string()
+            .contains("0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a03"),
+        "{hits}"
+    );
+
+    let stats = h.json(&["stats", "--all", "--json"]).to_string();
+    assert!(stats.contains("claude-sonnet-4-5-20250929"), "{stats}");
+    assert!(stats.contains("gpt-5-codex"), "{stats}");
+
+    let basic = std::fs::read_dir(h.folder())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("5d0f7c1e"))
+        .unwrap();
+    let md = h.run(&["export", basic.to_str().unwrap(), "--format", "md"]);
+    assert!(md.status.success());
+    assert!(stdout(&md).contains("Tests pass now: 12 passed."));
+    let html = h.run(&["export", basic.to_str().unwrap(), "--format", "html"]);
+    assert!(html.status.success());
+}
+
+#[test]
+fn import_is_idempotent_and_reports_as_json() {
+    let h = Home::new();
+    let first = h.json(&["import", "codex", "--json"]);
+    let snapshot: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(h.folder())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect();
+    assert_eq!(snapshot.len(), 4);
+    assert_eq!(first.as_array().unwrap().len(), 6);
+    for s in first.as_array().unwrap() {
+        assert_eq!(s["status"], "created");
+        assert!(s["source"].as_str().unwrap().ends_with(".jsonl"));
+        assert!(s["path"].as_str().unwrap().ends_with(".jsonl"));
+    }
+    let rollout = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == "0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a01")
+        .unwrap();
+    assert_eq!(rollout["problems"][0]["line"], 15);
+    assert_eq!(rollout["skipped"]["user_message"], 1);
+
+    let again = h.json(&["import", "codex", "--json"]);
+    for s in again.as_array().unwrap() {
+        assert_eq!(s["status"], "unchanged", "{s}");
+        assert_eq!(s["added"], 0);
+    }
+    for (p, bytes) in snapshot {
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{}", p.display());
+    }
+}
+
+#[test]
+fn dry_run_writes_nothing_and_errors_name_the_file() {
+    let h = Home::new();
+    let o = h.run(&["import", "claude", "--dry-run", "--json"]);
+    assert!(o.status.success());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["status"] == "created"));
+    assert!(!h.root.join("agent").exists(), "a dry run created files");
+
+    let out = h.root.join("elsewhere");
+    let o = h.run(&[
+        "import",
+        "claude",
+        h.root
+            .join("claude/projects/-home-dev-shop/8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02.jsonl")
+            .to_str()
+            .unwrap(),
+        "--session-dir",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 1);
+
+    let missing = h.root.join("no/such/file.jsonl");
+    let o = h.run(&["import", "claude", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no/such/file.jsonl"));
+
+    let empty = h.root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = h.run(&["import", "codex", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "nothing to import");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no Codex transcripts under"));
+}

@@ -1,0 +1,62 @@
+"""A scripted OpenAI Responses endpoint for recording Codex CLI rollouts.
+
+    python3 scripted_openai.py PORT REQUESTS.jsonl [INPUT_TOKENS]
+
+Logs every request body to REQUESTS.jsonl and answers (SSE) from a script keyed on the last
+user text: "RUN" -> reasoning + a shell tool call, a tool output -> a text, anything else ->
+reasoning + "Answer N to: ..."."""
+import json, sys, threading, itertools
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+LOG = open(sys.argv[2], "a")
+counter = itertools.count(1)
+lock = threading.Lock()
+BIG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+
+def texts(item):
+    return "\n".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
+
+def plan(body):
+    items = [i for i in body.get("input", []) if isinstance(i, dict)]
+    n = next(counter)
+    tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
+    last = items[-1] if items else {}
+    if last.get("type") in ("function_call_output", "custom_tool_call_output"):
+        return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"The command ran. Reply {n}."}]}]
+    users = [texts(i) for i in items if i.get("type") == "message" and i.get("role") == "user"]
+    text = users[-1] if users else ""
+    if "summary" in text.lower() and "checkpoint" in text.lower() or "CONTEXT CHECKPOINT" in text:
+        return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Summary {n}: the user ran echo twice."}]}]
+    out = [{"type": "reasoning", "id": f"rs_{n}", "summary": [{"type": "summary_text", "text": f"**Planning {n}**"}], "encrypted_content": f"enc{n}"}]
+    if "RUN" in text:
+        name = next((t for t in ("shell", "shell_command", "exec_command") if t in tools), tools[0] if tools else "shell")
+        args = {"command": ["bash", "-lc", "echo hello-codex"]} if name == "shell" else ({"command": "echo hello-codex"} if name == "shell_command" else {"cmd": "echo hello-codex"})
+        out.append({"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n:04d}", "name": name, "arguments": json.dumps(args)})
+        return out
+    out.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "content": [{"type": "output_text", "text": f"Answer {n} to: {text[-40:]}"}]})
+    return out
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(404); self.end_headers()
+    def do_POST(self):
+        n = int(self.headers.get("content-length", 0))
+        raw = self.rfile.read(n)
+        try: body = json.loads(raw)
+        except Exception: body = {}
+        with lock:
+            LOG.write(json.dumps({"path": self.path, "body": body}) + "\n"); LOG.flush()
+        items = plan(body)
+        rid = "resp_%d" % next(counter)
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        def ev(data):
+            self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
+        ev({"type": "response.created", "response": {"id": rid}})
+        for it in items:
+            ev({"type": "response.output_item.done", "item": it})
+        inp = BIG or 900
+        ev({"type": "response.completed", "response": {"id": rid, "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 100}, "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 10}, "total_tokens": inp + 40}}})
+
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()

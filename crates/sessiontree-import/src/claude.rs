@@ -1,0 +1,733 @@
+//! Claude Code transcripts (`<config>/projects/<cwd slug>/<session id>.jsonl`, subagents in
+//! `agent-<id>.jsonl` beside it or under `<session id>/subagents/`).
+//!
+//! The file is a tree: each line with a `uuid` names its parent in `parentUuid`. What the
+//! converter does with each kind of line:
+//!
+//! * `assistant`: one API response is written as several lines sharing `message.id` (one
+//!   content block each, chained); they become one Pi assistant message (usage and stop
+//!   reason from the last line). `tool_use` -> `toolCall` (same id), `thinking` and
+//!   `redacted_thinking` -> `thinking` with the signature, error messages keep their text
+//!   as `errorMessage` with stop reason `error`.
+//! * `user`: `tool_result` blocks -> one `toolResult` message each (same tool call id, the
+//!   line's `toolUseResult` in `details`); text and images -> a `user` message. `isMeta`
+//!   lines (sent to the model, hidden from the person) -> `custom_message` with
+//!   `display: false`; `isVisibleInTranscriptOnly` lines (shown, never sent) -> `custom`.
+//! * `system` `compact_boundary` (a new root whose `logicalParentUuid` is the old leaf) and
+//!   the `isCompactSummary` user line under it -> one Pi `compaction`: after a compaction
+//!   Claude Code sends the summary, the preserved segment (`compactMetadata.
+//!   preservedSegment`, newer releases: the last messages before the boundary) and what
+//!   follows, so the compaction keeps from the segment's head, or nothing without one.
+//! * other `system` lines and lines of unknown types with a `uuid` -> `custom` entries
+//!   holding the whole line (never in the model's context; they keep the tree's shape).
+//! * `progress` lines are dropped; lines that name them as parent hang on their parent.
+//! * `summary` (with `leafUuid`) and `custom-title` lines -> the session name.
+//! * Lines without a `uuid` (`file-history-snapshot`, `queue-operation`, ...) are counted
+//!   as skipped. A `uuid` seen twice (resume copies) is imported once.
+//! * `isSidechain` lines (subagents) become their own session whose `parentSession` is the
+//!   main session.
+//!
+//! Entry ids are derived from the line uuids, so the same line gets the same id in every
+//! file that holds a copy of it.
+
+use crate::node::{self, Body, Nodes};
+use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+
+const NAMESPACE: &str = "claude";
+
+type Obj = Map<String, Value>;
+
+/// Converts one transcript file. `file_stem` is the file name without `.jsonl` (the
+/// session id, or `agent-<id>` for a subagent). Gives the main session and, when the file
+/// holds sidechain lines of its own, the sidechain session; a file with no conversation
+/// gives conversions without lines.
+pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
+    let mut problems = Vec::new();
+    let records = read_lines(bytes, &mut problems);
+    let is_agent_file = file_stem.starts_with("agent-");
+    let source_id = records
+        .iter()
+        .find_map(|r| r.1.get("sessionId").and_then(Value::as_str))
+        .unwrap_or(file_stem)
+        .to_string();
+    let (mut main, mut side): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
+    for r in records {
+        if is_agent_file || r.1.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            side.push(r);
+        } else {
+            main.push(r);
+        }
+    }
+    let mut out = Vec::new();
+    if !is_agent_file {
+        let head = Head::of(&main);
+        let mut c = build(main, NAMESPACE);
+        c.problems = problems.clone();
+        out.push(finish(
+            c,
+            source_id.clone(),
+            source_id.clone(),
+            None,
+            "main",
+            head,
+        ));
+    }
+    if !side.is_empty() || is_agent_file {
+        let agent = side
+            .iter()
+            .find_map(|r| r.1.get("agentId").and_then(Value::as_str))
+            .map(str::to_string)
+            .unwrap_or_else(|| file_stem.trim_start_matches("agent-").to_string());
+        let sid = if is_agent_file {
+            format!("{source_id}/agent-{agent}")
+        } else {
+            format!("{source_id}/sidechains")
+        };
+        let head = Head::of(&side);
+        let mut c = build(side, NAMESPACE);
+        if is_agent_file {
+            c.problems = problems;
+        }
+        let id = derived_uuid(&format!("claude:{sid}"));
+        out.push(finish(c, id, sid, Some(source_id), "sidechain", head));
+    }
+    out
+}
+
+/// What the header takes from a session's lines: the first time and cwd.
+struct Head {
+    first_ms: i64,
+    cwd: Option<String>,
+}
+
+impl Head {
+    fn of(records: &[(usize, Obj)]) -> Head {
+        Head {
+            first_ms: records
+                .iter()
+                .find_map(|r| time_ms(r.1.get("timestamp")))
+                .unwrap_or(0),
+            cwd: records
+                .iter()
+                .find_map(|r| r.1.get("cwd").and_then(Value::as_str))
+                .map(str::to_string),
+        }
+    }
+}
+
+struct Built {
+    lines: Vec<crate::Line>,
+    name: Option<String>,
+    problems: Vec<Problem>,
+    skipped: BTreeMap<String, usize>,
+}
+
+fn finish(
+    b: Built,
+    session_id: String,
+    source_session_id: String,
+    parent_source: Option<String>,
+    kind: &'static str,
+    head: Head,
+) -> Conversion {
+    let Head { first_ms, cwd } = head;
+    Conversion {
+        agent: Agent::Claude,
+        session_id,
+        source_session_id,
+        timestamp: sessiontree::date::iso_from_ms(first_ms),
+        cwd,
+        parent_source,
+        kind,
+        lines: b.lines,
+        name: b.name,
+        problems: b.problems,
+        skipped: b.skipped,
+    }
+}
+
+#[derive(Default)]
+struct Group {
+    uuids: Vec<String>,
+    usage: Option<Value>,
+    stop: Option<String>,
+    error: bool,
+    request_id: Option<String>,
+    other_blocks: Vec<Value>,
+}
+
+#[derive(Default)]
+struct State {
+    nodes: Nodes,
+    /// uuid -> the node it stands for (`None`: a dropped line at the root).
+    map: HashMap<String, Option<usize>>,
+    tool_names: HashMap<String, String>,
+    /// message.id -> its assistant node.
+    by_message_id: HashMap<String, usize>,
+    groups: HashMap<usize, Group>,
+    /// assistant node -> the last tool result chained after it.
+    last_result: HashMap<usize, usize>,
+    /// tool result node -> its assistant node.
+    result_owner: HashMap<usize, usize>,
+    compactions: HashMap<usize, ()>,
+    skipped: BTreeMap<String, usize>,
+    problems: Vec<Problem>,
+}
+
+impl State {
+    fn resolve(&self, parent: Option<&str>) -> Option<usize> {
+        parent.and_then(|p| self.map.get(p).copied().flatten())
+    }
+
+    fn skip(&mut self, what: &str) {
+        *self.skipped.entry(what.to_string()).or_default() += 1;
+    }
+}
+
+fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
+    let mut st = State::default();
+    let mut summaries: Vec<(Option<String>, String)> = Vec::new();
+    let mut title: Option<String> = None;
+    let mut last_ms = records
+        .iter()
+        .find_map(|r| time_ms(r.1.get("timestamp")))
+        .unwrap_or(0);
+    for (line, mut o) in records {
+        let ty = o
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let ty = ty.as_str();
+        match ty {
+            "summary" => {
+                if let Some(s) = o.get("summary").and_then(Value::as_str) {
+                    let leaf = o
+                        .get("leafUuid")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    summaries.push((leaf, s.to_string()));
+                }
+                continue;
+            }
+            "custom-title" => {
+                if let Some(s) = o.get("customTitle").and_then(Value::as_str) {
+                    title = Some(s.to_string());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let Some(uuid) = o.get("uuid").and_then(Value::as_str).map(str::to_string) else {
+            st.skip(if ty.is_empty() { "untyped" } else { ty });
+            continue;
+        };
+        let uuid = uuid.as_str();
+        if st.map.contains_key(uuid) {
+            st.skip("duplicate uuid");
+            continue;
+        }
+        let ms = time_ms(o.get("timestamp")).unwrap_or(last_ms);
+        last_ms = ms;
+        let parent_uuid = o
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let parent_uuid = parent_uuid.as_deref();
+        let node = match ty {
+            "progress" => {
+                st.skip("progress");
+                st.resolve(parent_uuid)
+            }
+            "assistant" => assistant(&mut st, line, &mut o, uuid, parent_uuid, ms),
+            "user" => user(&mut st, line, &mut o, uuid, parent_uuid, ms),
+            "system" if o.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
+                let logical =
+                    parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(Value::as_str));
+                let parent = st.resolve(logical);
+                let meta = o.get("compactMetadata").cloned().unwrap_or(Value::Null);
+                let tokens = meta.get("preTokens").and_then(Value::as_f64).unwrap_or(0.0);
+                let mut details = json!({"source": "claude-code", "uuid": uuid});
+                if !meta.is_null() {
+                    details["compactMetadata"] = meta.clone();
+                }
+                // A preserved segment (newer releases keep the last messages before the
+                // boundary and send them after the summary): Pi keeps from its head.
+                let head = meta
+                    .get("preservedSegment")
+                    .and_then(|p| p.get("headUuid"))
+                    .and_then(Value::as_str)
+                    .and_then(|h| st.map.get(h).copied().flatten());
+                let first_kept = head.filter(|&h| {
+                    let mut cur = parent;
+                    let mut steps = 0;
+                    while let Some(c) = cur {
+                        if c == h {
+                            return true;
+                        }
+                        steps += 1;
+                        if steps > st.nodes.nodes.len() {
+                            break;
+                        }
+                        cur = st.nodes.nodes[c].parent;
+                    }
+                    false
+                });
+                let n = st.nodes.push(
+                    parent,
+                    uuid.to_string(),
+                    ms,
+                    Body::Compaction {
+                        summary: String::new(),
+                        tokens_before: tokens,
+                        details: Some(details),
+                        first_kept,
+                        system_message: None,
+                    },
+                );
+                st.compactions.insert(n, ());
+                Some(n)
+            }
+            _ => {
+                let parent = st.resolve(parent_uuid);
+                let custom_type = if ty == "system" {
+                    "claude-code:system".to_string()
+                } else {
+                    format!("claude-code:{}", if ty.is_empty() { "line" } else { ty })
+                };
+                Some(st.nodes.push(
+                    parent,
+                    uuid.to_string(),
+                    ms,
+                    Body::Custom {
+                        custom_type,
+                        data: Value::Object(std::mem::take(&mut o)),
+                    },
+                ))
+            }
+        };
+        st.map.insert(uuid.to_string(), node);
+    }
+    // Finish the assistant messages: usage and stop reason of their last line.
+    let groups = std::mem::take(&mut st.groups);
+    for (n, g) in groups {
+        if let Body::Message(m) = &mut st.nodes.nodes[n].body {
+            let has_tool = m
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(|b| b.get("type") == Some(&json!("toolCall"))));
+            let stop = if g.error {
+                "error"
+            } else {
+                match g.stop.as_deref() {
+                    Some("tool_use") => "toolUse",
+                    Some("max_tokens") | Some("model_context_window_exceeded") => "length",
+                    Some(_) => "stop",
+                    None if has_tool => "toolUse",
+                    None => "stop",
+                }
+            };
+            m.insert(
+                "usage".into(),
+                g.usage
+                    .unwrap_or_else(|| node::usage(0.0, 0.0, 0.0, 0.0, None)),
+            );
+            m.insert("stopReason".into(), json!(stop));
+            if g.error {
+                let text: Vec<&str> = m
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(|b| b.get("text").and_then(Value::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                m.insert("errorMessage".into(), json!(text.join("\n")));
+            } else {
+                m.shift_remove("errorMessage");
+            }
+            let ts = m.shift_remove("timestamp");
+            if let Some(ts) = ts {
+                m.insert("timestamp".into(), ts);
+            }
+            let mut src = json!({"uuids": g.uuids});
+            if let Some(r) = g.request_id {
+                src["requestId"] = json!(r);
+            }
+            if !g.other_blocks.is_empty() {
+                src["otherBlocks"] = Value::Array(g.other_blocks);
+            }
+            m.insert("claudeCode".into(), src);
+        }
+    }
+    // The name: a title the person gave, else the newest summary of a leaf in this file.
+    let name = title.or_else(|| {
+        summaries
+            .iter()
+            .rev()
+            .find(|(leaf, _)| leaf.as_ref().is_some_and(|l| st.map.contains_key(l)))
+            .map(|(_, s)| s.clone())
+    });
+    if let (Some(name), Some(last)) = (name.as_ref(), st.nodes.nodes.len().checked_sub(1)) {
+        let clean = sessiontree::session::sanitize_name(name);
+        if !clean.is_empty() {
+            let key = format!("name\u{0}{}\u{0}{clean}", st.nodes.nodes[last].key);
+            let ms = st.nodes.nodes[last].ms;
+            st.nodes.push(Some(last), key, ms, Body::SessionInfo(clean));
+        }
+    }
+    Built {
+        lines: st.nodes.finish(namespace),
+        name,
+        problems: st.problems,
+        skipped: st.skipped,
+    }
+}
+
+fn usage_of(u: &Value) -> Option<Value> {
+    let n = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    u.is_object().then(|| {
+        node::usage(
+            n("input_tokens"),
+            n("output_tokens"),
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+            None,
+        )
+    })
+}
+
+fn assistant(
+    st: &mut State,
+    line: usize,
+    o: &mut Obj,
+    uuid: &str,
+    parent_uuid: Option<&str>,
+    ms: i64,
+) -> Option<usize> {
+    let parent = st.resolve(parent_uuid);
+    // The content is moved out of the line, not copied.
+    let content = match o.get_mut("message").and_then(Value::as_object_mut) {
+        Some(m) => m.get_mut("content").map(std::mem::take),
+        None => {
+            st.problems.push(Problem {
+                line,
+                message: "assistant line without a message object".into(),
+            });
+            return parent;
+        }
+    };
+    let Some(msg) = o.get("message").and_then(Value::as_object) else {
+        return parent;
+    };
+    let msg_id = msg.get("id").and_then(Value::as_str).map(str::to_string);
+    let mut blocks = Vec::new();
+    let mut other = Vec::new();
+    match content {
+        Some(Value::String(s)) => blocks.push(node::text_owned(s)),
+        Some(Value::Array(a)) => {
+            for mut b in a {
+                match b.get("type").and_then(Value::as_str) {
+                    Some("text") => blocks.push(node::text_owned(take_str(&mut b, "text"))),
+                    Some("thinking") => {
+                        let mut t =
+                            json!({"type": "thinking", "thinking": take_str(&mut b, "thinking")});
+                        if let Some(s) = b.get("signature").and_then(Value::as_str) {
+                            t["thinkingSignature"] = json!(s);
+                        }
+                        blocks.push(t);
+                    }
+                    Some("redacted_thinking") => blocks.push(json!({
+                        "type": "thinking",
+                        "thinking": "",
+                        "thinkingSignature": take_str(&mut b, "data"),
+                        "redacted": true
+                    })),
+                    Some("tool_use") => {
+                        let id = take_str(&mut b, "id");
+                        let name = take_str(&mut b, "name");
+                        st.tool_names.insert(id.clone(), name.clone());
+                        let args = match b.get_mut("input").map(std::mem::take) {
+                            Some(v @ Value::Object(_)) => v,
+                            Some(v) => json!({"input": v}),
+                            None => json!({}),
+                        };
+                        blocks.push(
+                            json!({"type": "toolCall", "id": id, "name": name, "arguments": args}),
+                        );
+                    }
+                    _ => other.push(b),
+                }
+            }
+        }
+        _ => {}
+    }
+    let error = o.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+    // Another line of a response already seen: hang it on that message.
+    if let Some(mid) = &msg_id {
+        if let Some(&g) = st.by_message_id.get(mid) {
+            let continues =
+                parent == Some(g) || parent.is_some_and(|p| st.result_owner.get(&p) == Some(&g));
+            if continues {
+                if let Body::Message(m) = &mut st.nodes.nodes[g].body {
+                    if let Some(Value::Array(c)) = m.get_mut("content") {
+                        c.extend(blocks);
+                    }
+                }
+                st.nodes.nodes[g].key = uuid.to_string();
+                let grp = st.groups.entry(g).or_default();
+                grp.uuids.push(uuid.to_string());
+                grp.other_blocks.extend(other);
+                if let Some(u) = msg.get("usage").and_then(usage_of) {
+                    grp.usage = Some(u);
+                }
+                if let Some(s) = msg.get("stop_reason").and_then(Value::as_str) {
+                    grp.stop = Some(s.to_string());
+                }
+                grp.error |= error;
+                return Some(g);
+            }
+        }
+    }
+    let model = msg.get("model").and_then(Value::as_str).unwrap_or("");
+    let mut m = Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert("content".into(), Value::Array(blocks));
+    m.insert("api".into(), json!("anthropic-messages"));
+    m.insert("provider".into(), json!("anthropic"));
+    m.insert("model".into(), json!(model));
+    if let Some(mid) = &msg_id {
+        m.insert("responseId".into(), json!(mid));
+    }
+    m.insert("usage".into(), Value::Null);
+    m.insert("stopReason".into(), Value::Null);
+    m.insert("errorMessage".into(), Value::Null);
+    m.insert("timestamp".into(), json!(ms));
+    let n = st
+        .nodes
+        .push(parent, uuid.to_string(), ms, Body::Message(m));
+    let grp = st.groups.entry(n).or_default();
+    grp.uuids.push(uuid.to_string());
+    grp.other_blocks = other;
+    grp.usage = msg.get("usage").and_then(usage_of);
+    grp.stop = msg
+        .get("stop_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    grp.error = error;
+    grp.request_id = o
+        .get("requestId")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(mid) = msg_id {
+        st.by_message_id.insert(mid, n);
+    }
+    Some(n)
+}
+
+/// Moves a string member out of a JSON object ("" when it is not a string).
+fn take_str(b: &mut Value, k: &str) -> String {
+    match b.get_mut(k) {
+        Some(Value::String(s)) => std::mem::take(s),
+        _ => String::new(),
+    }
+}
+
+/// User-side content blocks (text, images) as Pi blocks.
+fn user_blocks(blocks: &[&Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => out.push(node::text(
+                b.get("text").and_then(Value::as_str).unwrap_or(""),
+            )),
+            Some("image") => {
+                let src = b.get("source");
+                let data = src.and_then(|s| s.get("data")).and_then(Value::as_str);
+                let mime = src
+                    .and_then(|s| s.get("media_type"))
+                    .and_then(Value::as_str);
+                match (data, mime) {
+                    (Some(d), Some(m)) => out.push(node::image(d, m)),
+                    _ => {
+                        let url = src
+                            .and_then(|s| s.get("url"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("");
+                        out.push(node::text(&format!("[image: {url}]")));
+                    }
+                }
+            }
+            Some("document") => out.push(node::text("[document]")),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn user(
+    st: &mut State,
+    line: usize,
+    o: &mut Obj,
+    uuid: &str,
+    parent_uuid: Option<&str>,
+    ms: i64,
+) -> Option<usize> {
+    let parent = st.resolve(parent_uuid);
+    if !o.get("message").is_some_and(Value::is_object) {
+        st.problems.push(Problem {
+            line,
+            message: "user line without a message object".into(),
+        });
+        return parent;
+    }
+    let flag = |o: &Obj, k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
+    let compaction = parent.filter(|p| st.compactions.contains_key(p));
+    if flag(o, "isCompactSummary") {
+        if let Some(c) = compaction {
+            let content = o.get("message").and_then(|m| m.get("content"));
+            let text = content.map(text_of).unwrap_or_default();
+            if let Body::Compaction {
+                summary, details, ..
+            } = &mut st.nodes.nodes[c].body
+            {
+                *summary = text;
+                if let Some(d) = details {
+                    d["summaryUuid"] = json!(uuid);
+                }
+            }
+            return Some(c);
+        }
+    }
+    // Shown to the person, never sent to the model: kept whole, outside the context.
+    if flag(o, "isVisibleInTranscriptOnly") || flag(o, "isCompactSummary") {
+        let data = Value::Object(std::mem::take(o));
+        return Some(st.nodes.push(
+            parent,
+            uuid.to_string(),
+            ms,
+            Body::Custom {
+                custom_type: "claude-code:transcript-only".into(),
+                data,
+            },
+        ));
+    }
+    let meta = flag(o, "isMeta");
+    // The content and the structured tool result are moved out of the line, not copied.
+    let content = o
+        .get_mut("message")
+        .and_then(|m| m.get_mut("content"))
+        .map(std::mem::take)
+        .unwrap_or(Value::Null);
+    let mut tool_use_result = o.remove("toolUseResult");
+    let is_array = matches!(content, Value::Array(_));
+    let (results, rest): (Vec<Value>, Vec<Value>) = match content {
+        Value::Array(a) => a
+            .into_iter()
+            .partition(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")),
+        other => (Vec::new(), vec![other]),
+    };
+    let mut cur = parent;
+    let n_results = results.len();
+    for (i, mut r) in results.into_iter().enumerate() {
+        let owner = match cur {
+            Some(c) if st.groups.contains_key(&c) => Some(c),
+            Some(c) => st.result_owner.get(&c).copied(),
+            None => None,
+        };
+        // Results of one response are one chain, even when written as siblings.
+        if let (Some(c), Some(own)) = (cur, owner) {
+            if c == own {
+                if let Some(&last) = st.last_result.get(&own) {
+                    cur = Some(last);
+                }
+            }
+        }
+        let call_id = take_str(&mut r, "tool_use_id");
+        let tool_name = st.tool_names.get(&call_id).cloned().unwrap_or_default();
+        let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let content = match r.get_mut("content").map(std::mem::take) {
+            Some(Value::String(s)) => vec![node::text_owned(s)],
+            Some(Value::Array(a)) => user_blocks(&a.iter().collect::<Vec<_>>()),
+            _ => Vec::new(),
+        };
+        let mut details = Map::new();
+        details.insert("uuid".into(), json!(uuid));
+        if i + 1 == n_results {
+            if let Some(t) = tool_use_result.take() {
+                details.insert("toolUseResult".into(), t);
+            }
+        }
+        let mut m = Map::new();
+        m.insert("role".into(), json!("toolResult"));
+        m.insert("toolCallId".into(), Value::String(call_id));
+        m.insert("toolName".into(), Value::String(tool_name));
+        m.insert("content".into(), Value::Array(content));
+        m.insert("details".into(), Value::Object(details));
+        m.insert("isError".into(), Value::Bool(is_error));
+        m.insert("timestamp".into(), json!(ms));
+        let key = if i == 0 {
+            uuid.to_string()
+        } else {
+            format!("{uuid}#{i}")
+        };
+        let n = st.nodes.push(cur, key, ms, Body::Message(m));
+        if let Some(own) = owner {
+            st.result_owner.insert(n, own);
+            st.last_result.insert(own, n);
+        }
+        cur = Some(n);
+    }
+    if rest.is_empty() {
+        return cur;
+    }
+    let pi_content = if is_array {
+        let blocks = user_blocks(&rest.iter().collect::<Vec<_>>());
+        if blocks.is_empty() {
+            st.skip("unsupported user blocks");
+            return cur;
+        }
+        Value::Array(blocks)
+    } else {
+        match rest.into_iter().next() {
+            Some(s @ Value::String(_)) => s,
+            _ => json!([]),
+        }
+    };
+    let key = if n_results == 0 {
+        uuid.to_string()
+    } else {
+        format!("{uuid}#text")
+    };
+    let body = if meta {
+        Body::CustomMessage {
+            custom_type: "claude-code:meta".into(),
+            content: pi_content,
+            display: false,
+            details: Some(json!({"uuid": uuid})),
+        }
+    } else {
+        let mut m = Map::new();
+        m.insert("role".into(), json!("user"));
+        m.insert("content".into(), pi_content);
+        m.insert("timestamp".into(), json!(ms));
+        m.insert("claudeCode".into(), json!({"uuid": uuid}));
+        Body::Message(m)
+    };
+    Some(st.nodes.push(cur, key, ms, body))
+}

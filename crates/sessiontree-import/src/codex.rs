@@ -1,0 +1,660 @@
+//! Codex CLI rollouts (`<CODEX_HOME>/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`): one
+//! `{timestamp, type, payload}` object per line, in the order things happened.
+//!
+//! * `session_meta` (the first one): the header (id, time, cwd); `forked_from_id` becomes
+//!   the header's `parentSession`; the base instructions a Pi `system` message. A fork
+//!   that only names how many of its parent's lines it continues from
+//!   (`forked_from_ordinal_exclusive`) gets those lines first ([`convert_fork`]); later
+//!   `session_meta` lines (the parent's, copied into older forks) are skipped.
+//! * `turn_context`: a new model -> `model_change`, a new reasoning effort ->
+//!   `thinking_level_change`.
+//! * `response_item`: consecutive model output items (`reasoning`, assistant `message`,
+//!   `function_call`, `custom_tool_call`, `local_shell_call`, `web_search_call`) -> one Pi
+//!   assistant message (`thinking` with the item as signature, `text`, `toolCall` with the
+//!   call id); `*_output` items -> `toolResult`; user messages -> `user`; the injected
+//!   blocks (`<environment_context>`, `<user_instructions>`, AGENTS.md instructions, and
+//!   `developer` messages) -> `custom_message` entries that reach the model, not shown.
+//! * `event_msg` `token_count` -> the usage of the assistant message it follows;
+//!   `thread_rolled_back` -> the next entries continue from before the rolled-back user
+//!   turns (a branch), with a `custom` entry recording it; `user_message` /
+//!   `agent_message` / `agent_reasoning` / `item_completed` repeat response items and are
+//!   skipped (as are `token_usage_record` lines); other events are kept as `custom` entries.
+//! * `compacted` -> a Pi `compaction` that keeps nothing before it; its
+//!   `replacement_history` (what Codex continues from), when present, follows it as
+//!   entries, less the message that repeats the summary.
+//! * other response items -> `custom` entries holding the item.
+
+use crate::node::{self, Body, Nodes};
+use crate::{read_lines, time_ms, Agent, Conversion, Problem};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// Converts one rollout file. `file_stem` names the session when it has no `session_meta`.
+pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
+    convert_fork(bytes, file_stem, None)
+}
+
+/// The session a rollout was forked from: its id, and how many of its lines the fork
+/// continues from when the fork does not copy them (`forked_from_ordinal_exclusive`).
+pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
+    let v: Value = serde_json::from_slice(first).ok()?;
+    let p = v.get("payload")?;
+    let id = p.get("forked_from_id")?.as_str()?.to_string();
+    let n = p
+        .get("forked_from_ordinal_exclusive")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize);
+    Some((id, n))
+}
+
+/// [`convert`] for a fork whose rollout starts where its parent's first lines end
+/// (`forked_from_ordinal_exclusive`, newer releases): `parent` is the parent's rollout,
+/// whose first lines come first, with the ids they get in the parent's own import.
+pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
+    let mut problems = Vec::new();
+    let records = read_lines(bytes, &mut problems);
+    let meta = records
+        .iter()
+        .find(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
+        .and_then(|r| r.1.get("payload"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_string);
+    let session_id = s("id").unwrap_or_else(|| stem_id(file_stem));
+    let first_ms = time_ms(meta.get("timestamp"))
+        .or_else(|| records.iter().find_map(|r| time_ms(r.1.get("timestamp"))))
+        .unwrap_or(0);
+    let parent_source = s("forked_from_id");
+    let ordinal = meta
+        .get("forked_from_ordinal_exclusive")
+        .and_then(Value::as_u64);
+    let mut c = Converter {
+        nodes: Nodes::default(),
+        leaf: None,
+        provider: s("model_provider").unwrap_or_else(|| "openai".into()),
+        model: None,
+        effort: None,
+        open: None,
+        pending: Vec::new(),
+        tool_names: HashMap::new(),
+        user_turns: Vec::new(),
+        skipped: BTreeMap::new(),
+        problems: Vec::new(),
+        last_ms: first_ms,
+        seen_meta: false,
+        instructions: None,
+        last_assistant: None,
+        prefix: session_id.clone(),
+    };
+    let mut rest = records.into_iter().peekable();
+    // The fork's own session_meta first: it names the session.
+    if let Some(first) =
+        rest.next_if(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
+    {
+        c.line(first.0, first.1);
+    }
+    match (ordinal, parent, &parent_source) {
+        (Some(n), Some(pb), Some(pid)) => {
+            let mut ignored = Vec::new();
+            c.prefix = pid.clone();
+            for (line, o) in read_lines(pb, &mut ignored) {
+                if line as u64 <= n {
+                    c.line(line, o);
+                }
+            }
+            c.prefix = session_id.clone();
+        }
+        (Some(_), None, Some(pid)) => problems.push(Problem {
+            line: 1,
+            message: format!(
+                "forked from {pid}, whose rollout was not found: only the fork's own turns are imported"
+            ),
+        }),
+        _ => {}
+    }
+    for (line, o) in rest {
+        c.line(line, o);
+    }
+    c.close();
+    let mut all = problems;
+    all.extend(c.problems);
+    all.sort_by_key(|p| p.line);
+    Conversion {
+        agent: Agent::Codex,
+        session_id: session_id.clone(),
+        source_session_id: session_id.clone(),
+        timestamp: sessiontree::date::iso_from_ms(first_ms),
+        cwd: s("cwd"),
+        parent_source: parent_source.clone(),
+        kind: if parent_source.is_some() {
+            "fork"
+        } else {
+            "main"
+        },
+        lines: c.nodes.finish("codex"),
+        name: None,
+        problems: all,
+        skipped: c.skipped,
+    }
+}
+
+/// The session id at the end of `rollout-<time>-<uuid>`.
+fn stem_id(stem: &str) -> String {
+    if stem.len() >= 36 {
+        let tail = &stem[stem.len() - 36..];
+        if tail.chars().filter(|&c| c == '-').count() == 4 {
+            return tail.to_string();
+        }
+    }
+    stem.to_string()
+}
+
+struct Open {
+    node: usize,
+    has_tool: bool,
+}
+
+struct Converter {
+    nodes: Nodes,
+    leaf: Option<usize>,
+    provider: String,
+    model: Option<String>,
+    effort: Option<String>,
+    /// The assistant message being filled by consecutive output items.
+    open: Option<Open>,
+    /// Entries that arrived while an assistant message was open (written after it).
+    pending: Vec<(String, i64, Body)>,
+    tool_names: HashMap<String, String>,
+    /// User turn messages on the current branch (for rollbacks).
+    user_turns: Vec<usize>,
+    skipped: BTreeMap<String, usize>,
+    problems: Vec<Problem>,
+    last_ms: i64,
+    seen_meta: bool,
+    /// The last assistant message and whether a token count gave it its usage.
+    last_assistant: Option<(usize, bool)>,
+    /// Entry keys are `<prefix>:<line>`: the session whose rollout the line is from.
+    prefix: String,
+    /// The base instructions (sent with every request; kept across compactions).
+    instructions: Option<String>,
+}
+
+fn texts(content: Option<&Value>) -> Vec<String> {
+    content
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Is this user-role text one of the blocks Codex injects rather than the person typed?
+fn injected(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("<environment_context>")
+        || t.starts_with("<user_instructions>")
+        || t.starts_with("# AGENTS.md instructions")
+        || t.starts_with("<INSTRUCTIONS>")
+        || t.starts_with("<user_shell_command>")
+        || t.starts_with("<turn_aborted>")
+}
+
+fn effort_level(e: &str) -> String {
+    match e {
+        "none" => "off".into(),
+        other => other.into(),
+    }
+}
+
+impl Converter {
+    fn skip(&mut self, what: &str) {
+        *self.skipped.entry(what.to_string()).or_default() += 1;
+    }
+
+    fn add(&mut self, key: String, ms: i64, body: Body) -> usize {
+        let n = self.nodes.push(self.leaf, key, ms, body);
+        self.leaf = Some(n);
+        n
+    }
+
+    /// Adds an entry now, or after the open assistant message.
+    fn add_later(&mut self, key: String, ms: i64, body: Body) {
+        if self.open.is_some() {
+            self.pending.push((key, ms, body));
+        } else {
+            self.add(key, ms, body);
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some(o) = self.open.take() {
+            if let Body::Message(m) = &mut self.nodes.nodes[o.node].body {
+                m.insert(
+                    "stopReason".into(),
+                    json!(if o.has_tool { "toolUse" } else { "stop" }),
+                );
+            }
+        }
+        for (k, ms, b) in std::mem::take(&mut self.pending) {
+            self.add(k, ms, b);
+        }
+    }
+
+    /// The open assistant message, opened if needed.
+    fn assistant(&mut self, key: &str, ms: i64) -> usize {
+        if let Some(o) = &self.open {
+            return o.node;
+        }
+        let mut m = Map::new();
+        m.insert("role".into(), json!("assistant"));
+        m.insert("content".into(), json!([]));
+        m.insert("api".into(), json!("openai-responses"));
+        m.insert("provider".into(), json!(self.provider));
+        m.insert(
+            "model".into(),
+            json!(self.model.clone().unwrap_or_default()),
+        );
+        m.insert("usage".into(), node::usage(0.0, 0.0, 0.0, 0.0, None));
+        m.insert("stopReason".into(), json!("stop"));
+        m.insert("timestamp".into(), json!(ms));
+        let n = self.add(key.to_string(), ms, Body::Message(m));
+        self.open = Some(Open {
+            node: n,
+            has_tool: false,
+        });
+        self.last_assistant = Some((n, false));
+        n
+    }
+
+    fn push_block(&mut self, key: &str, ms: i64, block: Value, tool: bool) {
+        let n = self.assistant(key, ms);
+        if let Body::Message(m) = &mut self.nodes.nodes[n].body {
+            if let Some(Value::Array(c)) = m.get_mut("content") {
+                c.push(block);
+            }
+        }
+        if tool {
+            if let Some(o) = &mut self.open {
+                o.has_tool = true;
+            }
+        }
+    }
+
+    fn line(&mut self, line: usize, mut o: Map<String, Value>) {
+        let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
+        self.last_ms = ms;
+        let key = format!("{}:{line}", self.prefix);
+        let ty = o
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let ty = ty.as_str();
+        // Moved out of the line, not copied (put back for lines kept whole).
+        let payload = o.remove("payload").unwrap_or(Value::Null);
+        match ty {
+            "session_meta" => {
+                if self.seen_meta {
+                    self.skip("session_meta (copied)");
+                } else {
+                    self.seen_meta = true;
+                    let instr = payload
+                        .get("base_instructions")
+                        .and_then(|b| b.get("text").or(Some(b)))
+                        .and_then(Value::as_str)
+                        .or_else(|| payload.get("instructions").and_then(Value::as_str));
+                    if let Some(text) = instr.filter(|t| !t.is_empty()) {
+                        // Codex sends these as the request's instructions: a Pi system message.
+                        self.instructions = Some(text.to_string());
+                        let m = json!({"role": "system", "content": text, "timestamp": ms});
+                        let Value::Object(m) = m else { unreachable!() };
+                        self.add(key, ms, Body::Message(m));
+                    }
+                }
+            }
+            "turn_context" => {
+                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                    if self.model.as_deref() != Some(model) {
+                        self.model = Some(model.to_string());
+                        let body = Body::ModelChange {
+                            provider: self.provider.clone(),
+                            model_id: model.to_string(),
+                        };
+                        self.close();
+                        self.add(format!("{key}#model"), ms, body);
+                    }
+                }
+                let effort = payload
+                    .get("effort")
+                    .and_then(Value::as_str)
+                    .map(effort_level);
+                if let Some(e) = effort {
+                    if self.effort.as_ref() != Some(&e) {
+                        self.effort = Some(e.clone());
+                        self.close();
+                        self.add(format!("{key}#effort"), ms, Body::ThinkingLevel(e));
+                    }
+                }
+            }
+            "response_item" => self.item(line, &key, ms, payload),
+            "compacted" => {
+                self.close();
+                let summary = payload
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let mut details = json!({"source": "codex"});
+                let history = payload
+                    .get("replacement_history")
+                    .and_then(Value::as_array)
+                    .cloned();
+                if history.is_some() {
+                    details["replacementHistory"] = json!(true);
+                }
+                self.add(
+                    key.clone(),
+                    ms,
+                    Body::Compaction {
+                        summary,
+                        tokens_before: 0.0,
+                        details: Some(details),
+                        first_kept: None,
+                        system_message: self
+                            .instructions
+                            .as_ref()
+                            .map(|t| json!({"role": "system", "content": t, "timestamp": ms})),
+                    },
+                );
+                self.user_turns.clear();
+                // The history Codex continues from; the summary itself is the compaction.
+                let summary_text = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                for (i, item) in history.unwrap_or_default().iter().enumerate() {
+                    let t = texts(item.get("content")).join("\n");
+                    if !summary_text.is_empty() && t.trim_end().ends_with(summary_text.trim_end()) {
+                        continue;
+                    }
+                    self.item(line, &format!("{key}#h{i}"), ms, item.clone());
+                }
+                self.close();
+            }
+            "event_msg" => self.event(&key, ms, &payload),
+            // Per-response usage records repeat what token_count events say.
+            "token_usage_record" => self.skip(ty),
+            _ => {
+                self.close();
+                self.add(
+                    key,
+                    ms,
+                    Body::Custom {
+                        custom_type: format!("codex:{}", if ty.is_empty() { "line" } else { ty }),
+                        data: {
+                            o.insert("payload".into(), payload);
+                            Value::Object(o)
+                        },
+                    },
+                );
+            }
+        }
+    }
+
+    fn event(&mut self, key: &str, ms: i64, p: &Value) {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "token_count" => {
+                let last = p.get("info").and_then(|i| i.get("last_token_usage"));
+                match (last, self.last_assistant) {
+                    (Some(u), Some((n, false))) => {
+                        let g = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        let cached = g("cached_input_tokens");
+                        let usage = node::usage(
+                            (g("input_tokens") - cached).max(0.0),
+                            g("output_tokens"),
+                            cached,
+                            g("cache_write_input_tokens"),
+                            u.get("total_tokens").and_then(Value::as_f64),
+                        );
+                        if let Body::Message(m) = &mut self.nodes.nodes[n].body {
+                            m.insert("usage".into(), usage);
+                        }
+                        self.last_assistant = Some((n, true));
+                    }
+                    _ => self.skip("token_count"),
+                }
+            }
+            "user_message"
+            | "agent_message"
+            | "agent_reasoning"
+            | "agent_reasoning_raw_content"
+            | "item_started"
+            | "item_completed" => self.skip(ty),
+            "thread_rolled_back" => {
+                self.close();
+                let n = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0) as usize;
+                if n > 0 {
+                    let keep = self.user_turns.len().saturating_sub(n);
+                    if let Some(&first_dropped) = self.user_turns.get(keep) {
+                        self.leaf = self.nodes.nodes[first_dropped].parent;
+                    }
+                    self.user_turns.truncate(keep);
+                }
+                self.add(
+                    key.to_string(),
+                    ms,
+                    Body::Custom {
+                        custom_type: "codex:rollback".into(),
+                        data: p.clone(),
+                    },
+                );
+            }
+            _ => self.add_later(
+                key.to_string(),
+                ms,
+                Body::Custom {
+                    custom_type: "codex:event".into(),
+                    data: p.clone(),
+                },
+            ),
+        }
+    }
+
+    fn item(&mut self, line: usize, key: &str, ms: i64, mut p: Value) {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "message" => {
+                let role = p.get("role").and_then(Value::as_str).unwrap_or("");
+                match role {
+                    "assistant" => {
+                        for t in texts(p.get("content")) {
+                            self.push_block(key, ms, node::text(&t), false);
+                        }
+                    }
+                    "user" | "developer" | "system" => {
+                        self.close();
+                        let blocks = user_content(p.get("content"));
+                        let all_text = texts(p.get("content")).join("\n");
+                        if role != "user" || injected(&all_text) {
+                            let custom_type = if role == "user" {
+                                "codex:context"
+                            } else {
+                                "codex:developer"
+                            };
+                            self.add(
+                                key.to_string(),
+                                ms,
+                                Body::CustomMessage {
+                                    custom_type: custom_type.into(),
+                                    content: Value::Array(blocks),
+                                    display: false,
+                                    details: None,
+                                },
+                            );
+                        } else {
+                            let m = json!({"role": "user", "content": blocks, "timestamp": ms});
+                            let Value::Object(m) = m else { unreachable!() };
+                            let n = self.add(key.to_string(), ms, Body::Message(m));
+                            self.user_turns.push(n);
+                        }
+                    }
+                    _ => {
+                        self.problems.push(Problem {
+                            line,
+                            message: format!("message with unknown role {role:?}"),
+                        });
+                    }
+                }
+            }
+            "reasoning" => {
+                let mut parts: Vec<String> = p
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|s| {
+                                s.get("text").and_then(Value::as_str).map(str::to_string)
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                parts.extend(texts(p.get("content")));
+                let block = json!({
+                    "type": "thinking",
+                    "thinking": parts.join("\n\n"),
+                    "thinkingSignature": node::canonical(&p),
+                });
+                self.push_block(key, ms, block, false);
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                let call_id = p
+                    .get("call_id")
+                    .or_else(|| p.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let name = match ty {
+                    "local_shell_call" => "local_shell".to_string(),
+                    _ => p
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                };
+                let args = match ty {
+                    "function_call" => match p.get("arguments") {
+                        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+                            Ok(v @ Value::Object(_)) => v,
+                            _ => json!({"arguments": s}),
+                        },
+                        Some(v @ Value::Object(_)) => v.clone(),
+                        _ => json!({}),
+                    },
+                    "custom_tool_call" => {
+                        json!({"input": p.get("input").cloned().unwrap_or(json!(""))})
+                    }
+                    _ => p
+                        .get("action")
+                        .cloned()
+                        .filter(Value::is_object)
+                        .unwrap_or(json!({})),
+                };
+                self.tool_names.insert(call_id.clone(), name.clone());
+                self.push_block(
+                    key,
+                    ms,
+                    json!({"type": "toolCall", "id": call_id, "name": name, "arguments": args}),
+                    true,
+                );
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+                self.close();
+                let call_id = p
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let tool_name = self.tool_names.get(&call_id).cloned().unwrap_or_default();
+                let (content, is_error) = match p.get_mut("output").map(std::mem::take) {
+                    Some(Value::String(s)) => (vec![node::text_owned(s)], false),
+                    Some(a @ Value::Array(_)) => (user_content(Some(&a)), false),
+                    Some(o @ Value::Object(_)) => {
+                        let c = match o.get("content") {
+                            Some(Value::String(s)) => vec![node::text(s)],
+                            Some(a @ Value::Array(_)) => user_content(Some(a)),
+                            _ => vec![node::text(&node::canonical(&o))],
+                        };
+                        (c, o.get("success").and_then(Value::as_bool) == Some(false))
+                    }
+                    _ => (Vec::new(), false),
+                };
+                let m = json!({
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": tool_name,
+                    "content": content,
+                    "isError": is_error,
+                    "timestamp": ms,
+                });
+                let Value::Object(m) = m else { unreachable!() };
+                self.add(key.to_string(), ms, Body::Message(m));
+            }
+            "web_search_call" => {
+                let n = self.assistant(key, ms);
+                if let Body::Message(m) = &mut self.nodes.nodes[n].body {
+                    let extra = m
+                        .entry("codex")
+                        .or_insert_with(|| json!({"otherItems": []}));
+                    if let Some(Value::Array(a)) = extra.get_mut("otherItems") {
+                        a.push(p.clone());
+                    }
+                }
+            }
+            _ => {
+                self.close();
+                self.add(
+                    key.to_string(),
+                    ms,
+                    Body::Custom {
+                        custom_type: "codex:item".into(),
+                        data: p.clone(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Input content items (`input_text`, `input_image`, `output_text`) as Pi blocks.
+fn user_content(content: Option<&Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let Some(Value::Array(a)) = content else {
+        if let Some(Value::String(s)) = content {
+            out.push(node::text(s));
+        }
+        return out;
+    };
+    for b in a {
+        match b.get("type").and_then(Value::as_str) {
+            Some("input_text") | Some("output_text") | Some("text") => out.push(node::text(
+                b.get("text").and_then(Value::as_str).unwrap_or(""),
+            )),
+            Some("input_image") => {
+                let url = b.get("image_url").and_then(Value::as_str).unwrap_or("");
+                match url
+                    .strip_prefix("data:")
+                    .and_then(|r| r.split_once(";base64,"))
+                {
+                    Some((mime, data)) => out.push(node::image(data, mime)),
+                    None => out.push(node::text(&format!("[image: {url}]"))),
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}

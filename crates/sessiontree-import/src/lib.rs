@@ -1,0 +1,249 @@
+//! # sessiontree-import
+//!
+//! Turns the transcripts of other coding agents into Pi session files (format v3) that Pi
+//! resumes, keeping every branch:
+//!
+//! * [`claude`]: Claude Code's `~/.claude/projects/<cwd>/<session>.jsonl` (a tree of lines
+//!   linked by `uuid` / `parentUuid`, with compaction boundaries and subagent sidechains);
+//! * [`codex`]: Codex CLI's `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` (a linear log of
+//!   `{timestamp, type, payload}` lines that forks into new files and rolls turns back).
+//!
+//! The converters are pure: source bytes in, a [`Conversion`] (header fields, Pi entry
+//! lines, problems) out. Ids are derived from the source's own identities, so the same
+//! source gives the same bytes on any machine. [`write`] puts a conversion on disk: a new
+//! file appears whole (exclusive create), an existing one is only appended to, under the
+//! writer lock.
+
+use std::collections::BTreeMap;
+
+pub mod claude;
+pub mod codex;
+mod node;
+pub mod write;
+
+pub use write::{write, Outcome, Status};
+
+/// Which agent a transcript comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Agent {
+    Claude,
+    Codex,
+}
+
+impl Agent {
+    pub fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+/// A source line that could not be imported (the rest of the transcript still is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based line number in the source.
+    pub line: usize,
+    pub message: String,
+}
+
+/// One Pi entry line, canonical (what `JSON.stringify` writes), without its newline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Line {
+    pub id: String,
+    pub parent: Option<String>,
+    pub json: String,
+}
+
+/// A source session converted to Pi entries.
+#[derive(Clone, Debug)]
+pub struct Conversion {
+    pub agent: Agent,
+    /// The Pi session id (the source's session id where it has one).
+    pub session_id: String,
+    /// The source session's id as the agent knows it.
+    pub source_session_id: String,
+    /// Header time, ISO-8601 UTC with milliseconds.
+    pub timestamp: String,
+    pub cwd: Option<String>,
+    /// The source session this one was forked from or spawned by (its
+    /// `source_session_id`); the writer turns it into the header's `parentSession`.
+    pub parent_source: Option<String>,
+    /// `main`, `sidechain` (a Claude Code subagent) or `fork`.
+    pub kind: &'static str,
+    /// Entries in file order; the last one is the source's active leaf.
+    pub lines: Vec<Line>,
+    pub name: Option<String>,
+    pub problems: Vec<Problem>,
+    /// Source lines deliberately left out, by kind (bookkeeping without a Pi equivalent).
+    pub skipped: BTreeMap<String, usize>,
+}
+
+impl Conversion {
+    /// The header line for this session.
+    pub fn header_line(&self, parent_session: Option<&str>) -> String {
+        sessiontree::session::header_line(
+            &self.session_id,
+            &self.timestamp,
+            self.cwd.as_deref().unwrap_or(""),
+            parent_session,
+        )
+    }
+
+    /// `<timestamp>_<session id>.jsonl`, as Pi names its files.
+    pub fn file_name(&self) -> String {
+        sessiontree::dirs::session_file_name(&self.timestamp, &self.session_id)
+    }
+
+    /// The whole file: header and entries, each line ended by `\n`.
+    pub fn to_bytes(&self, parent_session: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_bytes(parent_session, &mut out);
+        out
+    }
+
+    /// [`Conversion::to_bytes`] appended to a buffer.
+    pub fn write_bytes(&self, parent_session: Option<&str>, out: &mut Vec<u8>) {
+        out.reserve(self.lines.iter().map(|l| l.json.len() + 1).sum::<usize>() + 256);
+        out.extend_from_slice(self.header_line(parent_session).as_bytes());
+        out.push(b'\n');
+        for l in &self.lines {
+            out.extend_from_slice(l.json.as_bytes());
+            out.push(b'\n');
+        }
+    }
+}
+
+/// FNV-1a, 64 bits: the deterministic hash behind every derived id.
+pub(crate) fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h ^= 0xff;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        for &b in *p {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    // Final mix so that the high bits depend on every input byte.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h
+}
+
+/// A UUID-shaped id (version 8, "custom") derived from a name: for sessions the source has
+/// no id of its own for (subagents, inline sidechains).
+pub(crate) fn derived_uuid(name: &str) -> String {
+    let a = fnv(&[b"sessiontree-import/a", name.as_bytes()]);
+    let b = fnv(&[b"sessiontree-import/b", name.as_bytes()]);
+    let a = format!("{a:016x}");
+    let b = format!("{b:016x}");
+    format!(
+        "{}-{}-8{}-{}{}-{}",
+        &a[0..8],
+        &a[8..12],
+        &a[13..16],
+        ["8", "9", "a", "b"][(b.as_bytes()[0] % 4) as usize],
+        &b[1..4],
+        &b[4..16]
+    )
+}
+
+/// A source timestamp (ISO string or epoch number) as epoch ms.
+pub(crate) fn time_ms(v: Option<&serde_json::Value>) -> Option<i64> {
+    match v? {
+        serde_json::Value::String(s) => sessiontree::date::parse_iso(s).map(|f| f as i64),
+        serde_json::Value::Number(n) => {
+            let f = n.as_f64()?;
+            // seconds or milliseconds
+            Some(if f < 1e11 {
+                (f * 1000.0) as i64
+            } else {
+                f as i64
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Splits source bytes into lines (1-based numbers) and parses each; a line that does not
+/// parse, or is not an object, is a problem. A last line without its newline is read if it
+/// parses (an agent may be writing it right now: if it does not parse, it is left for the
+/// next import and not reported).
+pub(crate) fn read_lines(
+    bytes: &[u8],
+    problems: &mut Vec<Problem>,
+) -> Vec<(usize, serde_json::Map<String, serde_json::Value>)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut n = 0;
+    while start < bytes.len() {
+        n += 1;
+        let (end, complete) = match memchr_nl(&bytes[start..]) {
+            Some(p) => (start + p, true),
+            None => (bytes.len(), false),
+        };
+        let mut line = &bytes[start..end];
+        start = end + 1;
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        match serde_json::from_slice::<serde_json::Value>(line) {
+            Ok(serde_json::Value::Object(m)) => out.push((n, m)),
+            Ok(other) => problems.push(Problem {
+                line: n,
+                message: format!("not a JSON object ({})", kind_name(&other)),
+            }),
+            Err(_) if !complete => {}
+            Err(e) => problems.push(Problem {
+                line: n,
+                message: format!("not valid JSON: {e}"),
+            }),
+        }
+    }
+    out
+}
+
+fn memchr_nl(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+fn kind_name(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_uuids_are_stable_and_uuid_shaped() {
+        let a = derived_uuid("x");
+        assert_eq!(a, derived_uuid("x"));
+        assert_ne!(a, derived_uuid("y"));
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "8");
+        assert_eq!(a.matches('-').count(), 4);
+    }
+
+    #[test]
+    fn lines_with_problems() {
+        let mut p = Vec::new();
+        let l = read_lines(b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":", &mut p);
+        assert_eq!(l.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 5]);
+        assert_eq!(p.iter().map(|x| x.line).collect::<Vec<_>>(), vec![3, 4]);
+    }
+}

@@ -1,0 +1,196 @@
+//! Putting a conversion on disk. A new Pi file appears whole or not at all (written aside,
+//! linked into place, failing if the name exists); an existing one (an earlier import of
+//! the same source) is only appended to, under the session's writer lock: the entries it
+//! lacks, then, if the source's active leaf would not be the last line, one `custom`
+//! entry under that leaf so that Pi's "last line is the leaf" rule picks it.
+
+use crate::node::canonical;
+use crate::{fnv, Conversion};
+use serde_json::json;
+use sessiontree::parse::Tail;
+use sessiontree::store::{self, Appender, WriterLock};
+use sessiontree::{Durability, Error, Result};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// A new file (with `--dry-run`: would be).
+    Created,
+    /// Entries were appended to the file of an earlier import.
+    Appended,
+    /// The file already holds everything.
+    Unchanged,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Created => "created",
+            Status::Appended => "appended",
+            Status::Unchanged => "unchanged",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub path: PathBuf,
+    pub status: Status,
+    /// Entries written (or that would be).
+    pub added: usize,
+}
+
+/// Writes `conv` into the folder `dir` as `<timestamp>_<id>.jsonl`.
+pub fn write(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+) -> Result<Outcome> {
+    let path = dir.join(conv.file_name());
+    if !path.exists() {
+        if dry_run {
+            return Ok(Outcome {
+                path,
+                status: Status::Created,
+                added: conv.lines.len(),
+            });
+        }
+        std::fs::create_dir_all(dir).map_err(|e| Error::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        })?;
+        // One buffer per thread, reused: a fresh allocation of a file's size would be
+        // mapped and zeroed by the kernel for every file.
+        let created = SCRATCH.with(|scratch| {
+            let mut bytes = scratch.borrow_mut();
+            bytes.clear();
+            conv.write_bytes(parent_session, &mut bytes);
+            store::create_exclusive(&path, &[&bytes])
+        });
+        match created {
+            Ok(()) => {
+                return Ok(Outcome {
+                    path,
+                    status: Status::Created,
+                    added: conv.lines.len(),
+                })
+            }
+            // Someone else created it meanwhile: complete it like an earlier import.
+            Err(Error::Exists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let _lock = if dry_run {
+        None
+    } else {
+        Some(WriterLock::acquire(&path, Some(Duration::from_secs(10)))?)
+    };
+    let loaded = sessiontree::load(&path)?;
+    let tree = &loaded.tree;
+    if tree.session_id() != conv.session_id {
+        return Err(Error::Json(format!(
+            "{} holds session {}, not {}",
+            path.display(),
+            tree.session_id(),
+            conv.session_id
+        )));
+    }
+    let mut bytes = Vec::new();
+    let mut added = 0;
+    let mut ids: HashSet<&str> = HashSet::new();
+    for l in &conv.lines {
+        if !tree.contains(&l.id) {
+            bytes.extend_from_slice(l.json.as_bytes());
+            bytes.push(b'\n');
+            added += 1;
+            ids.insert(&l.id);
+        }
+    }
+    let last_written = conv
+        .lines
+        .iter()
+        .rev()
+        .find(|l| ids.contains(l.id.as_str()));
+    let want = conv.lines.last();
+    let leaf_after = match last_written {
+        Some(l) => Some(l.id.as_str()),
+        None => tree.leaf_id(),
+    };
+    if let Some(want) = want {
+        if leaf_after != Some(want.id.as_str()) {
+            // Move the leaf back to the source's active entry without rewriting anything.
+            let n = tree.entry_count() + added;
+            let mut salt = 0u64;
+            let id = loop {
+                let h = fnv(&[
+                    b"leaf",
+                    want.id.as_bytes(),
+                    n.to_string().as_bytes(),
+                    salt.to_string().as_bytes(),
+                ]);
+                let id = format!("{:08x}", (h >> 32) as u32);
+                if !tree.contains(&id) && !ids.contains(id.as_str()) {
+                    break id;
+                }
+                salt += 1;
+            };
+            let ts = tree
+                .get_entry(&want.id)
+                .and_then(|e| {
+                    e.timestamp()
+                        .and_then(|t| t.as_str())
+                        .map(|t| t.into_owned())
+                })
+                .or_else(|| {
+                    serde_json::from_str::<serde_json::Value>(&want.json)
+                        .ok()
+                        .and_then(|v| {
+                            v.get("timestamp")
+                                .and_then(|t| t.as_str())
+                                .map(str::to_string)
+                        })
+                })
+                .unwrap_or_else(|| conv.timestamp.clone());
+            let line = canonical(&json!({
+                "type": "custom",
+                "customType": "sessiontree-import:leaf",
+                "data": {"leaf": want.id},
+                "id": id,
+                "parentId": want.id,
+                "timestamp": ts,
+            }));
+            bytes.extend_from_slice(line.as_bytes());
+            bytes.push(b'\n');
+            added += 1;
+        }
+    }
+    if added == 0 {
+        return Ok(Outcome {
+            path,
+            status: Status::Unchanged,
+            added,
+        });
+    }
+    if !dry_run {
+        if !matches!(loaded.tail, Tail::Clean) {
+            return Err(Error::Json(format!(
+                "{} does not end with a complete line; run `sessiontree repair` on it first",
+                path.display()
+            )));
+        }
+        let mut app = Appender::open(&path, loaded.len, Durability::Entry)?;
+        app.append(&bytes, &"imported entries")?;
+    }
+    Ok(Outcome {
+        path,
+        status: Status::Appended,
+        added,
+    })
+}
