@@ -21,6 +21,7 @@ pub enum AgentArg {
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
+    /// Which agent wrote the transcripts.
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).
