@@ -9,7 +9,7 @@
 //! from `gen_sessions`) and `BROWSE_SESSION` (a large session from `gen_session`). A part
 //! whose corpus is not given is skipped with a message.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 #[path = "../src/browse/mod.rs"]
 mod browse;
@@ -19,6 +19,8 @@ mod export;
 mod ls;
 #[path = "../src/out.rs"]
 mod out;
+#[path = "../src/paths.rs"]
+mod paths;
 #[path = "../src/show.rs"]
 mod show;
 

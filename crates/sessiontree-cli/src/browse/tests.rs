@@ -1,5 +1,4 @@
 //! Reducer tests (key -> state) and snapshots of the rendered screen.
-#![allow(unused_imports)]
 
 use super::render;
 use super::rows::{self, Layout};
