@@ -41,7 +41,7 @@ rm -f "$DATA"/sessiontree-index.sqlite*
 measure "ls --all --json, first (builds the index)" 0 "$BIN" ls --all --json
 measure "ls --all --json, warm index" "$RUNS" "$BIN" ls --all --json
 measure "ls --all (table), warm index" "$RUNS" "$BIN" ls --all
-measure "first search (indexes every text)" 0 "$BIN" search quokka_marker --limit 20
+measure "first search (a scan; summaries built after)" 0 "$BIN" search quokka_marker --limit 20
 F=$(find "$DATA/sessions" -name '*.jsonl' | sort | sed -n 1p)
 printf '{"type":"message","id":"bench%05d","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"appended quokka","timestamp":1767225600000}}\n' $RANDOM >> "$F"
 measure "ls --all --json, after one append" 0 "$BIN" ls --all --json

@@ -6,6 +6,9 @@
 //   node browser.mjs --html FILE --timing                             (load time only)
 //   node browser.mjs --html FILE --lazy                               (long session: chunks and folds)
 //   node browser.mjs --smoke LIST.txt                                 (many pages: load, click, search)
+//   node browser.mjs --html FILE --deep DEEP.json [--screenshot PNG]  (deep branched session: readable tree, opens at the leaf)
+//
+// DEEP.json: {leaf, leafPath:[ids], minChars}
 //
 // EXPECT.json: {name, leaf, leafPath:[ids], labels:{id:label}, clicks:[{id, path:[ids]}],
 //               search:{term, ids:[ids]}, hostileId, images}
@@ -97,14 +100,109 @@ try {
   result.loadMs = Date.now() - t0;
   result.entries = await page.evaluate(() => window.__sessiontree.entries);
 
-  if (flag('--lazy')) {
+  if (opt('--deep')) {
+    // A deep branched session: every tree row keeps room for its text, indentation changes
+    // only where the tree forks, and the conversation opens at the leaf.
+    const x = JSON.parse(readFileSync(opt('--deep'), 'utf8'));
+    const tree = await page.evaluate((minChars) => {
+      const t = document.getElementById('tree');
+      const tr = t.getBoundingClientRect();
+      // The width of minChars characters in a row's text.
+      const probeRow = document.createElement('div');
+      probeRow.className = 'row';
+      const probe = document.createElement('span');
+      probe.className = 't';
+      probe.textContent = 'x'.repeat(minChars);
+      probeRow.appendChild(probe);
+      t.appendChild(probeRow);
+      const need = probe.getBoundingClientRect().width;
+      probeRow.remove();
+      const D = JSON.parse(document.getElementById('session-data').textContent);
+      const rows = [...t.querySelectorAll('.row')];
+      const narrow = [];
+      const left = {};
+      for (const r of rows) {
+        const tx = r.querySelector('.t');
+        const b = tx.getBoundingClientRect();
+        // Shown whole, or at least minChars wide, and inside the pane.
+        const whole = tx.scrollWidth <= tx.clientWidth + 1;
+        if ((!whole && b.width < need - 0.5) || b.left < tr.left || Math.min(b.right, b.left + need) > tr.left + t.clientWidth + 0.5) {
+          narrow.push({ id: r.dataset.id, width: b.width, left: b.left - tr.left });
+        }
+        left[r.dataset.index] = r.getBoundingClientRect().left;
+      }
+      const leafRow = t.querySelector('.row.leaf');
+      const lt = leafRow.querySelector('.t').getBoundingClientRect();
+      return {
+        rows: rows.length, need, narrow: narrow.slice(0, 5), narrowCount: narrow.length,
+        leafId: leafRow.dataset.id, leafTextWidth: lt.width, leafLeft: leafRow.getBoundingClientRect().left - tr.left,
+        leafVisible: lt.top >= tr.top && lt.bottom <= tr.bottom,
+        kids: D.kids.map((k) => k.length), left, ids: D.entries.map((e) => e.id),
+      };
+    }, x.minChars);
+    result.treeRows = tree.rows;
+    result.leafTextPx = Math.round(tree.leafTextWidth);
+    result.needPx = Math.round(tree.need);
+    result.leafIndentPx = Math.round(tree.leafLeft);
+    check(tree.leafId === x.leaf, `leaf row ${tree.leafId} != ${x.leaf}`);
+    check(tree.leafTextWidth >= tree.need - 0.5, `the leaf row's text is ${tree.leafTextWidth}px, ${x.minChars} characters need ${tree.need}px`);
+    check(tree.leafVisible, 'the leaf row is scrolled into view');
+    check(tree.narrowCount === 0, `${tree.narrowCount} rows too narrow or outside the pane: ${JSON.stringify(tree.narrow)}`);
+    // Indentation changes only where the tree forks: along the leaf's path, a child of a
+    // single-child entry sits where its parent does; a child of a fork never further left.
+    const index = new Map(tree.ids.map((id, i) => [id, i]));
+    let flatOk = 0, forkSteps = 0;
+    for (let k = 1; k < x.leafPath.length; k++) {
+      const p = index.get(x.leafPath[k - 1]), c = index.get(x.leafPath[k]);
+      if (!(p in tree.left) || !(c in tree.left)) continue;
+      const dp = tree.left[p], dc = tree.left[c];
+      if (tree.kids[p] === 1) {
+        check(Math.abs(dc - dp) < 0.5, `${x.leafPath[k]} moved ${dc - dp}px after a single-child entry`);
+        flatOk++;
+      } else {
+        check(dc >= dp - 0.5, `${x.leafPath[k]} moved left after a fork`);
+        if (dc > dp + 0.5) forkSteps++;
+      }
+    }
+    check(flatOk > 0 && forkSteps > 0, `indentation checks: ${flatOk} flat, ${forkSteps} fork steps`);
+    result.forkSteps = forkSteps;
+    // The conversation opens at the leaf: its last message is the leaf, in view, and what
+    // is shown is the end of the leaf's path; scrolling up loads the entries before it.
+    const conv = () => page.evaluate(() => {
+      const c = document.getElementById('conv'), cr = c.getBoundingClientRect();
+      const msgs = [...c.querySelectorAll('.msg')];
+      const last = msgs[msgs.length - 1], lr = last.getBoundingClientRect();
+      return { ids: msgs.map((m) => m.dataset.id), lastVisible: lr.bottom > cr.top && lr.top < cr.bottom };
+    });
+    const suffix = (ids) => same(ids, x.leafPath.slice(x.leafPath.length - ids.length));
+    const first = await conv();
+    check(first.ids[first.ids.length - 1] === x.leaf, `conversation ends at ${first.ids[first.ids.length - 1]}, not the leaf`);
+    check(first.lastVisible, 'the leaf message is in view');
+    check(suffix(first.ids), 'the conversation is the end of the leaf path');
+    for (let k = 0; k < 3; k++) {
+      await page.$eval('#conv', (c) => { c.scrollTop = 0; });
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    const after = await conv();
+    check(after.ids.length > first.ids.length && suffix(after.ids), `scrolling up: ${first.ids.length} -> ${after.ids.length} messages`);
+    result.conv = [first.ids.length, after.ids.length];
+    check(errors.length === 0, 'page errors: ' + errors.join(' | '));
+    check(requests.length === 0, 'network requests: ' + requests.join(' '));
+    if (opt('--screenshot')) {
+      await page.click('#tree .row.leaf');
+      await page.screenshot({ path: opt('--screenshot') });
+    }
+  } else if (flag('--lazy')) {
     // A long session: the conversation renders in chunks as it scrolls, the tree folds
     // long chains and unfolds them on click.
     const count = (sel) => page.$$eval(sel, (els) => els.length);
     result.initialMessages = await count('#conv .msg');
     check(result.initialMessages === 200, `first chunk ${result.initialMessages}`);
+    const lastId = await page.$eval('#conv', (c) => { const m = c.querySelectorAll('.msg'); return m[m.length - 1].dataset.id; });
+    const leafId = await page.$eval('#tree .row.leaf', (r) => r.dataset.id);
+    check(lastId === leafId, `opens at ${lastId}, not at the leaf ${leafId}`);
     for (let k = 0; k < 3; k++) {
-      await page.$eval('#conv', (c) => { c.scrollTop = c.scrollHeight; });
+      await page.$eval('#conv', (c) => { c.scrollTop = 0; });
       await new Promise((r) => setTimeout(r, 300));
     }
     result.afterScroll = await count('#conv .msg');

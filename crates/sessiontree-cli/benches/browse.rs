@@ -23,6 +23,8 @@ mod out;
 mod paths;
 #[path = "../src/show.rs"]
 mod show;
+#[path = "../src/target.rs"]
+mod target;
 
 use browse::state::{App, ListState, TreeState};
 use criterion::{criterion_group, criterion_main, Criterion};

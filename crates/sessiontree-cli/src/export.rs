@@ -19,7 +19,7 @@ pub enum Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The session file (.jsonl).
+    /// The session file (.jsonl; FILE#ID = --leaf ID).
     pub file: PathBuf,
     /// What to write.
     #[arg(long, value_enum)]
@@ -47,7 +47,9 @@ pub struct Args {
     pub redact: Vec<String>,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub fn run(mut args: Args) -> Result<()> {
+    // A search hit pasted as FILE#ID: ID is the leaf.
+    (args.file, args.leaf) = crate::target::with_flag(&args.file, args.leaf.take(), "--leaf")?;
     crate::paths::session_file(&args.file)?;
     let loaded = sessiontree::load(&args.file)?;
     let tree = &loaded.tree;

@@ -10,6 +10,7 @@ mod paths;
 mod search;
 mod show;
 mod stats;
+mod target;
 mod verify;
 
 use anyhow::{bail, Context as _, Result};
@@ -101,7 +102,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// The path from the root to an entry, default the leaf (= getBranch).
+    /// The path from the root to an entry, default the leaf (= getBranch). FILE#ID = --from ID.
     Branch {
         /// The session file (.jsonl).
         file: PathBuf,
@@ -112,7 +113,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// What the model sees at the leaf (= buildSessionContext).
+    /// What the model sees at the leaf (= buildSessionContext). FILE#ID = --leaf ID.
     Context {
         /// The session file (.jsonl).
         file: PathBuf,
@@ -126,7 +127,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// The whole tree, every branch (= getTree). ● on the leaf's path, ○ off it, ◀ leaf, [label].
+    /// The whole tree, every branch (= getTree). ● on the leaf's path (FILE#ID: on ID's path), ○ off it, ◀ leaf, [label].
     Tree {
         /// The session file (.jsonl).
         file: PathBuf,
@@ -183,12 +184,12 @@ enum Cmd {
         #[command(flatten)]
         write: WriteArgs,
     },
-    /// A new session file holding the path to an entry; prints its path.
+    /// A new session file holding the path to an entry (FILE ID, or FILE#ID); prints its path.
     Fork {
         /// The session file (.jsonl).
         file: PathBuf,
-        /// The entry id (8 hex characters in Pi 1.6 sessions).
-        id: String,
+        /// The entry id (8 hex characters in Pi 1.6 sessions); or give FILE#ID.
+        id: Option<String>,
         /// `at` keeps the entry; `before` (a user message) keeps its parent and prints the message text on stderr.
         #[arg(long, value_enum, default_value = "at")]
         position: Position,
@@ -355,6 +356,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             }
         }
         Cmd::Branch { file, from, json } => {
+            let (file, from) = target::with_flag(&file, from, "--from")?;
             let l = load(&file)?;
             if let Some(id) = &from {
                 if !l.tree.contains(id) {
@@ -375,6 +377,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             llm,
             json,
         } => {
+            let (file, leaf) = target::with_flag(&file, leaf, "--leaf")?;
             let l = load(&file)?;
             let arg = match leaf.as_deref() {
                 None => match l.tree.leaf_id() {
@@ -403,12 +406,16 @@ fn run(cli: Cli) -> Result<Outcome> {
             Outcome::Done
         }
         Cmd::Tree { file, json } => {
+            let (file, focus) = target::with_flag(&file, None, "")?;
             let l = load(&file)?;
+            if let Some(id) = focus.as_deref().filter(|id| !l.tree.contains(id)) {
+                bail!("{}: no entry {id}", file.display());
+            }
             if json {
                 l.tree.write_tree_json(&mut out)?;
                 out.line("")?;
             } else {
-                show::tree(&mut out, &l.tree, ls::width())?;
+                show::tree(&mut out, &l.tree, focus.as_deref(), ls::width())?;
             }
             Outcome::Done
         }
@@ -482,6 +489,10 @@ fn run(cli: Cli) -> Result<Outcome> {
             position,
             write,
         } => {
+            let (file, id) = match target::with_flag(&file, id, "ID")? {
+                (f, Some(id)) => (f, id),
+                (f, None) => bail!("{}: which entry? (FILE ID or FILE#ID)", f.display()),
+            };
             paths::session_file(&file)?;
             let f = Session::fork_at(
                 &file,

@@ -394,13 +394,13 @@ pub fn message_body(m: &sessiontree::Message<'_>) -> (String, String) {
     (role, body)
 }
 
-/// Draws the tree with box-drawing characters; the path to the leaf is highlighted.
-/// Indented only where the tree forks, the indentation bounded to a quarter of `width`
+/// Draws the tree with box-drawing characters; the path to `focus` (default: the leaf) is
+/// highlighted. Indented only where the tree forks, the indentation bounded to a quarter of `width`
 /// (deeper levels collapse into a `N›` marker), and each line cut to `width` columns.
-pub fn tree(out: &mut Out, t: &SessionTree, width: usize) -> Result<()> {
+pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>, width: usize) -> Result<()> {
     use crate::browse::rows::{self, Layout};
     let layout = Layout::new(t);
-    let on_path = rows::on_path(t, None);
+    let on_path = rows::on_path(t, focus);
     let leaf = t.leaf_id();
     if let Some(n) = t.name() {
         out.line(&out.paint("1", &format!("{n}  ({})", t.session_id())))?;
@@ -423,7 +423,13 @@ pub fn tree(out: &mut Out, t: &SessionTree, width: usize) -> Result<()> {
                 )
             })
             .unwrap_or_default();
-        let mark = if Some(id) == leaf { " ◀ leaf" } else { "" };
+        let mark = if Some(id) == leaf {
+            " ◀ leaf"
+        } else if focus == Some(id) {
+            " ◀"
+        } else {
+            ""
+        };
         // prefix, dot, id, kind, then the text in what is left (at most 90 columns).
         let used = rows::width(&prefix) + 2 + rows::width(id) + 1 + rows::width(&kind) + 1;
         let room = width

@@ -100,7 +100,7 @@ fn markdown_filters_leave_out_and_redact() {
     assert!(!md.contains("<summary>Thinking</summary>"));
     assert!(!md.contains("echo step"));
     assert!(md.contains("[output omitted]"));
-    assert!(md.contains("[image omitted]"));
+    assert!(md.contains("\\[image omitted\\]"));
 }
 
 /// The JSONL export with its fresh header id, time and label ids replaced by placeholders.
@@ -672,4 +672,87 @@ fn html_long_session_renders_lazily_in_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("long session: {}", stdout.trim());
+}
+
+/// A 50,000-entry session whose current path forks 200 times (each fork leaves a short side
+/// branch): in the page every tree row keeps room for its text (the indentation is bounded;
+/// it used to clip the deepest rows to two characters), single-child chains stay flat, and
+/// the conversation opens at the leaf (it used to open at the root).
+#[test]
+fn html_deep_branched_session_stays_readable_in_chromium() {
+    let Some((chromium, tests)) = browser_available() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("deep.jsonl");
+    let (entries, forks, side) = (50_000u32, 200u32, 2u32);
+    let main = entries - forks * side;
+    let every = main / (forks + 1);
+    let mut s = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"0194262a-0000-7000-8000-000000000020\",\"timestamp\":\"2025-01-02T10:00:00.000Z\",\"cwd\":\"/tmp\"}\n",
+    );
+    let mut next = 1u32;
+    let mut line = |s: &mut String, parent: Option<u32>, what: &str| -> u32 {
+        let id = next;
+        next += 1;
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{p:08x}\""));
+        let role = if id % 2 == 1 { "user" } else { "assistant" };
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{id:08x}\",\"parentId\":{parent},\"timestamp\":\"2025-01-02T10:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":[{{\"type\":\"text\",\"text\":\"{what} {id}: please look at the parser and tell me what the deepest branch says\"}}],\"timestamp\":{}}}}}\n",
+            1735812000000u64 + id as u64
+        ));
+        id
+    };
+    let mut prev = None;
+    let mut made_forks = 0;
+    for k in 1..=main {
+        let id = line(&mut s, prev, "message");
+        if k % every == 0 && made_forks < forks {
+            // A side branch from this entry, written before the path goes on.
+            let mut p = id;
+            for _ in 0..side {
+                p = line(&mut s, Some(p), "side");
+            }
+            made_forks += 1;
+        }
+        prev = Some(id);
+    }
+    assert_eq!(made_forks, forks);
+    std::fs::write(&f, &s).unwrap();
+    let l = sessiontree::load(&f).unwrap();
+    assert_eq!(l.tree.entries().len(), entries as usize);
+    let leaf_path = ids(&l.tree.get_branch(None));
+    let html = dir.path().join("deep.html");
+    export(&[
+        f.to_str().unwrap(),
+        "--format",
+        "html",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let expect = json!({
+        "leaf": l.tree.leaf_id().unwrap(),
+        "leafPath": leaf_path,
+        "minChars": 24,
+    });
+    let expect_path = dir.path().join("deep.json");
+    std::fs::write(&expect_path, expect.to_string()).unwrap();
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join("export-deep-screenshot.png");
+    let out = Command::new("node")
+        .current_dir(&tests)
+        .args(["browser.mjs", "--html", html.to_str().unwrap()])
+        .args(["--deep", expect_path.to_str().unwrap()])
+        .args(["--screenshot", shot.to_str().unwrap()])
+        .args(["--chromium", chromium.to_str().unwrap()])
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "deep session checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("deep session: {}", stdout.trim());
 }

@@ -28,14 +28,10 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
         None => data.push_str("null"),
     }
     data.push_str(",\"header\":");
-    let header = tree.header().raw().text();
-    match serde_json::from_str::<serde_json::Value>(header) {
-        Ok(mut v) if !opts.redact.is_empty() => {
-            opts.redact_value(&mut v, None);
-            data.push_str(&serde_json::to_string(&v).expect("a value serializes"));
-        }
-        _ => data.push_str(header),
-    }
+    // The header as stored (any value JSON.parse accepts), every string redacted.
+    data.push_str(
+        &opts.redact_json_text(tree.header().raw().text(), super::filters::KEEP_FOR_DISPLAY),
+    );
     data.push_str(",\"leaf\":");
     let leaf_index = leaf
         .and_then(|l| index.get(l))
@@ -48,10 +44,7 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
         let Some(&i) = index.get(target) else {
             continue;
         };
-        let text = serde_json::from_str::<serde_json::Value>(&label.label)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| label.label.clone());
+        let text = super::label_text(&label.label);
         if !first {
             data.push(',');
         }
@@ -72,7 +65,7 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
     let title = tree
         .name()
         .map(|n| opts.redact_str(&n).into_owned())
-        .unwrap_or_else(|| format!("Session {}", tree.session_id()));
+        .unwrap_or_else(|| format!("Session {}", opts.redact_str(tree.session_id())));
     let (head, rest) = TEMPLATE
         .split_once("/*DATA*/")
         .expect("the template has a data slot");
@@ -85,7 +78,7 @@ pub fn html(tree: &SessionTree, opts: &ExportOptions) -> crate::Result<String> {
         if i > 0 {
             out.push_str(",\n");
         }
-        script_escape_into(&mut out, &opts.entry_text(e));
+        script_escape_into(&mut out, &opts.entry_text_shown(e));
     }
     out.push_str("\n]}");
     out.push_str(rest);

@@ -7,6 +7,7 @@
 // The library's modules, visible to this crate's modules as `crate::X`.
 use sessiontree::{date, dirs, entry, json, session, tree, Error, Result};
 
+mod filters;
 mod html;
 mod jsonl;
 mod markdown;
@@ -15,9 +16,8 @@ pub use html::html;
 pub use jsonl::jsonl;
 pub use markdown::markdown;
 
-use crate::entry::{Entry, EntryType};
+use crate::entry::Entry;
 use crate::tree::SessionTree;
-use serde_json::Value;
 use std::borrow::Cow;
 
 /// What to export and what to leave out.
@@ -58,161 +58,58 @@ impl ExportOptions {
         out
     }
 
-    /// The entry line with the filters applied (the stored line when nothing changes).
+    /// The entry line with the filters applied, as a session file needs it (ids, types
+    /// and times are never redacted): the stored line when nothing changes, else canonical.
+    /// Every line the loader accepts passes (any depth, lone surrogates, `1e400`).
     pub fn entry_text<'a>(&self, e: &'a Entry) -> Cow<'a, str> {
+        self.filtered(e, filters::KEEP_FOR_FILE, true)
+    }
+
+    /// [`ExportOptions::entry_text`] for display (pages, Markdown): ids and times, which
+    /// are printed there, are redacted too; a filtered line is valid JSON, not canonical.
+    pub fn entry_text_shown<'a>(&self, e: &'a Entry) -> Cow<'a, str> {
+        self.filtered(e, filters::KEEP_FOR_DISPLAY, false)
+    }
+
+    fn filtered<'a>(&self, e: &'a Entry, keep: &[&str], canonical: bool) -> Cow<'a, str> {
+        let stored = e.text().trim_matches(['\r', '\n', ' ', '\t']);
         if !self.filters() {
-            return Cow::Borrowed(e.text().trim_end_matches(['\r', '\n', ' ', '\t']));
+            return Cow::Borrowed(stored);
         }
-        match serde_json::from_str::<Value>(e.text()) {
-            Ok(mut v) => {
-                if self.filter_entry(e, &mut v) {
-                    let s = serde_json::to_string(&v).expect("a value serializes");
-                    Cow::Owned(crate::json::canonicalize(s.as_bytes()).unwrap_or(s))
-                } else {
-                    Cow::Borrowed(e.text().trim_end_matches(['\r', '\n', ' ', '\t']))
-                }
-            }
-            // Deeper than serde_json goes: the filters cannot be applied, so nothing of it
-            // is shown; only its place in the tree stays.
-            Err(_) => Cow::Owned(placeholder(e)),
-        }
-    }
-
-    /// The entry as a value, filters applied (`None` if it does not parse as one).
-    pub fn entry_value(&self, e: &Entry) -> Option<Value> {
-        let mut v: Value = serde_json::from_str(e.text()).ok()?;
-        self.filter_entry(e, &mut v);
-        Some(v)
-    }
-
-    /// Applies the filters to an entry value; true when something changed.
-    fn filter_entry(&self, e: &Entry, v: &mut Value) -> bool {
-        let mut changed = false;
-        if e.entry_type == EntryType::Message {
-            if let Some(m) = v.get_mut("message") {
-                let role = m
-                    .get("role")
-                    .and_then(|r| r.as_str())
-                    .unwrap_or("")
-                    .to_string();
-                if let Some(c) = m.get_mut("content") {
-                    changed |= self.filter_content(c, &role);
-                }
-                if self.no_tool_output {
-                    if role == "toolResult" {
-                        m["content"] =
-                            serde_json::json!([{"type": "text", "text": OMITTED_OUTPUT}]);
-                        if let Some(o) = m.as_object_mut() {
-                            o.shift_remove("details");
-                        }
-                        changed = true;
-                    }
-                    if role == "bashExecution" {
-                        m["output"] = Value::String(OMITTED_OUTPUT.into());
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if e.entry_type == EntryType::CustomMessage {
-            if let Some(c) = v.get_mut("content") {
-                changed |= self.filter_content(c, "custom");
-            }
-        }
-        if !self.redact.is_empty() {
-            changed |= self.redact_value(v, None);
-        }
-        changed
-    }
-
-    fn filter_content(&self, c: &mut Value, role: &str) -> bool {
-        let Some(blocks) = c.as_array_mut() else {
-            return false;
+        let structured = filters::filter_structure(self, e);
+        let text = structured.as_deref().unwrap_or(stored);
+        let redacted = if self.redact.is_empty() {
+            None
+        } else {
+            filters::redact_json(self, text, keep)
         };
-        let mut changed = false;
-        if self.no_thinking && role == "assistant" {
-            let before = blocks.len();
-            blocks.retain(|b| {
-                !matches!(
-                    b.get("type").and_then(|t| t.as_str()),
-                    Some("thinking") | Some("redactedThinking")
-                )
-            });
-            changed |= blocks.len() != before;
+        match redacted.or(structured) {
+            None => Cow::Borrowed(stored),
+            Some(t) if canonical => Cow::Owned(
+                crate::json::canonicalize(t.as_bytes()).expect("the filters keep JSON valid"),
+            ),
+            Some(t) => Cow::Owned(t),
         }
-        if self.no_images {
-            for b in blocks.iter_mut() {
-                if b.get("type").and_then(|t| t.as_str()) == Some("image") {
-                    *b = serde_json::json!({"type": "text", "text": OMITTED_IMAGE});
-                    changed = true;
-                }
-            }
-        }
-        changed
     }
 
-    /// Redacts every string value except ids, types and image data.
-    fn redact_value(&self, v: &mut Value, key: Option<&str>) -> bool {
-        match v {
-            Value::String(s) => {
-                if matches!(
-                    key,
-                    Some(
-                        "type"
-                            | "id"
-                            | "parentId"
-                            | "timestamp"
-                            | "targetId"
-                            | "fromId"
-                            | "firstKeptEntryId"
-                            | "toolCallId"
-                            | "role"
-                            | "mimeType"
-                            | "data"
-                            | "stopReason"
-                            | "api"
-                    )
-                ) {
-                    return false;
-                }
-                match self.redact_str(s) {
-                    Cow::Borrowed(_) => false,
-                    Cow::Owned(n) => {
-                        *s = n;
-                        true
-                    }
-                }
-            }
-            Value::Array(a) => {
-                let mut c = false;
-                for x in a {
-                    c |= self.redact_value(x, None);
-                }
-                c
-            }
-            Value::Object(o) => {
-                let mut c = false;
-                for (k, x) in o.iter_mut() {
-                    c |= self.redact_value(x, Some(k));
-                }
-                c
-            }
-            _ => false,
+    /// A JSON value's text (the header, a field) with every string redacted but `keep`'s.
+    fn redact_json_text<'a>(&self, text: &'a str, keep: &[&str]) -> Cow<'a, str> {
+        if self.redact.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        match filters::redact_json(self, text, keep) {
+            Some(t) => Cow::Owned(t),
+            None => Cow::Borrowed(text),
         }
     }
 }
 
-/// What stands in for an entry the filters cannot look into.
-fn placeholder(e: &Entry) -> String {
-    let mut s = String::from("{\"type\":");
-    crate::json::write_js_string(&mut s, e.entry_type.name());
-    for key in ["id", "parentId", "timestamp"] {
-        if let Some(v) = e.field(key) {
-            s.push_str(&format!(",\"{key}\":{}", v.text()));
-        }
+/// A label's text (labels are stored as JSON values, normally strings).
+fn label_text(label: &str) -> String {
+    match crate::json::Raw::parse(label.as_bytes()) {
+        Ok(r) => r.js_string(),
+        Err(_) => label.to_string(),
     }
-    s.push_str(",\"exportNote\":\"[entry too deeply nested to filter; left out]\"}");
-    s
 }
 
 /// The id of the branch end to export: `--leaf`, else the session's leaf.
@@ -286,19 +183,36 @@ mod tests {
     }
 
     #[test]
-    fn too_deep_to_filter_leaves_only_a_placeholder() {
-        let deep = format!(
-            r#"{{"type":"message","id":"d","parentId":null,"timestamp":"t","message":{{"role":"user","content":"secret","x":{}1{}}}}}"#,
-            "[".repeat(200),
-            "]".repeat(200)
+    fn every_value_the_loader_accepts_passes_every_filter() {
+        let line = format!(
+            r#"{{"type":"message","id":"d","parentId":null,"timestamp":"t","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"t"}},{{"type":"text","text":"cut \ud83d secret"}}],"n":1e400,"x":{}1{}}}}}"#,
+            "[".repeat(300),
+            "]".repeat(300)
         );
-        let e = entry(&deep);
-        let o = ExportOptions {
-            redact: vec![regex::Regex::new("secret").unwrap()],
-            ..Default::default()
-        };
-        let t = o.entry_text(&e);
-        assert!(!t.contains("secret"), "{t}");
-        assert!(t.starts_with(r#"{"type":"message","id":"d","parentId":null"#));
+        let e = entry(&line);
+        for o in [
+            ExportOptions {
+                no_thinking: true,
+                ..Default::default()
+            },
+            ExportOptions {
+                no_tool_output: true,
+                no_images: true,
+                ..Default::default()
+            },
+            ExportOptions {
+                redact: vec![regex::Regex::new("secret").unwrap()],
+                ..Default::default()
+            },
+        ] {
+            let t = o.entry_text(&e);
+            assert!(!t.contains("exportNote") && !t.contains("nested"), "{t}");
+            assert!(t.contains(r#""cut \ud83d "#), "{t}");
+            // Canonical (JSON.stringify writes null) when something changed.
+            assert!(t.contains(r#""n":null"#) || t == line, "{t}");
+            assert!(t.contains(&format!("{}1{}", "[".repeat(300), "]".repeat(300))));
+            assert_eq!(t.contains("secret"), o.redact.is_empty());
+            assert_eq!(t.contains("thinking"), !o.no_thinking);
+        }
     }
 }

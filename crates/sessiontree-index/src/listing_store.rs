@@ -119,14 +119,6 @@ impl Store {
         self.file.sync_data()
     }
 
-    /// Reads one listing.
-    pub fn read(&self, offset: u64, len: u64) -> std::io::Result<String> {
-        use std::os::unix::fs::FileExt;
-        let mut b = vec![0u8; len as usize];
-        self.file.read_exact_at(&mut b, offset)?;
-        String::from_utf8(b).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-    }
-
     /// Writes a new store holding `ranges` of this one, in that order, and renames it over
     /// this one's path. Returns the new store and each range's new offset.
     pub fn compact(&self, ranges: &[(u64, u64)]) -> std::io::Result<(Store, Vec<u64>)> {

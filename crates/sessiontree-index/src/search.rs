@@ -1,11 +1,22 @@
-//! Full-text search over the index: words (all must occur), a phrase, or a regex.
+//! Full-text search over session files: words (all must occur in one entry's text), a
+//! phrase, or a regex; no full-text index.
 //!
-//! Words and phrases of 3 characters or more go through FTS5's trigram index (substring,
-//! ASCII case-insensitive); shorter ones fall back to `LIKE`. A regex is matched in Rust
-//! over the rows the other filters leave.
+//! A search is a parallel scan of the raw bytes. A prefilter that decodes nothing (a
+//! case-insensitive literal search for the query's pieces, written as JSON writes them,
+//! [`Matcher`]) finds candidate lines; only those are JSON-decoded, and the exact rules then
+//! apply to the entry's searchable text (message text, not keys or escapes). Per-file
+//! summaries ([`crate::summary`]) let later searches skip files that cannot hold a hit and
+//! stop once the newest `limit` hits are certain; they never change which hits are found.
+//!
+//! Order: newest entry first (`timestamp`), entries without one last; ties by path, then by
+//! position in the file.
 
-use rusqlite::Connection;
-use std::path::PathBuf;
+use crate::list::{Acc, EntryText, FileStat};
+use crate::summary::{FileSummary, Summaries};
+use regex::bytes::Regex as BytesRegex;
+use std::collections::BinaryHeap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -16,6 +27,7 @@ pub enum Mode {
 
 #[derive(Clone, Debug)]
 pub struct Query {
+    /// Words separated by whitespace (each must occur), a phrase, or a regex.
     pub text: String,
     pub mode: Mode,
     /// Only sessions whose header cwd resolves to this.
@@ -26,6 +38,7 @@ pub struct Query {
     pub limit: usize,
 }
 
+/// One entry whose text matches.
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hit {
@@ -36,42 +49,353 @@ pub struct Hit {
     pub timestamp: Option<String>,
     /// The entry is on the session's current branch (root to the last entry).
     pub on_branch: bool,
-    /// The text around the first match, the match between `[[` and `]]`.
+    /// The text around the first match (newlines and tabs as spaces, `…` where cut).
     pub snippet: String,
+    /// Every match inside `snippet`, as `[start, end)` offsets in Unicode characters.
+    pub highlights: Vec<(usize, usize)>,
+    /// Every match in the entry's whole searchable text, as `[start, end)` UTF-8 byte
+    /// offsets (each word's occurrences, for several words).
+    pub matches: Vec<(usize, usize)>,
     #[serde(skip)]
-    pub match_range: (usize, usize),
+    pub ts_ms: Option<f64>,
+    #[serde(skip)]
+    line_offset: u64,
+    #[serde(skip)]
+    row: usize,
 }
 
-fn fts_quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
+/// What a search did (for benchmarks and tests).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Stats {
+    pub files: usize,
+    /// Files read and scanned.
+    pub scanned: usize,
+    /// Files a summary ruled out (no hit possible).
+    pub ruled_out: usize,
+    /// Files not read because the newest `limit` hits were already certain.
+    pub skipped_older: usize,
+    pub bytes_scanned: u64,
+    /// Candidate lines decoded.
+    pub decoded_lines: u64,
 }
 
-fn like_escape(s: &str) -> String {
-    let mut o = String::from("%");
-    for c in s.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            o.push('\\');
-        }
-        o.push(c);
+/// An invalid query (a regex that does not compile).
+#[derive(Debug)]
+pub struct QueryError(pub String);
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
-    o.push('%');
-    o
 }
 
-/// Finds `needle` in `hay`, ASCII case-insensitively (as the trigram tokenizer matches).
-fn find_ci(hay: &str, needle: &str) -> Option<(usize, usize)> {
-    if needle.is_empty() {
-        return None;
-    }
+impl std::error::Error for QueryError {}
+
+/// Finds `needle` in `hay` from `from`, ASCII case-insensitively.
+fn find_ci_from(hay: &str, needle: &str, from: usize) -> Option<(usize, usize)> {
     let h = hay.as_bytes();
     let n = needle.as_bytes();
-    (0..=h.len().checked_sub(n.len())?)
+    if n.is_empty() || h.len() < n.len() {
+        return None;
+    }
+    (from..=h.len() - n.len())
         .find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n) && hay.is_char_boundary(i))
         .map(|i| (i, i + n.len()))
 }
 
-/// Up to `ctx` characters either side of the match, the match marked `[[...]]`.
-pub fn snippet(text: &str, (a, b): (usize, usize), ctx: usize) -> String {
+/// Every non-overlapping occurrence of `needle` (ASCII case-insensitive).
+fn find_all_ci(hay: &str, needle: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some((a, b)) = find_ci_from(hay, needle, at) {
+        out.push((a, b));
+        at = b;
+    }
+    out
+}
+
+/// Writes `s` as JSON.stringify writes it inside a string (without the quotes).
+fn json_escaped(s: &[u8]) -> Vec<u8> {
+    let mut o = Vec::with_capacity(s.len() + 8);
+    for &c in s {
+        match c {
+            b'"' => o.extend_from_slice(b"\\\""),
+            b'\\' => o.extend_from_slice(b"\\\\"),
+            b'\n' => o.extend_from_slice(b"\\n"),
+            b'\r' => o.extend_from_slice(b"\\r"),
+            b'\t' => o.extend_from_slice(b"\\t"),
+            0x08 => o.extend_from_slice(b"\\b"),
+            0x0c => o.extend_from_slice(b"\\f"),
+            c if c < 0x20 => o.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The pieces of a searched text that each lie inside one JSON string of the line: an
+/// entry's text joins content blocks with a space and a command with its output with a
+/// newline, so a match may span two strings, but never across those separators.
+fn pieces(s: &[u8]) -> Vec<Vec<u8>> {
+    s.split(|&c| c == b' ' || c == b'\n')
+        .filter(|p| !p.is_empty())
+        .map(json_escaped)
+        .collect()
+}
+
+/// A case-insensitive (ASCII) byte-literal search.
+fn literal_regex(alts: &[&[u8]]) -> BytesRegex {
+    let mut pat = String::from("(?i-u)");
+    for (n, lit) in alts.iter().enumerate() {
+        if n > 0 {
+            pat.push('|');
+        }
+        for &b in *lit {
+            if b.is_ascii_alphanumeric() {
+                pat.push(b as char);
+            } else {
+                pat.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+    }
+    regex::bytes::RegexBuilder::new(&pat)
+        .size_limit(1 << 26)
+        .build()
+        .expect("escaped literals")
+}
+
+/// The decode-free prefilter and the exact test of a query.
+pub struct Matcher {
+    mode: Mode,
+    /// Words mode: the words; phrase: the phrase.
+    terms: Vec<String>,
+    re: Option<regex::Regex>,
+    /// Candidate lines: every line (no literal can be required), or lines where `driver`
+    /// matches and that hold every one of `also`.
+    all_lines: bool,
+    driver: Option<BytesRegex>,
+    also: Vec<BytesRegex>,
+    /// For summaries: a file can hold a hit only if, for one of these alternatives, it
+    /// holds every piece (lower-cased, escaped).
+    pub(crate) alternatives: Vec<Vec<Vec<u8>>>,
+}
+
+impl Matcher {
+    pub fn new(q: &Query) -> Result<Matcher, QueryError> {
+        let terms: Vec<String> = match q.mode {
+            Mode::Words => q.text.split_whitespace().map(str::to_string).collect(),
+            Mode::Phrase => vec![q.text.clone()],
+            Mode::Regex => Vec::new(),
+        };
+        let mut re = None;
+        // Alternatives of required pieces; `None`: no literal is required.
+        let alternatives: Option<Vec<Vec<Vec<u8>>>> = match q.mode {
+            Mode::Words | Mode::Phrase => {
+                let mut all: Vec<Vec<u8>> = Vec::new();
+                for t in &terms {
+                    for p in pieces(t.as_bytes()) {
+                        if !all.contains(&p) {
+                            all.push(p);
+                        }
+                    }
+                }
+                // A lossily decoded line may hold U+FFFD where its bytes do not.
+                let lossy = terms.iter().any(|t| t.contains('\u{fffd}'));
+                (!all.is_empty() && !lossy).then(|| vec![all])
+            }
+            Mode::Regex => {
+                let r = regex::Regex::new(&q.text).map_err(|e| QueryError(e.to_string()))?;
+                re = Some(r);
+                regex_literals(&q.text)
+            }
+        };
+        let (all_lines, driver, also, alternatives) = match alternatives {
+            None => (true, None, Vec::new(), Vec::new()),
+            Some(alts) => {
+                let alts: Vec<Vec<Vec<u8>>> = alts
+                    .into_iter()
+                    .map(|a| a.into_iter().map(|p| p.to_ascii_lowercase()).collect())
+                    .collect();
+                if alts.len() == 1 {
+                    let mut ps = alts[0].clone();
+                    // The longest piece drives (the rarest, as a rule).
+                    ps.sort_by_key(|p| std::cmp::Reverse(p.len()));
+                    let driver = literal_regex(&[&ps[0]]);
+                    let also = ps[1..].iter().map(|p| literal_regex(&[p])).collect();
+                    (false, Some(driver), also, alts)
+                } else {
+                    // Regex alternatives: the longest piece of each.
+                    let longest: Vec<&[u8]> = alts
+                        .iter()
+                        .map(|a| {
+                            a.iter()
+                                .max_by_key(|p| p.len())
+                                .expect("nonempty")
+                                .as_slice()
+                        })
+                        .collect();
+                    (false, Some(literal_regex(&longest)), Vec::new(), alts)
+                }
+            }
+        };
+        Ok(Matcher {
+            mode: q.mode,
+            terms,
+            re,
+            all_lines,
+            driver,
+            also,
+            alternatives,
+        })
+    }
+
+    /// Whether a summary lets a file hold a hit.
+    pub(crate) fn may_match(&self, s: &FileSummary) -> bool {
+        if self.all_lines || s.unusual_escapes() {
+            return true;
+        }
+        self.alternatives
+            .iter()
+            .any(|alt| alt.iter().all(|p| s.may_contain(p)))
+    }
+
+    /// The matches in one entry's text (`None`: no hit).
+    fn test(&self, text: &str) -> Option<Vec<(usize, usize)>> {
+        match self.mode {
+            Mode::Regex => {
+                let re = self.re.as_ref().expect("regex mode");
+                let v: Vec<(usize, usize)> =
+                    re.find_iter(text).map(|m| (m.start(), m.end())).collect();
+                (!v.is_empty()).then_some(v)
+            }
+            Mode::Words | Mode::Phrase => {
+                let mut v = Vec::new();
+                for t in &self.terms {
+                    let f = find_all_ci(text, t);
+                    if f.is_empty() {
+                        return None;
+                    }
+                    v.extend(f);
+                }
+                if v.is_empty() {
+                    // No words at all: every text matches.
+                    return Some(v);
+                }
+                v.sort_unstable();
+                Some(v)
+            }
+        }
+    }
+
+    /// Calls `f` with the range of every candidate line of `buf` (complete lines, `\n`
+    /// excluded), in order, each once.
+    fn candidates(&self, buf: &[u8], mut f: impl FnMut(usize, usize)) {
+        let line_at = |i: usize| {
+            let a = memchr::memrchr(b'\n', &buf[..i]).map_or(0, |p| p + 1);
+            let b = memchr::memchr(b'\n', &buf[i..]).map_or(buf.len(), |p| i + p);
+            (a, b)
+        };
+        if self.all_lines {
+            let mut a = 0;
+            for nl in memchr::memchr_iter(b'\n', buf) {
+                f(a, nl);
+                a = nl + 1;
+            }
+            return;
+        }
+        // Lines with escapes that JSON.stringify would not write (`\u0041`, `\/`) may
+        // hide a piece from the literal search: they are candidates too.
+        let mut odd: Vec<usize> = Vec::new();
+        for at in memchr::memmem::find_iter(buf, b"\\u") {
+            if !canonical_u(&buf[at..]) && !escaped_backslash(buf, at) {
+                odd.push(at);
+            }
+        }
+        for at in memchr::memmem::find_iter(buf, b"\\/") {
+            if !escaped_backslash(buf, at) {
+                odd.push(at);
+            }
+        }
+        odd.sort_unstable();
+        let driver = self.driver.as_ref().expect("driver");
+        let mut odd_i = 0;
+        let mut pos = 0;
+        let mut last_line_end: Option<usize> = None;
+        let mut emit = |a: usize, b: usize, f: &mut dyn FnMut(usize, usize)| {
+            if last_line_end.is_none_or(|e| a > e) {
+                last_line_end = Some(b);
+                f(a, b);
+            }
+        };
+        while pos < buf.len() {
+            let next_hit = driver.find_at(buf, pos).map(|m| m.start());
+            // Odd lines before the next literal hit come first (lines in order).
+            while odd_i < odd.len() && next_hit.is_none_or(|h| odd[odd_i] < h) {
+                let (a, b) = line_at(odd[odd_i]);
+                emit(a, b, &mut f);
+                odd_i += 1;
+            }
+            let Some(h) = next_hit else { break };
+            let (a, b) = line_at(h);
+            let line = &buf[a..b];
+            if self.also.iter().all(|r| r.is_match(line)) {
+                emit(a, b, &mut f);
+            }
+            pos = b + 1;
+            while odd_i < odd.len() && odd[odd_i] < pos {
+                let (oa, ob) = line_at(odd[odd_i]);
+                emit(oa, ob, &mut f);
+                odd_i += 1;
+            }
+        }
+    }
+}
+
+/// `\u00XX` with XX < 0x20: how JSON.stringify writes a control character.
+pub(crate) fn canonical_u(b: &[u8]) -> bool {
+    b.len() >= 6 && &b[2..4] == b"00" && matches!(b[4], b'0' | b'1') && b[5].is_ascii_hexdigit()
+}
+
+/// Whether the backslash at `at` is itself escaped (preceded by an odd run of `\`).
+pub(crate) fn escaped_backslash(buf: &[u8], at: usize) -> bool {
+    let run = buf[..at].iter().rev().take_while(|&&c| c == b'\\').count();
+    run % 2 == 1
+}
+
+/// Literals one of which every match of `pattern` starts with, split into pieces
+/// (`None`: no such literals).
+fn regex_literals(pattern: &str) -> Option<Vec<Vec<Vec<u8>>>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .ok()?;
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(&hir);
+    let lits = seq.literals()?;
+    if lits.is_empty() {
+        return None;
+    }
+    let mut alts = Vec::new();
+    for l in lits {
+        // The longest piece before or between separators lies inside one string.
+        let p = pieces(l.as_bytes()).into_iter().max_by_key(|p| p.len())?;
+        if l.as_bytes().contains(&0xef) {
+            // Possibly U+FFFD, which a lossily decoded line may hold where its bytes do not.
+            return None;
+        }
+        alts.push(vec![p]);
+    }
+    Some(alts)
+}
+
+/// Up to `ctx` characters either side of the first match; the matches inside it as
+/// character offsets.
+pub fn snippet(
+    text: &str,
+    matches: &[(usize, usize)],
+    ctx: usize,
+) -> (String, Vec<(usize, usize)>) {
+    let (a, b) = matches.first().copied().unwrap_or((0, 0));
     let start = text[..a]
         .char_indices()
         .rev()
@@ -83,128 +407,425 @@ pub fn snippet(text: &str, (a, b): (usize, usize), ctx: usize) -> String {
         .nth(ctx)
         .map(|(i, _)| b + i)
         .unwrap_or(text.len());
-    let clean = |s: &str| s.replace(['\n', '\r', '\t'], " ");
-    format!(
-        "{}{}[[{}]]{}{}",
-        if start > 0 { "…" } else { "" },
-        clean(&text[start..a]),
-        clean(&text[a..b]),
-        clean(&text[b..end]),
-        if end < text.len() { "…" } else { "" }
-    )
-}
-
-pub(crate) fn run(conn: &Connection, q: &Query) -> rusqlite::Result<Vec<Hit>> {
-    let mut wh: Vec<String> = Vec::new();
-    let mut args: Vec<rusqlite::types::Value> = Vec::new();
-    let terms: Vec<String> = match q.mode {
-        Mode::Words => q.text.split_whitespace().map(str::to_string).collect(),
-        Mode::Phrase => vec![q.text.clone()],
-        Mode::Regex => Vec::new(),
-    };
-    let re = if q.mode == Mode::Regex {
-        Some(
-            regex::Regex::new(&q.text)
-                .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
-        )
-    } else {
-        None
-    };
-    let long: Vec<&String> = terms.iter().filter(|t| t.chars().count() >= 3).collect();
-    if !long.is_empty() {
-        // The index has no positions (detail=none): ask for every trigram of every term,
-        // then check the terms themselves below.
-        let mut grams: Vec<String> = Vec::new();
-        for t in &long {
-            let cs: Vec<char> = t.to_lowercase().chars().collect();
-            for w in cs.windows(3) {
-                let g: String = w.iter().collect();
-                if !grams.contains(&g) {
-                    grams.push(g);
-                }
-            }
-        }
-        wh.push("fts MATCH ?".into());
-        args.push(
-            grams
-                .iter()
-                .map(|g| fts_quote(g))
-                .collect::<Vec<_>>()
-                .join(" AND ")
-                .into(),
-        );
+    let mut out = String::new();
+    let lead = if start > 0 { 1 } else { 0 };
+    if start > 0 {
+        out.push('…');
     }
-    for t in terms.iter().filter(|t| t.chars().count() < 3) {
-        wh.push("fts.text LIKE ? ESCAPE '\\'".into());
-        args.push(like_escape(t).into());
-    }
-    if let Some(r) = &q.role {
-        wh.push("e.role = ?".into());
-        args.push(r.clone().into());
-    }
-    if let Some(s) = q.since_ms {
-        wh.push("e.ts_ms >= ?".into());
-        args.push(s.into());
-    }
-    if let Some(u) = q.until_ms {
-        wh.push("e.ts_ms < ?".into());
-        args.push(u.into());
-    }
-    let sql = format!(
-        "SELECT f.path, f.cwd, e.entry_id, e.role, e.ts_ms, e.on_branch, e.rowid
-         FROM fts JOIN entries e ON e.rowid = fts.rowid JOIN files f ON f.id = e.file_id
-         {} ORDER BY e.ts_ms DESC, e.rowid DESC",
-        if wh.is_empty() {
-            String::new()
+    for c in text[start..end].chars() {
+        out.push(if matches!(c, '\n' | '\r' | '\t') {
+            ' '
         } else {
-            format!("WHERE {}", wh.join(" AND "))
-        }
-    );
-    // Texts are fetched one by one: sorting rows with their texts would hold them all.
-    let mut text_of = conn.prepare("SELECT text FROM fts WHERE rowid = ?1")?;
-    let mut st = conn.prepare(&sql)?;
-    let mut rows = st.query(rusqlite::params_from_iter(args))?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        if out.len() >= q.limit {
-            break;
-        }
-        let cwd: String = r.get::<_, Option<String>>(1)?.unwrap_or_default();
-        if let Some(want) = &q.cwd {
-            if !crate::list::cwd_matches(&cwd, want) {
-                continue;
-            }
-        }
-        let rowid: i64 = r.get(6)?;
-        let text: String = text_of.query_row([rowid], |r| r.get(0))?;
-        let m = match &re {
-            Some(re) => match re.find(&text) {
-                Some(m) => (m.start(), m.end()),
-                None => continue,
-            },
-            None => {
-                let found: Option<Vec<(usize, usize)>> =
-                    terms.iter().map(|t| find_ci(&text, t)).collect();
-                match found {
-                    Some(f) if !f.is_empty() => f[0],
-                    Some(_) => (0, 0),
-                    None => continue,
-                }
-            }
-        };
-        let ts: Option<f64> = r.get(4)?;
-        out.push(Hit {
-            path: r.get(0)?,
-            cwd,
-            entry_id: r.get(2)?,
-            role: r.get(3)?,
-            timestamp: ts
-                .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
-                .map(|t| crate::date::iso_from_ms(t as i64)),
-            on_branch: r.get(5)?,
-            snippet: snippet(&text, m, 40),
-            match_range: m,
+            c
         });
     }
-    Ok(out)
+    if end < text.len() {
+        out.push('…');
+    }
+    let chars = |x: usize| lead + text[start..x].chars().count();
+    let mut hl: Vec<(usize, usize)> = Vec::new();
+    for &(x, y) in matches
+        .iter()
+        .filter(|&&(x, y)| x >= start && y <= end && y > x)
+    {
+        let (x, y) = (chars(x), chars(y));
+        // Sorted and merged: overlapping words make one highlighted run.
+        match hl.last_mut() {
+            Some(l) if x <= l.1 => l.1 = l.1.max(y),
+            _ => hl.push((x, y)),
+        }
+    }
+    (out, hl)
+}
+
+/// Total order of hits: newest first, no timestamp last, then path, then file position.
+struct Ranked(Hit);
+
+impl PartialEq for Ranked {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl Ord for Ranked {
+    /// "Greater" = better (sorts first).
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        let t = |h: &Hit| h.ts_ms.filter(|t| !t.is_nan());
+        match (t(&self.0), t(&o.0)) {
+            (Some(a), Some(b)) => a.total_cmp(&b),
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| o.0.path.cmp(&self.0.path))
+        .then_with(|| o.0.line_offset.cmp(&self.0.line_offset))
+        .then_with(|| o.0.row.cmp(&self.0.row))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+/// The best `limit` hits so far (a min-heap of them).
+struct Top {
+    limit: usize,
+    heap: BinaryHeap<std::cmp::Reverse<Ranked>>,
+}
+
+impl Top {
+    fn push(&mut self, h: Hit) {
+        if self.limit == 0 {
+            return;
+        }
+        let r = std::cmp::Reverse(Ranked(h));
+        if self.heap.len() < self.limit {
+            self.heap.push(r);
+        } else if let Some(worst) = self.heap.peek() {
+            if r < *worst {
+                self.heap.pop();
+                self.heap.push(r);
+            }
+        }
+    }
+
+    /// Whether no hit older than `ts` (or without a timestamp) can enter any more.
+    fn closed_below(&self, ts: f64) -> bool {
+        self.heap.len() >= self.limit
+            && self
+                .heap
+                .peek()
+                .and_then(|w| w.0 .0.ts_ms)
+                .is_some_and(|w| ts < w)
+    }
+}
+
+thread_local! {
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads a regular file whole into `buf` (cleared first); `false` when unreadable.
+fn read_file(path: &Path, buf: &mut Vec<u8>) -> bool {
+    use std::io::Read;
+    buf.clear();
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() => {
+            buf.reserve(m.len() as usize + 1);
+        }
+        _ => return false,
+    }
+    (&f).read_to_end(buf).is_ok()
+}
+
+/// The session header: `Some(cwd)` when the file is a session (its first parsed line is a
+/// header), read as the listing reads it.
+fn header_cwd(buf: &[u8]) -> Option<String> {
+    let mut acc = Acc::new(false);
+    let mut a = 0;
+    for nl in memchr::memchr_iter(b'\n', buf) {
+        acc.feed(&buf[a..nl], None);
+        if acc.not_session {
+            return None;
+        }
+        if acc.header_seen {
+            return Some(acc.cwd);
+        }
+        a = nl + 1;
+    }
+    None
+}
+
+/// Searches one file's complete lines (all of `buf` up to its last `\n`).
+fn search_buf(
+    path: &str,
+    buf: &[u8],
+    m: &Matcher,
+    q: &Query,
+    cwd_ok: &dyn Fn(&str) -> bool,
+    stats: &mut Stats,
+    top: &mut Top,
+) {
+    let end = memchr::memrchr(b'\n', buf).map_or(0, |p| p + 1);
+    let buf = &buf[..end];
+    let Some(cwd) = header_cwd(buf) else { return };
+    if !cwd_ok(&cwd) {
+        return;
+    }
+    let header_end = memchr::memchr(b'\n', buf).map_or(0, |p| p + 1);
+    let mut rows: Vec<EntryText> = Vec::new();
+    m.candidates(buf, |a, b| {
+        if a < header_end {
+            // The header (or a line before it) is never an entry.
+            return;
+        }
+        stats.decoded_lines += 1;
+        rows.clear();
+        let mut acc = Acc::new(false);
+        acc.header_seen = true;
+        acc.feed(&buf[a..b], Some(&mut rows));
+        for (n, r) in rows.drain(..).enumerate() {
+            if r.role.is_empty() {
+                continue;
+            }
+            if q.role.as_deref().is_some_and(|want| want != r.role) {
+                continue;
+            }
+            if let Some(s) = q.since_ms {
+                if !r.ts_ms.is_some_and(|t| t >= s) {
+                    continue;
+                }
+            }
+            if let Some(u) = q.until_ms {
+                if !r.ts_ms.is_some_and(|t| t < u) {
+                    continue;
+                }
+            }
+            let Some(matches) = m.test(&r.text) else {
+                continue;
+            };
+            let (snippet, highlights) = snippet(&r.text, &matches, 40);
+            top.push(Hit {
+                path: path.to_string(),
+                cwd: cwd.clone(),
+                entry_id: r.entry_id,
+                role: r.role,
+                timestamp: r
+                    .ts_ms
+                    .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
+                    .map(|t| crate::date::iso_from_ms(t as i64)),
+                on_branch: false,
+                snippet,
+                highlights,
+                matches,
+                ts_ms: r.ts_ms,
+                line_offset: a as u64,
+                row: n,
+            });
+        }
+    });
+}
+
+/// JavaScript truthiness of a validated JSON value.
+fn truthy(v: &[u8]) -> bool {
+    match v.first() {
+        None | Some(b'n') | Some(b'f') => false,
+        Some(b'"') => v.len() > 2,
+        Some(b'-' | b'0'..=b'9') => std::str::from_utf8(v)
+            .ok()
+            .and_then(|t| t.parse::<f64>().ok())
+            .is_none_or(|x| x != 0.0),
+        _ => true,
+    }
+}
+
+/// The entries on a session's current branch: from the last entry (of the complete
+/// lines) up its parents, as the listing's pass reads ids.
+fn branch_ids(buf: &[u8]) -> rustc_hash::FxHashSet<String> {
+    use crate::json::{decode_string, scan};
+    let end = memchr::memrchr(b'\n', buf).map_or(0, |p| p + 1);
+    let mut parents: rustc_hash::FxHashMap<String, Option<String>> = Default::default();
+    let mut leaf: Option<String> = None;
+    let mut header = false;
+    let mut one = |raw: &[u8]| {
+        let owned;
+        let b: &[u8] = match simdutf8::basic::from_utf8(raw) {
+            Ok(_) => raw,
+            Err(_) => {
+                owned = String::from_utf8_lossy(raw).into_owned();
+                owned.as_bytes()
+            }
+        };
+        if scan::is_blank(b) {
+            return;
+        }
+        let Ok(s) = scan::scan(b) else { return };
+        let top = &b[s.top.clone()];
+        if !truthy(top) {
+            return;
+        }
+        if !header {
+            header = true;
+            return;
+        }
+        if top.first() != Some(&b'{') {
+            return;
+        }
+        let get = |k: &str| {
+            s.members
+                .iter()
+                .rev()
+                .find(|m| decode_string(&b[m.key.clone()]) == k)
+                .map(|m| &b[m.value.clone()])
+        };
+        let str_of = |v: &[u8]| (v.first() == Some(&b'"')).then(|| decode_string(v).into_owned());
+        if let Some(id) = get("id").and_then(str_of) {
+            let parent = get("parentId").and_then(str_of);
+            parents.insert(id.clone(), parent);
+            leaf = Some(id);
+        }
+    };
+    let mut a = 0;
+    for nl in memchr::memchr_iter(b'\n', &buf[..end]) {
+        let line = &buf[a..nl];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if memchr::memchr(b'\r', line).is_some() {
+            for part in line.split(|&c| c == b'\r') {
+                one(part);
+            }
+        } else {
+            one(line);
+        }
+        a = nl + 1;
+    }
+    let mut on = rustc_hash::FxHashSet::default();
+    let mut cur = leaf;
+    while let Some(c) = cur {
+        if !on.insert(c.clone()) {
+            break;
+        }
+        cur = parents.get(&c).cloned().flatten();
+    }
+    on
+}
+
+/// Searches `files` (session files; others are skipped) on `threads` threads. With
+/// `summaries`, files they rule out are not read and files whose entries are all older than
+/// the newest `limit` hits found are not read; the hits are the same either way.
+pub fn search(
+    files: &[(PathBuf, Option<FileStat>)],
+    q: &Query,
+    summaries: Option<&Summaries>,
+    threads: usize,
+) -> Result<(Vec<Hit>, Stats), QueryError> {
+    let m = Matcher::new(q)?;
+    let mut stats = Stats {
+        files: files.len(),
+        ..Default::default()
+    };
+    let want_cwd = q.cwd.clone();
+    let cwd_ok = move |c: &str| {
+        want_cwd
+            .as_deref()
+            .is_none_or(|w| crate::list::cwd_matches(c, w))
+    };
+    // The work list: (file, newest possible entry time), newest first; files without a
+    // valid summary first (anything is possible there).
+    let mut work: Vec<(&PathBuf, f64)> = Vec::with_capacity(files.len());
+    for (p, st) in files {
+        let Some(st) = st else { continue };
+        match summaries.and_then(|s| s.get_valid(p, st)) {
+            Some(s) => {
+                if !s.is_session() || !m.may_match(&s) || !cwd_ok(s.cwd()) {
+                    stats.ruled_out += 1;
+                    continue;
+                }
+                if q.since_ms.is_some_and(|since| s.max_ts() < since) {
+                    stats.ruled_out += 1;
+                    continue;
+                }
+                work.push((p, s.max_ts()));
+            }
+            None => work.push((p, f64::INFINITY)),
+        }
+    }
+    work.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let top = Mutex::new(Top {
+        limit: q.limit,
+        heap: BinaryHeap::new(),
+    });
+    let stats_all = Mutex::new(Stats::default());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                let mut st = Stats::default();
+                let mut mine = Top {
+                    limit: q.limit,
+                    heap: BinaryHeap::new(),
+                };
+                BUF.with(|b| {
+                    let mut buf = b.borrow_mut();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&(p, max_ts)) = work.get(i) else {
+                            break;
+                        };
+                        if max_ts.is_finite() {
+                            // Merge what this thread found, then see whether older files
+                            // can still matter.
+                            let mut t = top.lock().expect("top");
+                            for h in mine.heap.drain() {
+                                t.push(h.0 .0);
+                            }
+                            if t.closed_below(max_ts) {
+                                st.skipped_older += work.len() - i;
+                                next.store(work.len(), std::sync::atomic::Ordering::Relaxed);
+                                break;
+                            }
+                        }
+                        if !read_file(p, &mut buf) {
+                            continue;
+                        }
+                        st.scanned += 1;
+                        st.bytes_scanned += buf.len() as u64;
+                        search_buf(
+                            &p.to_string_lossy(),
+                            &buf,
+                            &m,
+                            q,
+                            &cwd_ok,
+                            &mut st,
+                            &mut mine,
+                        );
+                    }
+                });
+                let mut t = top.lock().expect("top");
+                for h in mine.heap.drain() {
+                    t.push(h.0 .0);
+                }
+                let mut a = stats_all.lock().expect("stats");
+                a.scanned += st.scanned;
+                a.bytes_scanned += st.bytes_scanned;
+                a.decoded_lines += st.decoded_lines;
+                a.skipped_older = a.skipped_older.max(st.skipped_older);
+            });
+        }
+    });
+    let st = stats_all.into_inner().expect("stats");
+    stats.scanned = st.scanned;
+    stats.bytes_scanned = st.bytes_scanned;
+    stats.decoded_lines = st.decoded_lines;
+    stats.skipped_older = st.skipped_older;
+    let mut hits: Vec<Hit> = top
+        .into_inner()
+        .expect("top")
+        .heap
+        .into_sorted_vec()
+        .into_iter()
+        .map(|r| r.0 .0)
+        .collect();
+    // Branch marks, one read per session that has hits.
+    let mut paths: Vec<String> = hits.iter().map(|h| h.path.clone()).collect();
+    paths.sort();
+    paths.dedup();
+    let mut buf = Vec::new();
+    for p in paths {
+        let on = if read_file(Path::new(&p), &mut buf) {
+            branch_ids(&buf)
+        } else {
+            Default::default()
+        };
+        for h in hits.iter_mut().filter(|h| h.path == p) {
+            h.on_branch = on.contains(&h.entry_id);
+        }
+    }
+    hits.truncate(q.limit);
+    Ok((hits, stats))
 }

@@ -370,121 +370,167 @@ fn search_finds_text_and_flags_abandoned_branches() {
         "t.jsonl",
         &line("x1", None, 5000, "user", "other cwd zebra"),
     );
-    let mut idx = Index::open(&Index::default_path(agent)).unwrap();
-    let files = list::all_files(agent);
-    let sessions = agent.join("sessions");
-    idx.refresh(
-        &files,
-        &sessiontree_index::index::all_scope(&sessions),
-        1,
-        &|_, _| {},
-    )
-    .unwrap();
+    let files = list::all_files_stat(agent);
+    let search = |q: &Query| {
+        sessiontree_index::search::search(&files, q, None, 2)
+            .unwrap()
+            .0
+    };
 
-    let h = idx.search(&q("foo_bar::Baz", Mode::Words)).unwrap();
+    let h = search(&q("foo_bar::Baz", Mode::Words));
     assert_eq!(h.len(), 1);
-    assert!(
-        h[0].snippet.contains("[[foo_bar::Baz]]"),
-        "{}",
-        h[0].snippet
-    );
-    assert_eq!(idx.search(&q("テキスト", Mode::Words)).unwrap().len(), 1);
-    assert_eq!(idx.search(&q("検索", Mode::Words)).unwrap().len(), 1); // 2 chars: LIKE
-    assert_eq!(
-        idx.search(&q("kept branch", Mode::Phrase)).unwrap().len(),
-        1
-    );
-    assert_eq!(
-        idx.search(&q("branch kept", Mode::Phrase)).unwrap().len(),
-        0
-    );
-    assert_eq!(idx.search(&q("branch kept", Mode::Words)).unwrap().len(), 1);
-    assert_eq!(
-        idx.search(&q("nowhere_to_be_found", Mode::Words))
-            .unwrap()
-            .len(),
-        0
-    );
-    assert_eq!(
-        idx.search(&q(r"foo_\w+::[A-Z]az", Mode::Regex))
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(h[0].snippet, "please fix foo_bar::Baz now");
+    assert_eq!(h[0].highlights, vec![(11, 23)]);
+    assert_eq!(h[0].matches, vec![(11, 23)]);
+    assert_eq!(search(&q("テキスト", Mode::Words)).len(), 1);
+    assert_eq!(search(&q("検索", Mode::Words)).len(), 1);
+    assert_eq!(search(&q("kept branch", Mode::Phrase)).len(), 1);
+    assert_eq!(search(&q("branch kept", Mode::Phrase)).len(), 0);
+    let both = search(&q("branch kept", Mode::Words));
+    assert_eq!(both.len(), 1);
+    // Every word highlighted, in text order.
+    assert_eq!(both[0].highlights, vec![(4, 8), (9, 15)]);
+    assert_eq!(search(&q("nowhere_to_be_found", Mode::Words)).len(), 0);
+    assert_eq!(search(&q(r"foo_\w+::[A-Z]az", Mode::Regex)).len(), 1);
 
-    let z = idx.search(&q("zebra", Mode::Words)).unwrap();
+    let z = search(&q("zebra", Mode::Words));
     assert_eq!(z.len(), 3);
     let by_id = |id: &str| z.iter().find(|h| h.entry_id == id).unwrap().on_branch;
     assert!(!by_id("u2"), "abandoned branch flagged");
     assert!(by_id("u3"));
     let mut only = q("zebra", Mode::Words);
     only.cwd = Some(PathBuf::from("/w/t"));
-    assert_eq!(idx.search(&only).unwrap().len(), 1);
+    assert_eq!(search(&only).len(), 1);
     let mut role = q("日本語", Mode::Words);
     role.role = Some("user".into());
-    assert_eq!(idx.search(&role).unwrap().len(), 0);
+    assert_eq!(search(&role).len(), 0);
     let mut since = q("zebra", Mode::Words);
     since.since_ms = Some(3500.0);
-    assert_eq!(idx.search(&since).unwrap().len(), 2);
+    assert_eq!(search(&since).len(), 2);
 }
 
+/// Issue 11: the index never answers from damaged or stale data.
 #[test]
-fn listing_refreshes_leave_texts_to_the_first_search() {
+fn index_notices_damage_in_place_edits_replacements_and_unreadable_files() {
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
-    let a = write_session(
-        agent,
-        "/w/a",
-        "a.jsonl",
-        &line("u1", None, 1000, "user", "the walrus speaks"),
-    );
+    let mut paths = Vec::new();
+    for k in 0..4 {
+        paths.push(write_session(
+            agent,
+            "/w/a",
+            &format!("s{k}.jsonl"),
+            &line("u1", None, 1000 + k, "user", &format!("first message {k}")),
+        ));
+    }
+    let ipath = Index::default_path(agent);
     let sessions = agent.join("sessions");
     let scope = sessiontree_index::index::all_scope(&sessions);
-    let mut idx = Index::open(&Index::default_path(agent)).unwrap();
-    let listing = |idx: &mut Index| {
-        let files = list::with_stats(list::all_files(agent));
-        sessiontree_index::index::listed(idx, &files, &scope, ListOptions::default(), &|_, _| {})
-            .unwrap()
+    let listed = |idx: &mut Index| -> Vec<u8> {
+        let files = list::all_files_stat(agent);
+        let (v, _) = sessiontree_index::index::listed(
+            idx,
+            &files,
+            &scope,
+            ListOptions::default(),
+            &|_, _| {},
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        idx.write_json(v.iter().map(|i| i.path.as_path()), &mut out)
+            .unwrap();
+        out
     };
-    let texts = |idx: &mut Index| {
-        idx.refresh(&list::all_files(agent), &scope, 1, &|_, _| {})
-            .unwrap()
+    let scanned = || {
+        let mut out = Vec::new();
+        for (n, i) in list::list_all(agent, ListOptions::default())
+            .iter()
+            .enumerate()
+        {
+            if n > 0 {
+                out.push(b',');
+            }
+            i.write_json(&mut out).unwrap();
+        }
+        out
     };
-    let (v, st) = listing(&mut idx);
-    assert_eq!(v.len(), 1);
-    assert_eq!(st.added, 1);
-    // The first search reads the file again for its texts, then finds them; the listing,
-    // unchanged, is not written again.
-    let store = idx.listing_store_path().to_path_buf();
-    let store_len = || std::fs::metadata(&store).unwrap().len();
-    let before = store_len();
-    let st = texts(&mut idx);
-    assert_eq!(st.reread, 1);
-    assert_eq!(store_len(), before);
-    assert_eq!(idx.search(&q("walrus", Mode::Words)).unwrap().len(), 1);
-    // A second search reads nothing.
-    let st = texts(&mut idx);
-    assert_eq!((st.unchanged, st.bytes_read), (1, 0));
+    let mut idx = Index::open(&ipath).unwrap();
+    assert_eq!(listed(&mut idx), scanned());
 
-    // Grown while only listings were refreshed: the listing reads just the new line, and
-    // the texts, now behind, are redone by the next search.
-    append(
-        &a,
-        &line("u2", Some("u1"), 2000, "user", "a narwhal answers"),
-    );
-    let (v, st) = listing(&mut idx);
-    assert_eq!((st.appended, v[0].message_count), (1, 2));
-    assert_eq!(v, list::list_all(agent, ListOptions::default()));
-    let st = texts(&mut idx);
-    assert_eq!(st.reread, 1);
-    assert_eq!(idx.search(&q("narwhal", Mode::Words)).unwrap().len(), 1);
-    assert_eq!(idx.search(&q("walrus", Mode::Words)).unwrap().len(), 1);
-    // Grown again, now seen by a search directly: only the new bytes are read.
-    let extra = line("u3", Some("u2"), 3000, "user", "an orca listens");
-    append(&a, &extra);
-    let st = texts(&mut idx);
-    assert_eq!((st.appended, st.bytes_read), (1, extra.len() as u64));
-    let z = idx.search(&q("orca", Mode::Words)).unwrap();
-    assert_eq!(z.len(), 1);
-    assert!(z[0].on_branch);
+    // One flipped byte in the listing store: noticed, that listing read again.
+    let store = idx.listing_store_path().to_path_buf();
+    drop(idx);
+    let mut b = std::fs::read(&store).unwrap();
+    let at = b.windows(15).position(|w| w == b"first message 2").unwrap();
+    b[at + 14] = b'7';
+    std::fs::write(&store, &b).unwrap();
+    let mut idx = Index::open(&ipath).unwrap();
+    assert_eq!(listed(&mut idx), scanned());
+
+    // An in-place edit that restores size and mtime.
+    let p = &paths[1];
+    let meta = std::fs::metadata(p).unwrap();
+    let body = std::fs::read_to_string(p)
+        .unwrap()
+        .replace("first message 1", "first massage 1");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    assert_eq!(std::fs::metadata(p).unwrap().len(), meta.len());
+    assert_eq!(listed(&mut idx), scanned());
+    assert!(String::from_utf8_lossy(&listed(&mut idx)).contains("first massage 1"));
+
+    // Replaced by a new inode of the same size and mtime (what sed -i does).
+    let p = &paths[2];
+    let meta = std::fs::metadata(p).unwrap();
+    let body = std::fs::read_to_string(p)
+        .unwrap()
+        .replace("first message 2", "FIRST MESSAGE 2");
+    let tmp = p.with_extension("new");
+    std::fs::write(&tmp, body).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&tmp)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    std::fs::rename(&tmp, p).unwrap();
+    assert_eq!(listed(&mut idx), scanned());
+    assert!(String::from_utf8_lossy(&listed(&mut idx)).contains("FIRST MESSAGE 2"));
+
+    // Unreadable: a dangling link, a folder, no longer a session. A scan leaves them out;
+    // so does the index.
+    std::fs::remove_file(&paths[0]).unwrap();
+    std::os::unix::fs::symlink(agent.join("nowhere"), &paths[0]).unwrap();
+    std::fs::remove_file(&paths[1]).unwrap();
+    std::fs::create_dir(&paths[1]).unwrap();
+    let meta = std::fs::metadata(&paths[3]).unwrap();
+    let body =
+        std::fs::read_to_string(&paths[3])
+            .unwrap()
+            .replacen("\"session\"", "\"sessioN\"", 1);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&paths[3])
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&paths[3])
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    let got = listed(&mut idx);
+    assert_eq!(got, scanned());
+    assert_eq!(list::list_all(agent, ListOptions::default()).len(), 1);
 }

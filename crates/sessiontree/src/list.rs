@@ -688,7 +688,7 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// A session file's size and modification time, as the index keys it.
+/// A session file's size, times and identity, as the index keys it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FileStat {
     /// Size in bytes.
@@ -697,6 +697,12 @@ pub struct FileStat {
     pub mtime_ns: i64,
     /// As the reference reads `mtime` (milliseconds, possibly fractional).
     pub mtime_ms: f64,
+    /// Device and inode: a replacement (`sed -i`, a rename over it) is another file.
+    pub dev: u64,
+    /// See `dev`.
+    pub ino: u64,
+    /// Status change time: any write changes it, even one that restores size and mtime.
+    pub ctime_ns: i64,
 }
 
 impl FileStat {
@@ -711,10 +717,14 @@ impl FileStat {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
+        use std::os::unix::fs::MetadataExt;
         Some(FileStat {
             size: m.len(),
             mtime_ns,
             mtime_ms: mtime_ms(m),
+            dev: m.dev(),
+            ino: m.ino(),
+            ctime_ns: m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
         })
     }
 

@@ -14,8 +14,9 @@ use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
 use sessiontree::list::{self, ListOptions};
 use sessiontree::{dirs, Durability, Session, WriteOptions};
-use sessiontree_index::index::{self, Index};
+use sessiontree_index::index;
 use sessiontree_index::search::{Mode, Query};
+use sessiontree_index::summary::Summaries;
 use state::{App, Effect, Hits, Job, ListState, TreeState};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -31,7 +32,6 @@ pub struct Args {
 /// Messages from the search worker.
 enum Worker {
     Ready,
-    Failed(String),
     Hits(String, std::result::Result<Hits, String>),
 }
 
@@ -65,22 +65,29 @@ pub fn open(path: &Path) -> Result<TreeState> {
     Ok(TreeState::new(path.to_path_buf(), l))
 }
 
-/// The full-text search, on its own thread with its own index connection: first it brings
-/// the index's texts up to date, then it answers queries, the newest first.
-fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Worker>) {
-    let mut idx = match Index::open(&Index::default_path(&agent)) {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = tx.send(Worker::Failed(format!("index unavailable: {e}")));
-            return;
+/// `[[`/`]]` around each highlighted range (character offsets) of a snippet.
+fn mark(snippet: &str, highlights: &[(usize, usize)]) -> String {
+    let mut o = String::with_capacity(snippet.len() + highlights.len() * 4);
+    for (i, c) in snippet.chars().enumerate() {
+        if highlights.iter().any(|h| h.0 == i) {
+            o.push_str("[[");
         }
-    };
-    let files = list::all_files(&agent);
-    let sessions = agent.join("sessions");
-    if let Err(e) = idx.refresh(&files, &index::all_scope(&sessions), 2, &|_, _| {}) {
-        let _ = tx.send(Worker::Failed(format!("index not usable: {e}")));
-        return;
+        if highlights.iter().any(|h| h.1 == i && h.0 < i) {
+            o.push_str("]]");
+        }
+        o.push(c);
     }
+    if highlights.iter().any(|h| h.1 == snippet.chars().count()) {
+        o.push_str("]]");
+    }
+    o
+}
+
+/// The full-text search (the same call as `sessiontree search`), on its own thread:
+/// answers queries, the newest first.
+fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Worker>) {
+    let files = list::all_files_stat(&agent);
+    let summaries = Summaries::load(&Summaries::path_in(&agent));
     if tx.send(Worker::Ready).is_err() {
         return;
     }
@@ -88,20 +95,21 @@ fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Wo
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        let r = idx
-            .search(&Query {
-                text: q.clone(),
-                mode: Mode::Words,
-                cwd: None,
-                role: None,
-                since_ms: None,
-                until_ms: None,
-                limit: 2000,
-            })
-            .map(|hits| {
+        let query = Query {
+            text: q.clone(),
+            mode: Mode::Words,
+            cwd: None,
+            role: None,
+            since_ms: None,
+            until_ms: None,
+            limit: 2000,
+        };
+        let r = sessiontree_index::search::search(&files, &query, summaries.as_ref(), 2)
+            .map(|(hits, _)| {
                 let mut m = Hits::new();
                 for h in hits {
-                    m.entry(h.path).or_insert(h.snippet);
+                    let snip = mark(&h.snippet, &h.highlights);
+                    m.entry(h.path).or_insert(snip);
                 }
                 m
             })
@@ -344,9 +352,6 @@ fn event_loop(
                         if let Effect::Search(q) = app.text_ready() {
                             let _ = qtx.send(q);
                         }
-                    }
-                    Worker::Failed(e) => {
-                        app.status = Some(format!("full-text search unavailable: {e}"))
                     }
                     Worker::Hits(q, Ok(h)) => app.hits(q, h),
                     Worker::Hits(q, Err(e)) => {

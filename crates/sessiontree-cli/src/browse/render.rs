@@ -137,7 +137,7 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
     let state = if l.query.is_empty() {
         String::new()
     } else if !l.text_ready {
-        "  (names and first messages; the full-text index is being built)".into()
+        "  (names and first messages until the full-text search is ready)".into()
     } else if l.searching() {
         "  searching…".into()
     } else {

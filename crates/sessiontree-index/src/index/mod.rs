@@ -1,0 +1,139 @@
+//! A cache of session listings (what `ls` prints): SQLite under the agent dir, with the
+//! Pi-shaped JSON of each listing in a store file beside it. Full-text search keeps no
+//! index here: it scans the files ([`crate::search`]) with per-file summaries
+//! ([`crate::summary`]).
+//!
+//! * [`schema`]: tables, opening, rebuilding an unusable file.
+//! * [`refresh`]: bringing the rows up to date with the files.
+//! * [`queries`]: reading listings back ([`Index::infos`], [`Index::write_json`], [`listed`]).
+//!
+//! Schema (version [`SCHEMA_VERSION`], in `meta`):
+//! * `files(id, path UNIQUE, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash,
+//!   tail_hash, tail_len, cwd, modified_ms, drops, info, info_sum)`, `state(id, state)` and
+//!   `listing(id, off, len, sum)`: per file (the large values in their own tables, so that
+//!   reading a row never walks their overflow pages), the byte `offset` just past the last
+//!   complete line read, the pass state at that offset (`state`, JSON of
+//!   [`crate::list::Acc`]), FNV-1a hashes of the first 4 KiB and of the last complete line,
+//!   and the listing (`info`, without `allMessagesText`; `off`/`len`, where the whole
+//!   Pi-shaped object, pre-serialized, is in the listing store beside the database
+//!   ([`crate::listing_store`])). `info_sum` and `sum` are checksums of those bytes, checked
+//!   whenever they are read: a damaged listing is read again from its session file.
+//!
+//! Refresh rule per file: same size, mtime, device, inode and ctime: not read (an edit
+//! that restores size and mtime still changes the ctime; `sed -i` makes a new inode).
+//! Same inode, grown past the stored offset with the first 4 KiB and the last indexed line
+//! unchanged: read from the offset, resuming the stored state. Anything else: read again
+//! from 0. Files gone, unreadable or no longer sessions: rows deleted (a full scan leaves
+//! them out too). The index is a cache: a file that is not SQLite or has another schema
+//! version is deleted and rebuilt.
+
+mod queries;
+mod refresh;
+mod schema;
+
+pub use queries::listed;
+pub use schema::SCHEMA_VERSION;
+
+use crate::listing_store::Store;
+use rusqlite::Connection;
+use schema::{open_err, remove_db, sql_err, try_open};
+use std::path::{Path, PathBuf};
+
+pub const FILE_NAME: &str = "sessiontree-index.sqlite";
+
+/// Dead bytes the listing store may hold before it is compacted (and at most its live size).
+const COMPACT_FLOOR: u64 = 8 << 20;
+
+/// What a refresh did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RefreshStats {
+    pub files: usize,
+    pub unchanged: usize,
+    pub appended: usize,
+    pub reread: usize,
+    pub added: usize,
+    pub removed: usize,
+    /// Bytes of session files read (bodies), not counting prefix checks.
+    pub bytes_read: u64,
+    /// Bytes read to check that a grown file's prefix is unchanged.
+    pub verify_bytes: u64,
+    /// The index file was unusable and was rebuilt.
+    pub rebuilt: bool,
+}
+
+pub struct Index {
+    conn: Connection,
+    store: Store,
+    /// The listing store is compacted when its dead bytes exceed its live bytes and this.
+    compact_floor: u64,
+    /// Listing ranges read by the last [`listed`], from the same snapshot (and the store
+    /// `nonce` they belong to): `ls --json` writes exactly what it listed. Used once.
+    captured: Option<queries::Captured>,
+    pub path: PathBuf,
+    pub rebuilt: bool,
+}
+
+impl Index {
+    /// The index file of an agent dir.
+    pub fn default_path(agent_dir: &Path) -> PathBuf {
+        agent_dir.join(FILE_NAME)
+    }
+
+    /// Opens (or creates) the index; a file that is not this index is deleted and rebuilt.
+    /// `SESSIONTREE_INDEX_COMPACT_FLOOR` (bytes) overrides when the listing store is
+    /// compacted (tests force compactions with 0).
+    pub fn open(path: &Path) -> crate::Result<Index> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).map_err(crate::error::io(d))?;
+        }
+        let floor = std::env::var("SESSIONTREE_INDEX_COMPACT_FLOOR")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(COMPACT_FLOOR);
+        let (conn, store, rebuilt) = match try_open(path) {
+            Ok((conn, store)) => (conn, store, false),
+            Err(e) if e.is_unusable() => {
+                remove_db(path);
+                let (conn, store) = try_open(path).map_err(open_err)?;
+                (conn, store, true)
+            }
+            Err(e) => return Err(open_err(e)),
+        };
+        Ok(Index {
+            conn,
+            store,
+            compact_floor: floor,
+            captured: None,
+            path: path.to_path_buf(),
+            rebuilt,
+        })
+    }
+
+    #[doc(hidden)]
+    pub fn set_compaction_floor_for_tests(&mut self, bytes: u64) {
+        self.compact_floor = bytes;
+    }
+
+    /// The listing store's file (beside the database).
+    pub fn listing_store_path(&self) -> &Path {
+        &self.store.path
+    }
+
+    #[doc(hidden)]
+    pub fn set_schema_version_for_tests(&mut self, v: &str) -> crate::Result<()> {
+        self.conn
+            .execute("UPDATE meta SET value=?1 WHERE key='schema'", [v])
+            .map_err(sql_err)?;
+        Ok(())
+    }
+}
+
+/// Files in a sub-folder of `sessions` (what `list_all` covers).
+pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent().and_then(Path::parent) == Some(sessions)
+}
+
+/// Files directly in `dir`.
+pub fn folder_scope(dir: &Path) -> impl Fn(&Path) -> bool + '_ {
+    move |p| p.parent() == Some(dir)
+}

@@ -1,0 +1,365 @@
+//! Reading listings back: every byte read is checked against its checksum, and `ls --json`
+//! writes the listings of one snapshot (the one it listed and ordered).
+
+use super::schema::{meta_u64, sql_err, store_err};
+use super::{Index, RefreshStats};
+use crate::list::{self, FileStat, SessionInfo};
+use crate::listing_store::{Mismatch, Store};
+use crate::summary::checksum;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Listing ranges `(off, len, sum)` by path, and the store nonce they belong to.
+pub(super) struct Captured {
+    nonce: u64,
+    ranges: rustc_hash::FxHashMap<PathBuf, (u64, u64, u64)>,
+}
+
+/// Why stored listings could not be read.
+pub(super) enum ReadError {
+    Fatal(crate::Error),
+    /// These files' stored listings failed their checksums.
+    Damaged(Vec<i64>),
+}
+
+impl From<crate::Error> for ReadError {
+    fn from(e: crate::Error) -> Self {
+        ReadError::Fatal(e)
+    }
+}
+
+fn damaged_err(what: &str) -> crate::Error {
+    store_err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("{what} failed its checksum"),
+    ))
+}
+
+/// The stored listing fields (what `to_stored` writes; other keys are skipped).
+#[derive(serde::Deserialize)]
+struct StoredInfo {
+    path: String,
+    #[serde(default)]
+    id: serde_json::Value,
+    #[serde(default)]
+    cwd: String,
+    #[serde(default)]
+    name: Option<String>,
+    /// Present (even `null`) or absent: kept apart.
+    #[serde(default, rename = "parentSessionPath", deserialize_with = "present")]
+    parent_session_path: Option<serde_json::Value>,
+    #[serde(default, rename = "_createdMs")]
+    created_ms: Option<f64>,
+    #[serde(default, rename = "_modifiedMs")]
+    modified_ms: Option<f64>,
+    #[serde(default, rename = "messageCount")]
+    message_count: u64,
+    #[serde(default, rename = "firstMessage")]
+    first_message: String,
+    #[serde(default, rename = "_drops")]
+    drops: bool,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    <serde_json::Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+fn from_stored(s: &str) -> Option<SessionInfo> {
+    let v: StoredInfo = serde_json::from_str(s).ok()?;
+    Some(SessionInfo {
+        path: PathBuf::from(v.path),
+        id: v.id,
+        cwd: v.cwd,
+        name: v.name,
+        parent_session_path: v.parent_session_path,
+        created_ms: v.created_ms,
+        modified_ms: v.modified_ms.unwrap_or(f64::NAN),
+        message_count: v.message_count,
+        first_message: v.first_message,
+        all_messages_text: String::new(),
+        reference_drops: v.drops,
+    })
+}
+
+/// Attempts at a snapshot whose store file can still be opened (a compaction between
+/// reading the database and opening the store makes them differ; the next one agrees).
+const ATTEMPTS: usize = 200;
+
+/// Makes `store` the store named by the snapshot `tx` is in; `false` when that store is
+/// already replaced (take a new snapshot).
+pub(super) fn store_for(store: &mut Store, tx: &rusqlite::Connection) -> crate::Result<bool> {
+    let nonce = meta_u64(tx, "listing_nonce").map_err(sql_err)?;
+    if nonce == Some(store.nonce) {
+        return Ok(true);
+    }
+    let len = meta_u64(tx, "listing_len").map_err(sql_err)?.unwrap_or(0);
+    match Store::open(&store.path, nonce.unwrap_or(0), len) {
+        Ok(s) => {
+            *store = s;
+            Ok(true)
+        }
+        Err(Mismatch::Stale(_)) => Ok(false),
+        Err(Mismatch::Io(e)) => Err(store_err(e)),
+    }
+}
+
+impl Index {
+    /// The stored listings of files `in_scope` (unordered).
+    pub fn infos(&mut self, in_scope: &dyn Fn(&Path) -> bool) -> crate::Result<Vec<SessionInfo>> {
+        self.infos_with(in_scope, true)
+    }
+
+    /// As [`Index::infos`]; `allMessagesText` is left empty unless `with_text`. The listing
+    /// ranges of the same snapshot are kept for [`Index::write_json`].
+    pub fn infos_with(
+        &mut self,
+        in_scope: &dyn Fn(&Path) -> bool,
+        with_text: bool,
+    ) -> crate::Result<Vec<SessionInfo>> {
+        self.captured = None;
+        match self.try_infos(in_scope, with_text) {
+            Ok((v, _)) => Ok(v),
+            Err(ReadError::Fatal(e)) => Err(e),
+            Err(ReadError::Damaged(_)) => Err(damaged_err("a stored listing")),
+        }
+    }
+
+    fn try_infos(
+        &mut self,
+        in_scope: &dyn Fn(&Path) -> bool,
+        with_text: bool,
+    ) -> Result<(Vec<SessionInfo>, Captured), ReadError> {
+        for _ in 0..ATTEMPTS {
+            let Index { conn, store, .. } = &mut *self;
+            let res = (|| -> Result<Option<(Vec<SessionInfo>, Captured)>, ReadError> {
+                let tx = rusqlite::Transaction::new_unchecked(
+                    conn,
+                    rusqlite::TransactionBehavior::Deferred,
+                )
+                .map_err(sql_err)?;
+                if !store_for(store, &tx)? {
+                    return Ok(None);
+                }
+                let mut st = tx
+                    .prepare_cached(
+                        "SELECT id, path, info, info_sum, off, len, sum
+                         FROM files LEFT JOIN listing USING(id) WHERE info IS NOT NULL",
+                    )
+                    .map_err(sql_err)?;
+                let mut rows = st.query([]).map_err(sql_err)?;
+                let mut out = Vec::new();
+                let mut damaged = Vec::new();
+                let mut cap = Captured {
+                    nonce: store.nonce,
+                    ranges: Default::default(),
+                };
+                let map = if with_text {
+                    Some(store.map().map_err(store_err)?)
+                } else {
+                    None
+                };
+                while let Some(r) = rows.next().map_err(sql_err)? {
+                    let id: i64 = r.get(0).map_err(sql_err)?;
+                    let p: String = r.get(1).map_err(sql_err)?;
+                    if !in_scope(Path::new(&p)) {
+                        continue;
+                    }
+                    let info: String = r.get(2).map_err(sql_err)?;
+                    let sum: Option<i64> = r.get(3).map_err(sql_err)?;
+                    let off: Option<i64> = r.get(4).map_err(sql_err)?;
+                    let len: Option<i64> = r.get(5).map_err(sql_err)?;
+                    let lsum: Option<i64> = r.get(6).map_err(sql_err)?;
+                    let (Some(sum), Some(off), Some(len), Some(lsum)) = (sum, off, len, lsum)
+                    else {
+                        damaged.push(id);
+                        continue;
+                    };
+                    let Some(mut i) = (checksum(info.as_bytes()) == sum as u64)
+                        .then(|| from_stored(&info))
+                        .flatten()
+                        .filter(|i| i.path == Path::new(&p))
+                    else {
+                        damaged.push(id);
+                        continue;
+                    };
+                    if let Some(map) = &map {
+                        let bytes = map.get(off as usize..(off + len) as usize);
+                        let Some(json) = bytes.filter(|b| checksum(b) == lsum as u64) else {
+                            damaged.push(id);
+                            continue;
+                        };
+                        i.all_messages_text = serde_json::from_slice::<serde_json::Value>(json)
+                            .ok()
+                            .and_then(|v| v.get("allMessagesText")?.as_str().map(str::to_string))
+                            .unwrap_or_default();
+                    }
+                    cap.ranges
+                        .insert(PathBuf::from(p), (off as u64, len as u64, lsum as u64));
+                    out.push(i);
+                }
+                if !damaged.is_empty() {
+                    return Err(ReadError::Damaged(damaged));
+                }
+                Ok(Some((out, cap)))
+            })();
+            match res? {
+                Some(r) => return Ok(r),
+                None => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+        Err(ReadError::Fatal(store_err(std::io::Error::other(
+            "the listing store kept changing (another sessiontree compacting it?)",
+        ))))
+    }
+
+    /// Writes the stored Pi-shaped JSON of each of `paths` (indexed sessions), joined by
+    /// `,`: ranges of the mapped listing store, handed to the kernel with vectored writes
+    /// (no copy here). The same bytes as [`SessionInfo::write_json`] of a full scan. The
+    /// ranges are those of the [`listed`] call just before when it listed every path (one
+    /// snapshot for what was listed and what is written), else of a new snapshot; every
+    /// range is checked against its checksum before anything is written.
+    pub fn write_json<'p>(
+        &mut self,
+        paths: impl IntoIterator<Item = &'p Path>,
+        w: &mut dyn std::io::Write,
+    ) -> crate::Result<()> {
+        let paths: Vec<&Path> = paths.into_iter().collect();
+        let captured = self
+            .captured
+            .take()
+            .filter(|c| c.nonce == self.store.nonce)
+            .and_then(|c| {
+                paths
+                    .iter()
+                    .map(|p| c.ranges.get(*p).copied())
+                    .collect::<Option<Vec<_>>>()
+            });
+        let ranges = match captured {
+            Some(r) => r,
+            None => self.fresh_ranges(&paths)?,
+        };
+        let map = self.store.map().map_err(store_err)?;
+        let bytes: &[u8] = &map;
+        let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(ranges.len() * 2);
+        for (n, &(o, l, sum)) in ranges.iter().enumerate() {
+            let b = bytes
+                .get(o as usize..(o + l) as usize)
+                .filter(|b| checksum(b) == sum)
+                .ok_or_else(|| damaged_err(&format!("the listing of {}", paths[n].display())))?;
+            if n > 0 {
+                slices.push(std::io::IoSlice::new(b","));
+            }
+            slices.push(std::io::IoSlice::new(b));
+        }
+        crate::context::write_all_vectored(w, &mut slices)
+            .map_err(crate::error::io(Path::new("<stdout>")))?;
+        Ok(())
+    }
+
+    /// The listing ranges of `paths` in one new snapshot (the store switched to its nonce).
+    fn fresh_ranges(&mut self, paths: &[&Path]) -> crate::Result<Vec<(u64, u64, u64)>> {
+        for _ in 0..ATTEMPTS {
+            let Index { conn, store, .. } = &mut *self;
+            let res = (|| -> crate::Result<Option<Vec<(u64, u64, u64)>>> {
+                let tx = rusqlite::Transaction::new_unchecked(
+                    conn,
+                    rusqlite::TransactionBehavior::Deferred,
+                )
+                .map_err(sql_err)?;
+                if !store_for(store, &tx)? {
+                    return Ok(None);
+                }
+                let mut st = tx
+                    .prepare_cached(
+                        "SELECT off, len, sum FROM files JOIN listing USING(id) WHERE path = ?1",
+                    )
+                    .map_err(sql_err)?;
+                let mut ranges = Vec::with_capacity(paths.len());
+                for p in paths {
+                    let path_s = p.to_string_lossy();
+                    let r: Option<(Option<i64>, Option<i64>, Option<i64>)> = {
+                        use rusqlite::OptionalExtension;
+                        st.query_row([&*path_s], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                            .optional()
+                            .map_err(sql_err)?
+                    };
+                    match r {
+                        Some((Some(o), Some(l), Some(s))) => {
+                            ranges.push((o as u64, l as u64, s as u64))
+                        }
+                        _ => {
+                            return Err(store_err(std::io::Error::other(format!(
+                                "no stored listing of {}",
+                                p.display()
+                            ))))
+                        }
+                    }
+                }
+                Ok(Some(ranges))
+            })();
+            match res? {
+                Some(r) => return Ok(r),
+                None => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+        Err(store_err(std::io::Error::other(
+            "the listing store kept changing (another sessiontree compacting it?)",
+        )))
+    }
+}
+
+/// Refreshes the index for `files` and returns their listings as a full scan would
+/// ([`list::finish`] order: the given candidate order, then newest first). Listings that
+/// fail their checksums are read again from their files.
+pub fn listed(
+    idx: &mut Index,
+    files: &[(PathBuf, Option<FileStat>)],
+    in_scope: &dyn Fn(&Path) -> bool,
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
+    let mut st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
+    let mut infos = None;
+    let mut captured = None;
+    for _ in 0..3 {
+        match idx.try_infos(in_scope, opts.with_text) {
+            Ok((v, cap)) => {
+                infos = Some(v);
+                captured = Some(cap);
+                break;
+            }
+            Err(ReadError::Fatal(e)) => return Err(e),
+            Err(ReadError::Damaged(ids)) => {
+                idx.mark_damaged(&ids)?;
+                st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
+            }
+        }
+    }
+    let Some(infos) = infos else {
+        return Err(damaged_err(
+            "a stored listing (again after reading it anew)",
+        ));
+    };
+    // `ls --json` writes the listings of this very snapshot.
+    idx.captured = captured;
+    let pos: HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.0.as_path(), i))
+        .collect();
+    let mut v: Vec<(usize, SessionInfo)> = infos
+        .into_iter()
+        .filter_map(|i| pos.get(i.path.as_path()).map(|&n| (n, i)))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    let infos = v
+        .into_iter()
+        .map(|(_, mut i)| {
+            if !opts.with_text {
+                i.all_messages_text = String::new();
+            }
+            Some(i)
+        })
+        .collect();
+    Ok((list::finish(infos, opts), st))
+}

@@ -1,0 +1,467 @@
+//! Search: the scan (a prefilter over raw bytes, then decoding) finds exactly what a naive
+//! decode of every entry finds, and the per-file summaries never change the hits: on
+//! generated corpora, through appends, in-place edits that restore size and mtime,
+//! replacements by a new inode, and deletions.
+
+#[path = "../../sessiontree/tests/common/xorshift.rs"]
+mod xorshift;
+
+use sessiontree::list::{self, Acc, EntryText, FileStat};
+use sessiontree_index::search::{self, Hit, Mode, Query};
+use sessiontree_index::summary::{self, Summaries};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use xorshift::Rng;
+
+const WORDS: &[&str] = &[
+    "theme",
+    "selector",
+    "Theme",
+    "SELECTOR",
+    "foo_bar::Baz",
+    "fn main()",
+    "日本語",
+    "検索",
+    "テキスト",
+    "quote\"d",
+    "back\\slash",
+    "tab\there",
+    "line\nbreak",
+    "emoji 🦀 crab",
+    "café",
+    "x",
+    "zebra",
+    "a/b/c",
+    "ab",
+    "abc",
+    "bc",
+];
+
+fn text(r: &mut Rng) -> String {
+    let n = 1 + r.pick(6);
+    (0..n)
+        .map(|_| WORDS[r.pick(WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn js(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+/// `s` as a JSON string with every letter `a` written `\u0061` (a foreign writer's escapes).
+fn js_odd(s: &str) -> String {
+    js(s).replace('a', "\\u0061")
+}
+
+/// One random entry line (complete, with `\n`).
+fn entry(r: &mut Rng, id: &str, parent: Option<&str>, ts: u64) -> String {
+    let p = parent.map(|p| format!("\"{p}\"")).unwrap_or("null".into());
+    let head = format!(
+        "{{\"type\":\"{{T}}\",\"id\":\"{id}\",\"parentId\":{p},\"timestamp\":\"2025-01-0{}T00:00:00.000Z\"",
+        1 + ts % 9
+    );
+    let t = text(r);
+    let body = match r.pick(9) {
+        0 => format!(
+            ",\"message\":{{\"role\":\"user\",\"content\":{},\"timestamp\":{ts}}}",
+            js(&t)
+        ),
+        1 => format!(
+            ",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":{}}},{{\"type\":\"toolCall\",\"id\":\"c\",\"name\":\"theme\",\"arguments\":{{\"selector\":\"zebra\"}}}},{{\"type\":\"text\",\"text\":{}}}],\"timestamp\":{ts}}}",
+            js(&t),
+            js(&text(r))
+        ),
+        2 => format!(
+            ",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"c\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":{}}}],\"isError\":false,\"timestamp\":{ts}}}",
+            js(&t)
+        ),
+        3 => format!(
+            ",\"message\":{{\"role\":\"bashExecution\",\"command\":{},\"output\":{},\"exitCode\":0,\"timestamp\":{ts}}}",
+            js(&t),
+            js(&text(r))
+        ),
+        4 => format!(
+            ",\"message\":{{\"role\":\"user\",\"content\":{},\"timestamp\":{ts}}}",
+            js_odd(&t)
+        ),
+        5 => format!(",\"summary\":{},\"fromId\":\"x\"", js(&t)),
+        6 => format!(
+            ",\"customType\":\"note\",\"content\":{},\"display\":true",
+            js(&t)
+        ),
+        7 => format!(",\"label\":{}", js(&t)),
+        _ => format!(
+            ",\"message\":{{\"role\":\"user\",\"content\":{}}}",
+            js(&t)
+        ),
+    };
+    let ty = match body.as_bytes()[2] {
+        b's' => "compaction",
+        b'c' => "custom_message",
+        b'l' => "label",
+        _ => "message",
+    };
+    let ty = if ty == "compaction" && r.pick(2) == 0 {
+        "branch_summary"
+    } else {
+        ty
+    };
+    format!("{}{body}}}\n", head.replace("{T}", ty))
+}
+
+fn session(r: &mut Rng, name: &str, cwd: &str, n: usize) -> String {
+    let mut s = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{name}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
+    );
+    let mut ids: Vec<String> = Vec::new();
+    for k in 0..n {
+        let id = format!("{name}-{k}");
+        let parent = if ids.is_empty() {
+            None
+        } else if r.pick(5) == 0 {
+            Some(ids[r.pick(ids.len())].clone())
+        } else {
+            ids.last().cloned()
+        };
+        let ts = 1000 + r.below(50) * 100;
+        s += &entry(r, &id, parent.as_deref(), ts);
+        ids.push(id);
+    }
+    s
+}
+
+fn corpus(agent: &Path, seed: u64) -> Vec<PathBuf> {
+    let mut r = Rng(seed);
+    let mut out = Vec::new();
+    for k in 0..12 {
+        let cwd = format!("/w/p{}", k % 3);
+        let dir = agent
+            .join("sessions")
+            .join(sessiontree::dirs::encode_cwd(Path::new(&cwd)));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("s{k}.jsonl"));
+        let n = 5 + r.pick(30);
+        let mut body = session(&mut r, &format!("s{k}"), &cwd, n);
+        if k == 3 {
+            // A trailing line still being written is not searched yet.
+            body += "{\"type\":\"message\",\"id\":\"torn\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"zebra theme";
+        }
+        if k == 4 {
+            body = body.replacen("\"type\":\"session\"", "\"type\":\"nope\"", 1);
+        }
+        std::fs::write(&p, body).unwrap();
+        out.push(p);
+    }
+    out
+}
+
+/// A naive reference: every line decoded, every rule applied directly.
+fn reference(agent: &Path, q: &Query) -> Vec<(String, String, bool)> {
+    let re = (q.mode == Mode::Regex).then(|| regex::Regex::new(&q.text).unwrap());
+    let words: Vec<String> = match q.mode {
+        Mode::Words => q
+            .text
+            .split_whitespace()
+            .map(|w| w.to_ascii_lowercase())
+            .collect(),
+        _ => vec![q.text.to_ascii_lowercase()],
+    };
+    let mut all: Vec<(Option<f64>, String, usize, String, bool)> = Vec::new();
+    for p in list::all_files(agent) {
+        let Ok(f) = std::fs::File::open(&p) else {
+            continue;
+        };
+        let mut rows: Vec<EntryText> = Vec::new();
+        let pass = list::pass(f, 0, Acc::new(false), Some(&mut rows)).unwrap();
+        if pass.committed.not_session || !pass.committed.header_seen {
+            continue;
+        }
+        if let Some(c) = &q.cwd {
+            if !list::cwd_matches(&pass.committed.cwd, c) {
+                continue;
+            }
+        }
+        let mut parents = std::collections::HashMap::new();
+        for r in rows.iter().filter(|r| r.role.is_empty()) {
+            parents.insert(r.entry_id.clone(), r.parent_id.clone());
+        }
+        let mut on = std::collections::HashSet::new();
+        let mut cur = pass.committed.leaf.clone();
+        while let Some(c) = cur {
+            if !on.insert(c.clone()) {
+                break;
+            }
+            cur = parents.get(&c).cloned().flatten();
+        }
+        for (n, r) in rows.iter().enumerate().filter(|(_, r)| !r.role.is_empty()) {
+            if q.role.as_deref().is_some_and(|x| x != r.role)
+                || q.since_ms.is_some_and(|s| !r.ts_ms.is_some_and(|t| t >= s))
+            {
+                continue;
+            }
+            let lower = r.text.to_ascii_lowercase();
+            let ok = match &re {
+                Some(re) => re.is_match(&r.text),
+                None => words.iter().all(|w| lower.contains(w.as_str())),
+            };
+            if ok {
+                all.push((
+                    r.ts_ms,
+                    p.to_string_lossy().into_owned(),
+                    n,
+                    r.entry_id.clone(),
+                    on.contains(&r.entry_id),
+                ));
+            }
+        }
+    }
+    // Newest first, no timestamp last, then path, then file order.
+    all.sort_by(|a, b| {
+        let t = |x: &Option<f64>| x.filter(|t| !t.is_nan());
+        match (t(&a.0), t(&b.0)) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| a.1.cmp(&b.1))
+        .then_with(|| a.2.cmp(&b.2))
+    });
+    all.truncate(q.limit);
+    all.into_iter().map(|x| (x.1, x.3, x.4)).collect()
+}
+
+fn key(h: &[Hit]) -> Vec<(String, String, bool)> {
+    h.iter()
+        .map(|h| (h.path.clone(), h.entry_id.clone(), h.on_branch))
+        .collect()
+}
+
+fn queries() -> Vec<Query> {
+    let q = |text: &str, mode: Mode, limit: usize| Query {
+        text: text.into(),
+        mode,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit,
+    };
+    let mut v = vec![
+        q("theme", Mode::Words, 1000),
+        q("theme", Mode::Words, 3),
+        q("theme selector", Mode::Words, 1000),
+        q("theme selector", Mode::Words, 5),
+        q("theme selector", Mode::Phrase, 1000),
+        q("selector theme", Mode::Phrase, 1000),
+        q("foo_bar::Baz", Mode::Words, 1000),
+        q("日本語", Mode::Words, 1000),
+        q("検索", Mode::Words, 7),
+        q("quote\"d", Mode::Words, 1000),
+        q("back\\slash", Mode::Words, 1000),
+        q("tab\there", Mode::Phrase, 1000),
+        q("line\nbreak", Mode::Phrase, 1000),
+        q("🦀", Mode::Words, 1000),
+        q("café", Mode::Words, 1000),
+        q("a/b", Mode::Words, 1000),
+        q("x", Mode::Words, 1000),
+        q("zebra", Mode::Words, 1000),
+        q("abc", Mode::Words, 1000),
+        q("ab bc", Mode::Words, 1000),
+        q("nowhere_at_all", Mode::Words, 1000),
+        q("main() theme", Mode::Phrase, 1000),
+        q(r"foo_\w+::B", Mode::Regex, 1000),
+        q(r"(?i)theme\s+SELECTOR", Mode::Regex, 1000),
+        q(r"^zebra", Mode::Regex, 4),
+        q(r"x|検索", Mode::Regex, 1000),
+        q(r"\d*", Mode::Regex, 10),
+    ];
+    let mut f = q("zebra", Mode::Words, 1000);
+    f.role = Some("user".into());
+    v.push(f);
+    let mut f = q("theme", Mode::Words, 1000);
+    f.since_ms = Some(3000.0);
+    v.push(f);
+    let mut f = q("theme", Mode::Words, 1000);
+    f.cwd = Some(PathBuf::from("/w/p1"));
+    v.push(f);
+    v
+}
+
+fn stats(agent: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
+    list::all_files_stat(agent)
+}
+
+/// Every query: the scan equals the reference, with and without summaries.
+fn check_all(agent: &Path, summaries: Option<&Summaries>, what: &str) {
+    let files = stats(agent);
+    for q in queries() {
+        let want = reference(agent, &q);
+        let (plain, _) = search::search(&files, &q, None, 2).unwrap();
+        assert_eq!(
+            key(&plain),
+            want,
+            "{what}: {:?} {:?} without summaries",
+            q.text,
+            q.mode
+        );
+        if let Some(s) = summaries {
+            let (with, _) = search::search(&files, &q, Some(s), 2).unwrap();
+            assert_eq!(
+                key(&with),
+                want,
+                "{what}: {:?} {:?} with summaries",
+                q.text,
+                q.mode
+            );
+            // Snippets and offsets too.
+            for (a, b) in plain.iter().zip(&with) {
+                assert_eq!((&a.snippet, &a.matches), (&b.snippet, &b.matches));
+            }
+        }
+    }
+}
+
+fn build(agent: &Path) -> Summaries {
+    let store = Summaries::path_in(agent);
+    summary::build(&store, &stats(agent), 2).unwrap().unwrap();
+    Summaries::load(&store).unwrap()
+}
+
+#[test]
+fn scan_and_summaries_agree_with_a_naive_search_through_changes() {
+    for seed in [7u64, 0x5eed, 424242] {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path();
+        let files = corpus(agent, seed);
+        check_all(agent, None, "fresh");
+        let s = build(agent);
+        assert!(s.len() >= 11);
+        check_all(agent, Some(&s), "summarized");
+
+        // Stale summaries (every change below is made after they were built) never hide
+        // a hit: the changed files are scanned.
+        let mut r = Rng(seed ^ 0xabc);
+        // Appends.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&files[0])
+            .unwrap();
+        f.write_all(entry(&mut r, "new-1", Some("s0-0"), 9999).as_bytes())
+            .unwrap();
+        f.write_all(b"{\"type\":\"message\",\"id\":\"new-2\",\"parentId\":\"new-1\",\"message\":{\"role\":\"user\",\"content\":\"zebra theme selector appended\",\"timestamp\":99999}}\n").unwrap();
+        drop(f);
+        // An in-place edit that keeps size and mtime.
+        let p = &files[1];
+        let old = std::fs::metadata(p).unwrap();
+        let body = std::fs::read_to_string(p).unwrap();
+        let edited = body.replace("zebra", "ZEBRO").replace("theme", "thyme");
+        assert_eq!(edited.len(), body.len());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .write_all(edited.as_bytes())
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(old.modified().unwrap())
+            .unwrap();
+        assert_eq!(std::fs::metadata(p).unwrap().len(), old.len());
+        // A replacement by a new inode with the same size and mtime (sed -i).
+        let p = &files[2];
+        let old = std::fs::metadata(p).unwrap();
+        let body = std::fs::read_to_string(p).unwrap();
+        let tmp = p.with_extension("tmp");
+        std::fs::write(&tmp, body.replace("selector", "SELECTOR")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&tmp)
+            .unwrap()
+            .set_modified(old.modified().unwrap())
+            .unwrap();
+        std::fs::rename(&tmp, p).unwrap();
+        // A deletion, and a new file.
+        std::fs::remove_file(&files[5]).unwrap();
+        let extra = files[6].with_file_name("late.jsonl");
+        std::fs::write(&extra, session(&mut r, "late", "/w/p0", 20)).unwrap();
+        check_all(agent, Some(&s), "stale summaries");
+        // Rebuilt: the changed records are made again, the rest kept.
+        let s2 = build(agent);
+        check_all(agent, Some(&s2), "rebuilt");
+        assert!(s2.covers_exactly(&stats(agent)));
+        assert!(!s.covers_exactly(&stats(agent)));
+    }
+}
+
+#[test]
+fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let dir = agent.join("sessions").join("--w--");
+    std::fs::create_dir_all(&dir).unwrap();
+    for k in 0..40u64 {
+        let mut s = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n"
+        );
+        for m in 0..20u64 {
+            let word = if k == 17 && m == 3 {
+                "narwhal"
+            } else {
+                "walrus"
+            };
+            s += &format!(
+                "{{\"type\":\"message\",\"id\":\"e{m}\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"the {word} number {m}\",\"timestamp\":{}}}}}\n",
+                k * 1000 + m
+            );
+        }
+        std::fs::write(dir.join(format!("s{k}.jsonl")), s).unwrap();
+    }
+    let s = build(agent);
+    let files = stats(agent);
+    let q = |t: &str, limit| Query {
+        text: t.into(),
+        mode: Mode::Words,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit,
+    };
+    let (h, st) = search::search(&files, &q("narwhal", 10), Some(&s), 1).unwrap();
+    assert_eq!(h.len(), 1);
+    assert_eq!((st.scanned, st.ruled_out), (1, 39), "{st:?}");
+    // Every file has "walrus": the newest 5 hits are in the newest file, the rest is
+    // never read.
+    let (h, st) = search::search(&files, &q("walrus", 5), Some(&s), 1).unwrap();
+    assert_eq!(h.len(), 5);
+    assert!(h.iter().all(|h| h.path.ends_with("s39.jsonl")));
+    assert!(st.scanned <= 2, "{st:?}");
+    let (h2, _) = search::search(&files, &q("walrus", 5), None, 2).unwrap();
+    assert_eq!(key(&h), key(&h2));
+}
+
+#[test]
+fn a_damaged_summary_record_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    corpus(agent, 99);
+    let s = build(agent);
+    let n = s.len();
+    drop(s);
+    let store = Summaries::path_in(agent);
+    let mut b = std::fs::read(&store).unwrap();
+    // Flip one bit in every 4 KiB of the store: each hit record is left out, not trusted.
+    let mut at = 100;
+    while at < b.len() {
+        b[at] ^= 0x10;
+        at += 4096;
+    }
+    std::fs::write(&store, &b).unwrap();
+    let s = Summaries::load(&store).unwrap();
+    assert!(s.damaged > 0 && s.len() < n);
+    check_all(agent, Some(&s), "damaged summaries");
+}
