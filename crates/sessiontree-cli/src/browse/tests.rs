@@ -659,3 +659,15 @@ fn resume_from_the_list_is_confirmed_and_esc_in_a_tree_goes_back_to_the_list() {
     assert!(!app.quit);
     assert_eq!(app.list.sel, 1, "the list keeps its selection");
 }
+
+#[test]
+fn search_highlights_become_the_previews_marks() {
+    assert_eq!(
+        super::mark("the energy test", &[(4, 10)]),
+        "the [[energy]] test"
+    );
+    assert_eq!(
+        super::mark("日本語 ok", &[(0, 2), (4, 6)]),
+        "[[日本]]語 [[ok]]"
+    );
+}
