@@ -217,6 +217,10 @@ enum Cmd {
         /// Wait up to this many seconds for another writer to finish.
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
+        /// Then also close interrupted work as `close-interrupted` does (an error result
+        /// appended for every tool call on the current branch left without one).
+        #[arg(long)]
+        close_interrupted: bool,
     },
     /// Work a crash left half done: tool calls without results, orphan results, an aborted last reply, a compaction keeping a missing entry. Exit 1 when any.
     Interrupted {
@@ -278,9 +282,29 @@ enum Outcome {
     Code(u8),
 }
 
+/// Says on stderr which `*.jsonl` names folder walks skipped (FIFOs, devices, links to
+/// them): they are never read, but the user should know they are there.
+fn report_skipped() {
+    for (p, what) in sessiontree::folder::take_skipped() {
+        eprintln!(
+            "sessiontree: {}: not a regular file ({what}); skipped",
+            p.display()
+        );
+    }
+}
+
+/// Prints on stderr what a session handle did on its own (a torn last line moved aside).
+pub(crate) fn report_notices(s: &mut Session) {
+    for n in s.take_notices() {
+        eprintln!("sessiontree: {n}");
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    report_skipped();
+    match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NothingFound) => ExitCode::from(1),
         Ok(Outcome::Code(c)) => ExitCode::from(c),
@@ -458,6 +482,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                     };
                     format!("cannot append to {}{which}", file.display())
                 })?;
+                report_notices(&mut s);
                 out.line(&id)?;
             }
             Outcome::Done
@@ -472,6 +497,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let new = s
                 .append_label_change(&id, label.as_deref())
                 .with_context(|| format!("cannot label in {}", file.display()))?;
+            report_notices(&mut s);
             out.line(&new)?;
             Outcome::Done
         }
@@ -480,6 +506,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let new = s
                 .append_session_info(&name)
                 .with_context(|| format!("cannot name {}", file.display()))?;
+            report_notices(&mut s);
             out.line(&new)?;
             Outcome::Done
         }
@@ -513,12 +540,14 @@ fn run(cli: Cli) -> Result<Outcome> {
             dry_run,
             cwd,
             wait,
+            close_interrupted,
         } => Outcome::Code(verify::repair(
             &mut out,
             &file,
             dry_run,
             cwd,
             wait.map(Duration::from_secs_f64),
+            close_interrupted,
         )?),
         Cmd::Interrupted {
             file,
