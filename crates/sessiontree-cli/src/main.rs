@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod browse;
 mod export;
 mod import;
 mod interrupted;
@@ -249,6 +250,8 @@ enum Cmd {
     Resume(ls::ResumeArgs),
     /// Tokens and cost, by model, provider, day or session. Exit 1 when no usage.
     Stats(stats::StatsArgs),
+    /// Full-screen browser: every session, searched as you type; a session's tree, branches and context.
+    Browse(browse::Args),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
@@ -436,7 +439,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 l.tree.write_tree_json(&mut out)?;
                 out.line("")?;
             } else {
-                show::tree(&mut out, &l.tree, focus.as_deref())?;
+                show::tree(&mut out, &l.tree, focus.as_deref(), ls::width())?;
             }
             Outcome::Done
         }
@@ -558,6 +561,10 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Search(a) => found(search::search(&mut out, a)?),
         Cmd::Resume(a) => found(ls::resume(&mut out, a)?),
         Cmd::Stats(a) => found(stats::stats(&mut out, a)?),
+        Cmd::Browse(a) => {
+            browse::run(a)?;
+            Outcome::Done
+        }
         Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
