@@ -121,7 +121,7 @@ fn absolute(p: &Path) -> String {
 }
 
 /// Writes a temporary file next to `out` and renames it over.
-fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = out
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

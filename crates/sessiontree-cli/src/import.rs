@@ -21,7 +21,7 @@ pub enum AgentArg {
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Whose transcripts: claude or codex.
+    /// Whose transcripts: claude (Claude Code) or codex (Codex CLI).
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).

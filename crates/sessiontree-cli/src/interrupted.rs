@@ -41,6 +41,16 @@ pub fn list(out: &mut Out, file: &Path, all_branches: bool, json: bool) -> Resul
 
 /// `sessiontree close-interrupted FILE`: appends the results, prints their ids.
 pub fn close(out: &mut Out, file: &Path, options: WriteOptions) -> Result<Vec<String>> {
+    let ids = close_quiet(file, options)?;
+    for id in &ids {
+        out.line(id)?;
+    }
+    Ok(ids)
+}
+
+/// Appends an error result for every tool call on the current branch that has none (what
+/// `close-interrupted` does; `repair --close-interrupted` too); returns their ids.
+pub fn close_quiet(file: &Path, options: WriteOptions) -> Result<Vec<String>> {
     if !file.exists() {
         anyhow::bail!("{}: no such file", file.display());
     }
@@ -48,8 +58,6 @@ pub fn close(out: &mut Out, file: &Path, options: WriteOptions) -> Result<Vec<St
         .with_context(|| format!("cannot open {} for writing", file.display()))?;
     let ids = interrupted::close_interrupted(&mut s)
         .with_context(|| format!("cannot append to {}", file.display()))?;
-    for id in &ids {
-        out.line(id)?;
-    }
+    crate::report_notices(&mut s);
     Ok(ids)
 }

@@ -286,7 +286,8 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
     Ok(!v.is_empty())
 }
 
-fn width() -> usize {
+/// Output width: $COLUMNS, else the terminal's, else 160.
+pub fn width() -> usize {
     if let Some(c) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
         return c;
     }

@@ -1,6 +1,7 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
 mod archive;
+mod browse;
 mod export;
 mod import;
 mod interrupted;
@@ -217,6 +218,10 @@ enum Cmd {
         /// Wait up to this many seconds for another writer to finish.
         #[arg(long, value_name = "SECONDS")]
         wait: Option<f64>,
+        /// Then also close interrupted work as `close-interrupted` does (an error result
+        /// appended for every tool call on the current branch left without one).
+        #[arg(long)]
+        close_interrupted: bool,
     },
     /// Work a crash left half done: tool calls without results, orphan results, an aborted last reply, a compaction keeping a missing entry. Exit 1 when any.
     Interrupted {
@@ -254,6 +259,8 @@ enum Cmd {
     Sync(archive::SyncArgs),
     /// Let a PostgreSQL role's members read one of your archived sessions.
     Share(archive::ShareArgs),
+    /// Full-screen browser: every session, searched as you type; a session's tree, branches and context.
+    Browse(browse::Args),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
@@ -284,10 +291,29 @@ enum Outcome {
     Code(u8),
 }
 
+/// Says on stderr which `*.jsonl` names folder walks skipped (FIFOs, devices, links to
+/// them): they are never read, but the user should know they are there.
+fn report_skipped() {
+    for (p, what) in sessiontree::folder::take_skipped() {
+        eprintln!(
+            "sessiontree: {}: not a regular file ({what}); skipped",
+            p.display()
+        );
+    }
+}
+
+/// Prints on stderr what a session handle did on its own (a torn last line moved aside).
+pub(crate) fn report_notices(s: &mut Session) {
+    for n in s.take_notices() {
+        eprintln!("sessiontree: {n}");
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = run(cli);
     archive::cleanup();
+    report_skipped();
     match result {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
         Ok(Outcome::NothingFound) => ExitCode::from(1),
@@ -423,7 +449,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                 l.tree.write_tree_json(&mut out)?;
                 out.line("")?;
             } else {
-                show::tree(&mut out, &l.tree, focus.as_deref())?;
+                show::tree(&mut out, &l.tree, focus.as_deref(), ls::width())?;
             }
             Outcome::Done
         }
@@ -466,6 +492,7 @@ fn run(cli: Cli) -> Result<Outcome> {
                     };
                     format!("cannot append to {}{which}", file.display())
                 })?;
+                report_notices(&mut s);
                 out.line(&id)?;
             }
             Outcome::Done
@@ -480,6 +507,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let new = s
                 .append_label_change(&id, label.as_deref())
                 .with_context(|| format!("cannot label in {}", file.display()))?;
+            report_notices(&mut s);
             out.line(&new)?;
             Outcome::Done
         }
@@ -488,6 +516,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             let new = s
                 .append_session_info(&name)
                 .with_context(|| format!("cannot name {}", file.display()))?;
+            report_notices(&mut s);
             out.line(&new)?;
             Outcome::Done
         }
@@ -521,12 +550,14 @@ fn run(cli: Cli) -> Result<Outcome> {
             dry_run,
             cwd,
             wait,
+            close_interrupted,
         } => Outcome::Code(verify::repair(
             &mut out,
             &file,
             dry_run,
             cwd,
             wait.map(Duration::from_secs_f64),
+            close_interrupted,
         )?),
         Cmd::Interrupted {
             file,
@@ -544,6 +575,10 @@ fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Pull(a) => archive::pull_cmd(&mut out, a).map(|_| Outcome::Done)?,
         Cmd::Sync(a) => archive::sync_cmd(a).map(|_| Outcome::Done)?,
         Cmd::Share(a) => archive::share_cmd(a).map(|_| Outcome::Done)?,
+        Cmd::Browse(a) => {
+            browse::run(a)?;
+            Outcome::Done
+        }
         Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;

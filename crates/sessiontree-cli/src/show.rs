@@ -333,48 +333,7 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
         ),
     ))?;
     for m in &ctx.messages {
-        let raw = m.raw();
-        let role = m.role().unwrap_or_else(|| "?".into());
-        let body = match role.as_str() {
-            "branchSummary" | "compactionSummary" => raw
-                .get("summary")
-                .map(|s| s.js_string())
-                .unwrap_or_default(),
-            "bashExecution" => sessiontree::context::bash_execution_text(raw),
-            _ => match raw.get("content") {
-                Some(c) if c.kind() == sessiontree::json::Kind::String => c.js_string(),
-                Some(c) => c
-                    .elements()
-                    .iter()
-                    .map(|b| {
-                        let ty = b
-                            .get("type")
-                            .and_then(|t| t.as_str())
-                            .map(|t| t.into_owned())
-                            .unwrap_or_default();
-                        match ty.as_str() {
-                            "text" => b.get("text").map(|t| t.js_string()).unwrap_or_default(),
-                            "thinking" => format!(
-                                "(thinking) {}",
-                                preview(
-                                    &b.get("thinking").map(|t| t.js_string()).unwrap_or_default(),
-                                    200
-                                )
-                            ),
-                            "toolCall" => format!(
-                                "→ {}({})",
-                                b.get("name").map(|t| t.js_string()).unwrap_or_default(),
-                                preview(b.get("arguments").map(|a| a.text()).unwrap_or(""), 200)
-                            ),
-                            "image" => "[image]".into(),
-                            other => format!("[{other}]"),
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                None => String::new(),
-            },
-        };
+        let (role, body) = message_body(m);
         out.line(&out.paint(role_color(&role), &format!("── {role} ──")))?;
         let lines: Vec<&str> = body.lines().collect();
         for l in lines.iter().take(12) {
@@ -387,91 +346,122 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// A context message's role and its text as shown to a person: summaries, bash runs,
+/// text blocks, thinking (cut), tool calls and images as short markers.
+pub fn message_body(m: &sessiontree::Message<'_>) -> (String, String) {
+    let raw = m.raw();
+    let role = m.role().unwrap_or_else(|| "?".into());
+    let body = match role.as_str() {
+        "branchSummary" | "compactionSummary" => raw
+            .get("summary")
+            .map(|s| s.js_string())
+            .unwrap_or_default(),
+        "bashExecution" => sessiontree::context::bash_execution_text(raw),
+        _ => match raw.get("content") {
+            Some(c) if c.kind() == sessiontree::json::Kind::String => c.js_string(),
+            Some(c) => c
+                .elements()
+                .iter()
+                .map(|b| {
+                    let ty = b
+                        .get("type")
+                        .and_then(|t| t.as_str())
+                        .map(|t| t.into_owned())
+                        .unwrap_or_default();
+                    match ty.as_str() {
+                        "text" => b.get("text").map(|t| t.js_string()).unwrap_or_default(),
+                        "thinking" => format!(
+                            "(thinking) {}",
+                            preview(
+                                &b.get("thinking").map(|t| t.js_string()).unwrap_or_default(),
+                                200
+                            )
+                        ),
+                        "toolCall" => format!(
+                            "→ {}({})",
+                            b.get("name").map(|t| t.js_string()).unwrap_or_default(),
+                            preview(b.get("arguments").map(|a| a.text()).unwrap_or(""), 200)
+                        ),
+                        "image" => "[image]".into(),
+                        other => format!("[{other}]"),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => String::new(),
+        },
+    };
+    (role, body)
+}
+
 /// Draws the tree with box-drawing characters; the path to `focus` (default: the leaf) is
-/// highlighted.
-pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>) -> Result<()> {
-    let view = t.get_tree();
-    let on_path: std::collections::HashSet<*const Entry> = t
-        .get_branch(focus)
-        .into_iter()
-        .map(|e| e as *const Entry)
-        .collect();
+/// highlighted. Indented only where the tree forks, the indentation bounded to a quarter of `width`
+/// (deeper levels collapse into a `N›` marker), and each line cut to `width` columns.
+pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>, width: usize) -> Result<()> {
+    use crate::browse::rows::{self, Layout};
+    let layout = Layout::new(t);
+    let on_path = rows::on_path(t, focus);
     let leaf = t.leaf_id();
     if let Some(n) = t.name() {
         out.line(&out.paint("1", &format!("{n}  ({})", t.session_id())))?;
     } else {
         out.line(&out.paint("1", t.session_id()))?;
     }
-    // Stack of (node, prefix, is_last, depth). A single child continues the same column.
-    let mut stack: Vec<(u32, String, bool, bool)> = Vec::new();
-    for (i, &r) in view.roots.iter().enumerate().rev() {
-        stack.push((r, String::new(), i == view.roots.len() - 1, true));
-    }
-    while let Some((node, prefix, last, branch_point)) = stack.pop() {
-        let e = t.entry_at(node);
+    let budget = rows::indent_budget(width);
+    for row in &layout.rows {
+        let e = t.entry_at(row.node);
         let (kind, text) = describe(e);
         let id = e.id().unwrap_or("?");
-        let connector = if branch_point {
-            if last {
-                "└─ "
-            } else {
-                "├─ "
-            }
-        } else {
-            "   "
-        };
-        let connector = if branch_point { connector } else { "│  " };
-        let _ = connector;
-        let conn = if branch_point {
-            if last {
-                "└─ "
-            } else {
-                "├─ "
-            }
+        let prefix = layout.prefix(row, budget);
+        let path_here = on_path[row.node as usize];
+        let label = t
+            .get_label(id)
+            .map(|l| {
+                format!(
+                    " [{}]",
+                    sessiontree::json::Raw::trusted(&l.label).js_string()
+                )
+            })
+            .unwrap_or_default();
+        let mark = if Some(id) == leaf {
+            " ◀ leaf"
+        } else if focus == Some(id) {
+            " ◀"
         } else {
             ""
         };
-        let path_here = on_path.contains(&(e as *const Entry));
+        // prefix, dot, id, kind, then the text in what is left (at most 90 columns).
+        let used = rows::width(&prefix) + 2 + rows::width(id) + 1 + rows::width(&kind) + 1;
+        let room = width
+            .saturating_sub(used + rows::width(&label) + rows::width(mark))
+            .clamp(12, 90);
+        let body = rows::fit(&text, room);
         let dot = if path_here {
             out.paint("1;33", "●")
         } else {
             out.paint("2", "○")
         };
-        let label = label_badge(out, t, id);
-        let mark = if Some(id) == leaf {
-            out.paint("1;33", " ◀ leaf")
-        } else if focus == Some(id) {
-            out.paint("1;33", " ◀")
-        } else {
-            String::new()
-        };
-        let body = preview(&text, 70);
         let body = if path_here {
             body
         } else {
             out.paint("2", &body)
         };
         out.line(&format!(
-            "{prefix}{conn}{dot} {} {} {}{}{}",
+            "{prefix}{dot} {} {} {}{}{}",
             out.paint("2", id),
             out.paint(role_color(&kind), &kind),
             body,
-            label,
-            mark
-        ))?;
-        let kids = &view.children[node as usize];
-        let child_prefix = if branch_point {
-            format!("{prefix}{}", if last { "   " } else { "│  " })
-        } else {
-            prefix.clone()
-        };
-        if kids.len() == 1 {
-            stack.push((kids[0], child_prefix, true, false));
-        } else {
-            for (i, &k) in kids.iter().enumerate().rev() {
-                stack.push((k, child_prefix.clone(), i == kids.len() - 1, true));
+            if label.is_empty() {
+                String::new()
+            } else {
+                out.paint("1;33", &label)
+            },
+            if mark.is_empty() {
+                String::new()
+            } else {
+                out.paint("1;33", mark)
             }
-        }
+        ))?;
     }
     Ok(())
 }

@@ -13,11 +13,14 @@ struct FileReport {
     /// Not a session (bad header) or could not read.
     error: Option<String>,
     diagnostics: Vec<sessiontree::Diagnostic>,
+    /// Work left half done at the leaf (dangling tool calls, an aborted last reply, ...):
+    /// a model API rejects the session on resume until it is closed.
+    interrupted: Vec<sessiontree::interrupted::Finding>,
 }
 
 impl FileReport {
     fn ok(&self) -> bool {
-        self.error.is_none() && self.diagnostics.is_empty()
+        self.error.is_none() && self.diagnostics.is_empty() && self.interrupted.is_empty()
     }
 }
 
@@ -30,6 +33,7 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         if ft.is_dir() {
             collect(&p, out)?;
         } else if p.extension().is_some_and(|x| x == "jsonl") {
+            // Special files are pushed too: `check` reports them without reading them.
             out.push(p);
         }
     }
@@ -43,14 +47,17 @@ fn check(path: &Path) -> FileReport {
             unreadable: false,
             error: None,
             diagnostics: l.tree.diagnostics().to_vec(),
+            interrupted: crate::interrupted::findings(&l.tree, false),
         },
         Err(e) => FileReport {
             path: path.to_path_buf(),
             // Not a session at all (empty, binary, no header) is as unreadable as an I/O
             // error: there is nothing to check (2), rather than problems in a session (1).
-            unreadable: true,
+            // A FIFO or device found in a folder is skipped and reported (1).
+            unreadable: !matches!(e, sessiontree::Error::NotRegular { .. }),
             error: Some(e.to_string()),
             diagnostics: Vec::new(),
+            interrupted: Vec::new(),
         },
     }
 }
@@ -65,6 +72,14 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                 eprintln!("sessiontree: {}: {e}", target.display());
                 return Ok(2);
             }
+        }
+        Ok(m) if !m.is_file() => {
+            eprintln!(
+                "sessiontree: {}: not a regular file ({}); not read",
+                target.display(),
+                sessiontree::store::kind_name(&m.file_type())
+            );
+            return Ok(2);
         }
         Ok(_) => files.push(target.to_path_buf()),
         Err(e) => {
@@ -91,6 +106,10 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     "diagnostics".into(),
                     serde_json::to_value(&r.diagnostics).expect("serializable"),
                 );
+                o.insert(
+                    "interrupted".into(),
+                    serde_json::to_value(&r.interrupted).expect("serializable"),
+                );
                 serde_json::Value::Object(o)
             })
             .collect();
@@ -113,7 +132,7 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                 ))?;
                 out.line(&format!("  {e}"))?;
             } else {
-                let n = r.diagnostics.len();
+                let n = r.diagnostics.len() + r.interrupted.len();
                 out.line(&format!(
                     "{}: {} problem{}",
                     r.path.display(),
@@ -132,6 +151,13 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     d.offset,
                     out.paint("33", &kind),
                     d.message
+                ))?;
+            }
+            for f in &r.interrupted {
+                out.line(&format!(
+                    "  {}: {} (resuming would send this to the model; `sessiontree close-interrupted` or `repair --close-interrupted` closes it)",
+                    out.paint("33", "interrupted"),
+                    f.problem.describe()
                 ))?;
             }
         }
@@ -154,13 +180,16 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
     })
 }
 
-/// Exit 0 repaired (or nothing to do), 2 refused or failed.
+/// Exit 0 repaired (or nothing to do), 2 refused or failed. With `close_interrupted`,
+/// after the lines are repaired, what `close-interrupted` does is done too (results
+/// appended for tool calls left without one).
 pub fn repair(
     out: &mut Out,
     file: &Path,
     dry_run: bool,
     cwd: Option<String>,
     wait: Option<std::time::Duration>,
+    close_interrupted: bool,
 ) -> Result<u8> {
     use sessiontree::repair;
     let opts = repair::PlanOptions { cwd, id: None };
@@ -177,42 +206,92 @@ pub fn repair(
     };
     if plan.is_noop() {
         out.line(&format!("{}: nothing to repair", file.display()))?;
-        return Ok(0);
-    }
-    let verb = if dry_run { "would" } else { "will" };
-    out.line(&format!("{}: repair {verb}:", file.display()))?;
-    for a in &plan.actions {
-        if a.line == 0 {
-            out.line(&format!("  {}", a.what))?;
-        } else {
-            out.line(&format!(
-                "  line {} (byte {}): {}",
-                a.line, a.offset, a.what
-            ))?;
+    } else {
+        let verb = if dry_run { "would" } else { "will" };
+        out.line(&format!("{}: repair {verb}:", file.display()))?;
+        for a in &plan.actions {
+            if a.line == 0 {
+                out.line(&format!("  {}", a.what))?;
+            } else {
+                out.line(&format!(
+                    "  line {} (byte {}): {}",
+                    a.line, a.offset, a.what
+                ))?;
+            }
         }
     }
     if dry_run {
-        out.line("  (dry run: nothing written)")?;
+        if close_interrupted {
+            if let Ok(l) = sessiontree::session::load_bytes(file, plan.content.clone()) {
+                let open = sessiontree::interrupted::open_operations(&l.tree)
+                    .into_iter()
+                    .filter(|o| {
+                        matches!(o, sessiontree::interrupted::OpenOperation::ToolCall { .. })
+                    })
+                    .count();
+                if open > 0 {
+                    out.line(&format!(
+                        "  would close {open} interrupted tool call{}",
+                        if open == 1 { "" } else { "s" }
+                    ))?;
+                }
+            }
+        }
+        if !plan.is_noop() || close_interrupted {
+            out.line("  (dry run: nothing written)")?;
+        }
         return Ok(0);
     }
-    match repair::apply(file, &opts, wait) {
-        Ok(r) => {
-            if let Some(b) = r.backup {
-                out.line(&format!("original kept as {}", b.display()))?;
+    if !plan.is_noop() {
+        match repair::apply(file, &opts, wait) {
+            Ok(r) => {
+                if let Some(b) = r.backup {
+                    out.line(&format!("original kept as {}", b.display()))?;
+                }
+                if r.carried > 0 {
+                    out.line(&format!(
+                        "kept {} bytes another writer appended during the repair",
+                        r.carried
+                    ))?;
+                }
+                out.line(&format!(
+                    "repaired: {} -> {} bytes",
+                    r.plan.original_len,
+                    r.plan.content.len() as u64 + r.carried
+                ))?;
             }
-            out.line(&format!(
-                "repaired: {} -> {} bytes",
-                r.plan.original_len,
-                r.plan.content.len()
-            ))?;
-            Ok(0)
-        }
-        Err(e) => {
-            eprintln!(
-                "sessiontree: {}",
-                crate::paths::strip_os_code(&e.to_string())
-            );
-            Ok(2)
+            Err(e) => {
+                eprintln!(
+                    "sessiontree: {}",
+                    crate::paths::strip_os_code(&e.to_string())
+                );
+                return Ok(2);
+            }
         }
     }
+    if close_interrupted {
+        let options = sessiontree::WriteOptions {
+            lock_wait: wait,
+            creation: sessiontree::Creation::Eager,
+            ..Default::default()
+        };
+        match crate::interrupted::close_quiet(file, options) {
+            Ok(ids) if ids.is_empty() => out.line("no interrupted tool calls to close")?,
+            Ok(ids) => {
+                out.line(&format!(
+                    "closed {} interrupted tool call{}:",
+                    ids.len(),
+                    if ids.len() == 1 { "" } else { "s" }
+                ))?;
+                for id in ids {
+                    out.line(&format!("  {id}"))?;
+                }
+            }
+            Err(e) => {
+                eprintln!("sessiontree: {e:#}");
+                return Ok(2);
+            }
+        }
+    }
+    Ok(0)
 }

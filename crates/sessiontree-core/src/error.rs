@@ -99,6 +99,37 @@ pub enum Error {
         found: u64,
     },
 
+    /// A path that must be a regular file is a FIFO, a device, a folder or a socket (or a
+    /// link to one): it was not read, and nothing was created beside it.
+    #[error("{}: not a regular file ({what}); not read, nothing written beside it", path.display())]
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+        /// What is there ("a FIFO", "a character device", ...).
+        what: &'static str,
+    },
+
+    /// Something other than a lock file of ours sits at `<file>.lock` (a symlink, a hard
+    /// link, a folder, a FIFO, a device, another user's file): it is never followed, opened
+    /// for writing or truncated.
+    #[error("{}: the lock path holds {what}, not a lock file sessiontree made; refusing to use it (nothing was written; remove it if no writer runs)", path.display())]
+    LockPath {
+        /// The lock path.
+        path: PathBuf,
+        /// What is there.
+        what: String,
+    },
+
+    /// A rewrite (migration, repair) found its file replaced by another or shrunk before it
+    /// could rename the new one into place; nothing was replaced.
+    #[error("{}: the file was replaced or shrank during the rewrite ({what}); nothing was replaced, try again", path.display())]
+    Raced {
+        /// The file being rewritten.
+        path: PathBuf,
+        /// What changed.
+        what: String,
+    },
+
     /// A file that must be new (a new session, a fork) already exists; it was not touched.
     #[error("{}: already exists", path.display())]
     Exists {

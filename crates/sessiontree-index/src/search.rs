@@ -512,15 +512,12 @@ thread_local! {
 fn read_file(path: &Path, buf: &mut Vec<u8>) -> bool {
     use std::io::Read;
     buf.clear();
-    let Ok(f) = std::fs::File::open(path) else {
+    // Non-blocking open, type checked on the handle: a file swapped for a FIFO after the
+    // walk can never hang a search.
+    let Ok((f, m)) = sessiontree::store::open_regular(path) else {
         return false;
     };
-    match f.metadata() {
-        Ok(m) if m.is_file() => {
-            buf.reserve(m.len() as usize + 1);
-        }
-        _ => return false,
-    }
+    buf.reserve(m.len() as usize + 1);
     (&f).read_to_end(buf).is_ok()
 }
 

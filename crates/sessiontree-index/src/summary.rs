@@ -293,11 +293,9 @@ impl Grams {
 /// One file's record body, or `None` when it changed while being read (or is unreadable).
 fn summarize(path: &Path, grams: &mut Grams, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     use std::io::Read;
-    let f = std::fs::File::open(path).ok()?;
-    let before = FileStat::of(&f.metadata().ok()?)?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
+    // Non-blocking open, regular files only (a FIFO swapped in after the walk never hangs).
+    let (f, meta) = sessiontree::store::open_regular(path).ok()?;
+    let before = FileStat::of(&meta)?;
     buf.clear();
     (&f).read_to_end(buf).ok()?;
     let after = FileStat::of(&f.metadata().ok()?)?;

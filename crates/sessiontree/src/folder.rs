@@ -12,7 +12,7 @@ pub(crate) const HEADER_SCAN_LIMIT: usize = 1024 * 1024;
 /// The header of a session file: the first line that parses, if it is a valid header,
 /// looked for within the first MiB. `None` for anything else (best effort, as discovery is).
 pub fn read_header(path: &Path) -> Option<Header> {
-    let f = std::fs::File::open(path).ok()?;
+    let (f, _) = crate::store::open_regular(path).ok()?;
     let mut buf = Vec::new();
     f.take(HEADER_SCAN_LIMIT as u64 + 1)
         .read_to_end(&mut buf)
@@ -45,19 +45,53 @@ pub fn read_header(path: &Path) -> Option<Header> {
     None
 }
 
+static SKIPPED: std::sync::Mutex<Vec<(PathBuf, &'static str)>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes a `*.jsonl` name that a folder walk skipped because it is not a regular file.
+pub fn note_skipped(path: PathBuf, what: &'static str) {
+    let mut v = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    if !v.iter().any(|(p, _)| *p == path) {
+        v.push((path, what));
+    }
+}
+
+/// The `*.jsonl` names folder walks skipped since the last call (FIFOs, devices, folders,
+/// links to them), with what each is: for a command to report them. Each path once.
+pub fn take_skipped() -> Vec<(PathBuf, &'static str)> {
+    std::mem::take(&mut *SKIPPED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Whether a folder entry is a regular file (a symlink is followed). Anything else is
+/// noted with [`note_skipped`]: walks never read a FIFO or a device.
+pub fn regular_entry(e: &std::fs::DirEntry) -> bool {
+    let ft = match e.file_type() {
+        Ok(t) if t.is_file() => return true,
+        Ok(t) if t.is_symlink() => std::fs::metadata(e.path()).map(|m| m.file_type()),
+        Ok(t) => Ok(t),
+        Err(err) => Err(err),
+    };
+    match ft {
+        Ok(t) if t.is_file() => true,
+        Ok(t) => {
+            note_skipped(e.path(), crate::store::kind_name(&t));
+            false
+        }
+        // A dangling link or a file gone meanwhile: nothing to read, nothing to say.
+        Err(_) => false,
+    }
+}
+
 /// `*.jsonl` files of a folder in Node's `readdirSync` order: libuv's scandir sorts names
 /// (byte order), which decides ties in mtime and which of two same-id files is found.
+/// Only regular files (see [`regular_entry`]).
 fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl") && regular_entry(e))
         .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().ends_with(".jsonl"))
-        })
         .collect();
     v.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
     v

@@ -668,22 +668,22 @@ pub(crate) fn mtime_ms(m: &std::fs::Metadata) -> f64 {
 
 /// The listing of one file (one streaming pass); `None` when it is not a session.
 pub fn session_info(path: &Path, with_text: bool) -> Option<SessionInfo> {
-    let f = std::fs::File::open(path).ok()?;
-    let meta = f.metadata().ok()?;
-    if meta.is_dir() {
-        return None;
-    }
+    // Only a regular file is read (a FIFO would block, a device never end).
+    let (f, meta) = crate::store::open_regular(path).ok()?;
     let p = pass(f, 0, Acc::new(with_text), None).ok()?;
     p.into_full().into_info(path, mtime_ms(&meta))
 }
 
-/// `*.jsonl` names in a folder, full paths.
+/// `*.jsonl` names in a folder, full paths; regular files only (others are noted, see
+/// [`crate::folder::take_skipped`]).
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     rd.filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".jsonl"))
+        .filter(|e| {
+            e.file_name().to_string_lossy().ends_with(".jsonl") && crate::folder::regular_entry(e)
+        })
         .map(|e| e.path())
         .collect()
 }
@@ -706,9 +706,9 @@ pub struct FileStat {
 }
 
 impl FileStat {
-    /// `None` for a folder.
+    /// `None` for anything but a regular file.
     pub fn of(m: &std::fs::Metadata) -> Option<FileStat> {
-        if m.is_dir() {
+        if !m.is_file() {
             return None;
         }
         let mtime_ns = m
@@ -777,6 +777,13 @@ pub fn all_files_stat(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
                 Ok(t) if !t.is_symlink() => e.metadata(),
                 _ => std::fs::metadata(e.path()),
             };
+            // Never read a FIFO or a device (a FIFO would block, a device never end).
+            if let Ok(m) = &meta {
+                if !m.is_file() {
+                    crate::folder::note_skipped(e.path(), crate::store::kind_name(&m.file_type()));
+                    continue;
+                }
+            }
             let m = meta.as_ref().map(mtime_ms).unwrap_or(f64::NEG_INFINITY);
             let st = meta.ok().and_then(|m| FileStat::of(&m));
             files.push((e.path(), st, m));

@@ -5,7 +5,7 @@
 
 pub use sessiontree_core::repair::*;
 
-use crate::error::{io, Error, Result};
+use crate::error::{Error, Result};
 use crate::store;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +17,9 @@ pub struct Repaired {
     pub plan: Plan,
     /// The original file, kept (None when nothing needed doing).
     pub backup: Option<PathBuf>,
+    /// Bytes another (lock-less) writer appended while the repair ran, carried over into
+    /// the repaired file after the planned content.
+    pub carried: u64,
 }
 
 /// Error for a file that cannot be repaired.
@@ -29,19 +32,28 @@ fn refused(path: &Path, r: Refusal) -> Error {
 
 /// Plans the repair of a file without writing anything.
 pub fn plan_file(path: &Path, opts: &PlanOptions) -> Result<Plan> {
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let (file, _) = store::open_regular(path)?;
+    let bytes = store::read_settled(&file, path)?;
     plan(Some(path), &bytes, opts).map_err(|r| refused(path, r))
 }
 
 /// Repairs `path` under its writer lock: plans from the bytes read under the lock, keeps
 /// the original as `<file>.bak-<timestamp>` (created exclusively, never overwritten),
-/// then writes the repaired content with [`store::atomic_replace`].
+/// then writes the repaired content with [`store::replace_carrying`], so lines a lock-less
+/// writer (Pi) appends meanwhile are kept. A symlinked path is resolved first: the real
+/// file is repaired (the link stays), its lock, backup and temp file sit beside it.
 pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Result<Repaired> {
-    let _lock = store::WriterLock::acquire(path, lock_wait)?;
-    let bytes = std::fs::read(path).map_err(io(path))?;
+    let real = store::resolve_target(path);
+    let _lock = store::WriterLock::acquire(&real, lock_wait)?;
+    let (file, _) = store::open_regular(&real)?;
+    let bytes = store::read_settled(&file, &real)?;
     let plan = plan(Some(path), &bytes, opts).map_err(|r| refused(path, r))?;
     if plan.is_noop() {
-        return Ok(Repaired { plan, backup: None });
+        return Ok(Repaired {
+            plan,
+            backup: None,
+            carried: 0,
+        });
     }
     let stamp: String = crate::date::now_iso()
         .chars()
@@ -49,7 +61,7 @@ pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Re
         .collect();
     let mut n = 0;
     let backup = loop {
-        let mut s = path.as_os_str().to_owned();
+        let mut s = real.as_os_str().to_owned();
         if n == 0 {
             s.push(format!(".bak-{stamp}"));
         } else {
@@ -62,9 +74,10 @@ pub fn apply(path: &Path, opts: &PlanOptions, lock_wait: Option<Duration>) -> Re
             Err(e) => return Err(e),
         }
     };
-    store::atomic_replace(path, &[&plan.content])?;
+    let carried = store::replace_carrying(&real, &file, bytes.len() as u64, &[&plan.content])?;
     Ok(Repaired {
         plan,
         backup: Some(backup),
+        carried: carried.len() as u64,
     })
 }

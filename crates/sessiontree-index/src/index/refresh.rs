@@ -336,11 +336,8 @@ fn process(path: &Path, plan: &Plan) -> Outcome {
 }
 
 fn process_inner(path: &Path, plan: &Plan) -> Option<Done> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let meta = f.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
+    // Non-blocking open, regular files only: a FIFO swapped in after the walk never hangs.
+    let (mut f, meta) = sessiontree::store::open_regular(path).ok()?;
     let stat = FileStat::of(&meta)?;
     let mut seen = Seen { stat, verify: 0 };
     if let Plan::Append(s) = plan {

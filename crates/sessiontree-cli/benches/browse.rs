@@ -1,0 +1,185 @@
+//! Benchmarks of `sessiontree browse`, rendered to a test backend (no terminal):
+//!
+//! * `first_frame/sessions`: the listing of every session through a warm index, then the
+//!   first frame (what the user waits for after typing `sessiontree browse`);
+//! * `open_tree`: loading a session, laying out its tree and drawing the first frame;
+//! * `key/...`: one keystroke (reducer + frame) in the list and in a large tree.
+//!
+//! Corpora (see `bench/browse.sh`): `BROWSE_AGENT_DIR` (an agent dir, e.g. 2,000 sessions
+//! from `gen_sessions`) and `BROWSE_SESSION` (a large session from `gen_session`). A part
+//! whose corpus is not given is skipped with a message.
+
+#![allow(dead_code, unused_imports)]
+
+#[path = "../src/browse/mod.rs"]
+mod browse;
+#[path = "../src/export.rs"]
+mod export;
+#[path = "../src/ls.rs"]
+mod ls;
+#[path = "../src/out.rs"]
+mod out;
+#[path = "../src/paths.rs"]
+mod paths;
+#[path = "../src/show.rs"]
+mod show;
+#[path = "../src/target.rs"]
+mod target;
+
+use browse::state::{App, ListState, TreeState};
+use criterion::{criterion_group, criterion_main, Criterion};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn frame(term: &mut Terminal<TestBackend>, app: &mut App) {
+    let s = term.size().unwrap();
+    let area = ratatui::layout::Rect::new(0, 0, s.width, s.height);
+    app.set_page(browse::render::page_for(app, area));
+    term.draw(|f| browse::render::draw(f, app)).unwrap();
+}
+
+fn key(c: KeyCode, m: KeyModifiers) -> KeyEvent {
+    KeyEvent::new(c, m)
+}
+
+fn bench(c: &mut Criterion) {
+    if let Ok(agent) = std::env::var("BROWSE_AGENT_DIR") {
+        std::env::set_var("PI_CODING_AGENT_DIR", &agent);
+        // Warm the index (listings) once.
+        let n = browse::sessions(None).unwrap().len();
+        eprintln!("{n} sessions under {agent}");
+        let mut g = c.benchmark_group("first_frame");
+        g.sample_size(20).measurement_time(Duration::from_secs(8));
+        g.bench_function(format!("{n}_sessions_warm_index_120x40"), |b| {
+            b.iter(|| {
+                let v = browse::sessions(None).unwrap();
+                let mut app = App::with_list(ListState::new(v, None, agent.clone(), false));
+                let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+                frame(&mut term, &mut app);
+                app
+            })
+        });
+        g.finish();
+        let v = browse::sessions(None).unwrap();
+        let mut app = App::with_list(ListState::new(v, None, agent.clone(), false));
+        let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        frame(&mut term, &mut app);
+        let mut g = c.benchmark_group("key");
+        g.bench_function("list_down_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Down, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+            })
+        });
+        // Typing filters at once (names, first messages, folders), then takes it back.
+        g.bench_function("list_type_and_erase_a_letter_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Char('k'), KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Backspace, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+            })
+        });
+        g.finish();
+    } else {
+        eprintln!("SKIPPED: first_frame and list keys (set BROWSE_AGENT_DIR)");
+    }
+
+    if let Ok(file) = std::env::var("BROWSE_SESSION") {
+        let path = PathBuf::from(&file);
+        let mut g = c.benchmark_group("open_tree");
+        g.sample_size(10).measurement_time(Duration::from_secs(10));
+        // The load alone (what `sessiontree context` pays too), to compare on a noisy machine.
+        g.bench_function("load_only", |b| {
+            b.iter_with_large_drop(|| sessiontree::load(&path).unwrap())
+        });
+        g.bench_function("load_layout_first_frame_120x40", |b| {
+            b.iter_with_large_drop(|| {
+                let t = browse::open(&path).unwrap();
+                let mut app = App::with_tree(t);
+                let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+                frame(&mut term, &mut app);
+                app
+            })
+        });
+        g.finish();
+        let t: TreeState = browse::open(&path).unwrap();
+        eprintln!(
+            "{}: {} entries, {} rows",
+            file,
+            t.loaded.tree.entries().len(),
+            t.layout.rows.len()
+        );
+        let mut app = App::with_tree(t);
+        let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        frame(&mut term, &mut app);
+        let mut g = c.benchmark_group("key");
+        g.bench_function("tree_up_down_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Up, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Down, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+            })
+        });
+        g.bench_function("tree_page_80x24", |b| {
+            let mut small = Terminal::new(TestBackend::new(80, 24)).unwrap();
+            b.iter(|| {
+                app.key(key(KeyCode::PageUp, KeyModifiers::NONE));
+                frame(&mut small, &mut app);
+                app.key(key(KeyCode::PageDown, KeyModifiers::NONE));
+                frame(&mut small, &mut app);
+            })
+        });
+        g.bench_function("tree_fold_unfold_segment_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Left, KeyModifiers::CONTROL));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Right, KeyModifiers::CONTROL));
+                frame(&mut term, &mut app);
+            })
+        });
+        // The context pane: the projection from the selected entry on every move.
+        app.key(key(KeyCode::Enter, KeyModifiers::NONE));
+        frame(&mut term, &mut app);
+        g.bench_function("tree_move_with_context_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Up, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Down, KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+            })
+        });
+        app.key(key(KeyCode::Enter, KeyModifiers::NONE));
+        // Search inside the session (texts are made as the scan reaches them).
+        app.key(key(KeyCode::Char('e'), KeyModifiers::NONE));
+        g.bench_function("tree_next_search_hit_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Char('n'), KeyModifiers::CONTROL));
+                frame(&mut term, &mut app);
+            })
+        });
+        g.finish();
+        let mut g = c.benchmark_group("search_in_session");
+        g.sample_size(10);
+        g.bench_function("first_letter_to_the_first_hit", |b| {
+            b.iter_batched(
+                || App::with_tree(browse::open(&path).unwrap()),
+                |mut app| {
+                    app.key(key(KeyCode::Char('e'), KeyModifiers::NONE));
+                    app
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+        g.finish();
+    } else {
+        eprintln!("SKIPPED: open_tree and tree keys (set BROWSE_SESSION)");
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

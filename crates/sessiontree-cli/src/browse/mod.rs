@@ -1,0 +1,427 @@
+//! `sessiontree browse [FILE|DIR]`: a full-screen terminal browser of sessions.
+//!
+//! `state` is the pure part (state + key -> state, plus an effect to perform), `render`
+//! draws a state, `rows` lays out a tree. This file is the edge: the terminal, the index,
+//! the files, and the search worker.
+
+pub mod render;
+pub mod rows;
+pub mod state;
+#[cfg(test)]
+mod tests;
+
+use anyhow::{Context as _, Result};
+use crossterm::event::{self, Event, KeyEventKind};
+use sessiontree::list::{self, ListOptions};
+use sessiontree::{dirs, Durability, Session, WriteOptions};
+use sessiontree_index::index;
+use sessiontree_index::search::{Mode, Query};
+use sessiontree_index::summary::Summaries;
+use state::{App, Effect, Hits, Job, ListState, TreeState};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A session file (opens its tree) or a folder of sessions. Default: every session
+    /// under the agent dir.
+    pub path: Option<PathBuf>,
+}
+
+/// Messages from the search worker.
+enum Worker {
+    Ready,
+    Hits(String, std::result::Result<Hits, String>),
+}
+
+/// The sessions of the agent dir (`None`) or of a folder, newest first, through the index.
+pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
+    let agent = dirs::agent_dir();
+    let opts = ListOptions {
+        reference_parity: false,
+        with_text: false,
+        threads: 2,
+    };
+    let (v, _) = match dir {
+        None => {
+            let files = list::all_files_stat(&agent);
+            let sessions = agent.join("sessions");
+            let scope = index::all_scope(&sessions);
+            crate::ls::listing(&files, &scope, opts, true)?
+        }
+        Some(d) => {
+            let files = list::with_stats(list::dir_files(d));
+            let scope = index::folder_scope(d);
+            crate::ls::listing(&files, &scope, opts, true)?
+        }
+    };
+    Ok(v)
+}
+
+/// Loads a session for the tree view.
+pub fn open(path: &Path) -> Result<TreeState> {
+    let l = sessiontree::load(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(TreeState::new(path.to_path_buf(), l))
+}
+
+/// `[[`/`]]` around each highlighted range (character offsets) of a snippet.
+fn mark(snippet: &str, highlights: &[(usize, usize)]) -> String {
+    let mut o = String::with_capacity(snippet.len() + highlights.len() * 4);
+    for (i, c) in snippet.chars().enumerate() {
+        if highlights.iter().any(|h| h.0 == i) {
+            o.push_str("[[");
+        }
+        if highlights.iter().any(|h| h.1 == i && h.0 < i) {
+            o.push_str("]]");
+        }
+        o.push(c);
+    }
+    if highlights.iter().any(|h| h.1 == snippet.chars().count()) {
+        o.push_str("]]");
+    }
+    o
+}
+
+/// The full-text search (the same call as `sessiontree search`), on its own thread:
+/// answers queries, the newest first.
+fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Worker>) {
+    let files = list::all_files_stat(&agent);
+    let summaries = Summaries::load(&Summaries::path_in(&agent));
+    if tx.send(Worker::Ready).is_err() {
+        return;
+    }
+    while let Ok(mut q) = rx.recv() {
+        while let Ok(newer) = rx.try_recv() {
+            q = newer;
+        }
+        let query = Query {
+            text: q.clone(),
+            mode: Mode::Words,
+            cwd: None,
+            role: None,
+            since_ms: None,
+            until_ms: None,
+            limit: 2000,
+        };
+        let r = sessiontree_index::search::search(&files, &query, summaries.as_ref(), 2)
+            .map(|(hits, _)| {
+                let mut m = Hits::new();
+                for h in hits {
+                    let snip = mark(&h.snippet, &h.highlights);
+                    m.entry(h.path).or_insert(snip);
+                }
+                m
+            })
+            .map_err(|e| e.to_string());
+        if tx.send(Worker::Hits(q, r)).is_err() {
+            return;
+        }
+    }
+}
+
+fn write_options() -> WriteOptions {
+    WriteOptions {
+        durability: Durability::Entry,
+        creation: sessiontree::Creation::Eager,
+        // Never wait: a held lock is reported with its holder.
+        lock_wait: None,
+        lock: true,
+    }
+}
+
+fn open_for_writing(file: &Path) -> Result<Session> {
+    Session::open(file, write_options())
+        .with_context(|| format!("cannot open {} for writing", file.display()))
+}
+
+/// Performs a confirmed action; returns the line to show and whether the session changed.
+pub fn perform(job: &Job, tree: Option<&TreeState>) -> Result<(String, bool)> {
+    Ok(match job {
+        Job::Label { file, id, label } => {
+            let mut s = open_for_writing(file)?;
+            s.append_label_change(id, label.as_deref())?;
+            let what = match label {
+                Some(l) => format!("labelled {id} {l:?}"),
+                None => format!("cleared the label of {id}"),
+            };
+            (what, true)
+        }
+        Job::Rename { file, name } => {
+            let mut s = open_for_writing(file)?;
+            s.append_session_info(name)?;
+            (format!("named the session {name:?}"), true)
+        }
+        Job::Fork { file, id } => {
+            let f = Session::fork_at(file, id, false, write_options())
+                .with_context(|| format!("cannot fork {}", file.display()))?;
+            (format!("forked at {id} into {}", f.path.display()), false)
+        }
+        Job::CloseInterrupted { file } => {
+            let mut s = open_for_writing(file)?;
+            let ids = sessiontree::interrupted::close_interrupted(&mut s)?;
+            (
+                if ids.is_empty() {
+                    "no dangling tool calls on the current branch".into()
+                } else {
+                    format!("appended {} error results", ids.len())
+                },
+                !ids.is_empty(),
+            )
+        }
+        Job::Export {
+            file,
+            leaf,
+            markdown,
+            out,
+        } => {
+            if out.exists() {
+                anyhow::bail!("{}: already exists; choose another name", out.display());
+            }
+            let loaded;
+            let tree = match tree {
+                Some(t) if t.path == *file => &t.loaded.tree,
+                _ => {
+                    loaded = sessiontree::load(file)
+                        .with_context(|| format!("cannot read {}", file.display()))?;
+                    &loaded.tree
+                }
+            };
+            let opts = sessiontree_export::ExportOptions {
+                leaf: (!leaf.is_empty()).then(|| leaf.clone()),
+                all_branches: false,
+                no_thinking: false,
+                no_tool_output: false,
+                no_images: false,
+                redact: Vec::new(),
+            };
+            let text = if *markdown {
+                sessiontree_export::markdown(tree, &opts)?
+            } else {
+                sessiontree_export::html(tree, &opts)?
+            };
+            crate::export::write_atomic(out, text.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            (format!("wrote {}", out.display()), false)
+        }
+        Job::Resume { .. } => (String::new(), false),
+    })
+}
+
+/// A path for the title, the home folder as `~`.
+fn tilde(p: &Path) -> String {
+    let home = dirs::home_dir();
+    match p.strip_prefix(&home) {
+        Ok(rest) if home.parent().is_some() => format!("~/{}", rest.display()),
+        _ => p.display().to_string(),
+    }
+}
+
+/// Whether `pi` is on PATH.
+fn pi_on_path() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("pi"))
+            .find(|c| c.is_file())
+    })
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@%,".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!("browse needs a terminal (standard input and output are not both one)");
+    }
+    // Everything that can fail before the screen is taken, with a plain error.
+    let mut worker: Option<(mpsc::Sender<String>, mpsc::Receiver<Worker>)> = None;
+    let mut app = match &a.path {
+        Some(p) if p.is_file() => App::with_tree(open(p)?),
+        Some(p) if p.is_dir() => {
+            let d = dirs::resolve(&p.to_string_lossy());
+            let v = sessions(Some(&d))?;
+            // A folder's sessions are searched by name and first message.
+            App::with_list(ListState::new(v, None, tilde(&d), false))
+        }
+        Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
+        None => {
+            let agent = dirs::agent_dir();
+            let v = sessions(None)?;
+            let cwd = std::env::current_dir()
+                .ok()
+                .map(|c| dirs::resolve(&c.to_string_lossy()));
+            let (qtx, qrx) = mpsc::channel();
+            let (wtx, wrx) = mpsc::channel();
+            let a2 = agent.clone();
+            std::thread::spawn(move || search_worker(a2, qrx, wtx));
+            worker = Some((qtx, wrx));
+            App::with_list(ListState::new(
+                v,
+                cwd,
+                tilde(&agent.join("sessions")),
+                false,
+            ))
+        }
+    };
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let r = event_loop(&mut terminal, &mut app, worker.as_ref());
+    ratatui::restore();
+    let resume = r?;
+    if let Some(file) = resume {
+        let f = shell_quote(&file.to_string_lossy());
+        match pi_on_path() {
+            Some(pi) => {
+                let st = std::process::Command::new(pi)
+                    .arg("--session")
+                    .arg(&file)
+                    .status()
+                    .context("cannot run pi")?;
+                if !st.success() {
+                    anyhow::bail!("pi --session {f} exited with {st}");
+                }
+            }
+            None => {
+                println!("pi --session {f}");
+                eprintln!("sessiontree: pi is not on PATH; the command above resumes the session");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Draws, reads keys, performs effects; returns the session to resume, if any.
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
+) -> Result<Option<PathBuf>> {
+    let mut dirty = true;
+    loop {
+        if dirty {
+            let size = terminal.size()?;
+            let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+            app.set_page(render::page_for(app, area));
+            terminal.draw(|f| render::draw(f, app))?;
+            dirty = false;
+        }
+        if event::poll(Duration::from_millis(40))? {
+            // Everything already typed, then one frame.
+            loop {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        let eff = app.key(k);
+                        if let Some(path) = effect(app, eff, worker)? {
+                            return Ok(Some(path));
+                        }
+                    }
+                    Event::Resize(..) => {}
+                    Event::Paste(s) => {
+                        for c in s.chars().filter(|c| !c.is_control()) {
+                            let k = crossterm::event::KeyEvent::new(
+                                crossterm::event::KeyCode::Char(c),
+                                crossterm::event::KeyModifiers::NONE,
+                            );
+                            let eff = app.key(k);
+                            effect(app, eff, worker)?;
+                        }
+                    }
+                    _ => {}
+                }
+                if app.quit || !event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+            dirty = true;
+            if app.quit {
+                return Ok(None);
+            }
+        }
+        if let Some((qtx, wrx)) = worker {
+            while let Ok(m) = wrx.try_recv() {
+                dirty = true;
+                match m {
+                    Worker::Ready => {
+                        if let Effect::Search(q) = app.text_ready() {
+                            let _ = qtx.send(q);
+                        }
+                    }
+                    Worker::Hits(q, Ok(h)) => app.hits(q, h),
+                    Worker::Hits(q, Err(e)) => {
+                        app.status = Some(format!("search {q:?} failed: {e}"));
+                        app.hits(q, Hits::new());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Performs one effect. Returns the file to resume when the user confirmed a resume.
+fn effect(
+    app: &mut App,
+    eff: Effect,
+    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
+) -> Result<Option<PathBuf>> {
+    match eff {
+        Effect::None | Effect::Quit => {}
+        Effect::Search(q) => {
+            if let Some((qtx, _)) = worker {
+                let _ = qtx.send(q);
+            }
+        }
+        Effect::Open(p) => match open(&p) {
+            Ok(t) => app.open(t),
+            Err(e) => app.status = Some(format!("{e:#}")),
+        },
+        Effect::Run(Job::Resume { file }) => {
+            app.quit = true;
+            return Ok(Some(file));
+        }
+        Effect::Run(job) => match perform(&job, app.tree.as_ref()) {
+            Ok((msg, changed)) => {
+                if changed {
+                    reload(app);
+                }
+                app.status = Some(msg);
+            }
+            Err(e) => app.status = Some(format!("{e:#}")),
+        },
+    }
+    Ok(None)
+}
+
+/// Reads the open session again after a write, keeping the selected entry, the filter
+/// and the context pane.
+fn reload(app: &mut App) {
+    let Some(old) = app.tree.as_ref() else {
+        return;
+    };
+    let id = old.sel_id().map(str::to_string);
+    let (filter, context) = (old.filter, old.context);
+    match open(&old.path.clone()) {
+        Ok(mut t) => {
+            t.filter = filter;
+            t.context = context;
+            t.rebuild(None);
+            let row = id
+                .as_deref()
+                .and_then(|id| t.loaded.tree.get_entry(id))
+                .and_then(|e| rows::index_of(&t.loaded.tree, e))
+                .map(|i| t.layout.row_of[i as usize]);
+            match row {
+                Some(r) => t.select_row(r),
+                None => t.goto_leaf(),
+            }
+            app.open(t);
+        }
+        Err(e) => app.status = Some(format!("{e:#}")),
+    }
+}

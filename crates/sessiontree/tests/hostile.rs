@@ -1,0 +1,465 @@
+//! Hostile conditions around the store: links and odd objects at the lock path, sessions
+//! reached through symlinks, special files in session folders, taken sidecar names, lines
+//! still being written, temp files of killed rewrites. Each test names the attack.
+
+use sessiontree::{load, repair, Creation, Durability, Error, Json, Session, WriteOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const H: &str =
+    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+const H2: &str =
+    r#"{"type":"session","version":2,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+
+fn entry(id: &str, parent: Option<&str>) -> String {
+    let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+    format!(
+        r#"{{"type":"message","id":"{id}","parentId":{p},"timestamp":"2024-12-03T14:00:01.000Z","message":{{"role":"user","content":"hi {id}","timestamp":1733234401000}}}}"#
+    )
+}
+
+fn opts() -> WriteOptions {
+    WriteOptions {
+        durability: Durability::Entry,
+        creation: Creation::Eager,
+        lock_wait: None,
+        lock: true,
+    }
+}
+
+fn user(text: &str) -> Json {
+    Json::from(serde_json::json!({"role":"user","content":text,"timestamp":1733234400000u64}))
+}
+
+fn session_file(dir: &Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, format!("{H}\n{}\n", entry("a1", None))).unwrap();
+    p
+}
+
+fn lock_of(p: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.lock", p.display()))
+}
+
+fn mkfifo(p: &Path) {
+    let st = std::process::Command::new("mkfifo")
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Runs `f` on a thread; fails the test if it does not return within `secs`.
+fn within<T: Send + 'static>(secs: f64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs_f64(secs)) {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not return within {secs} s"),
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// ---- the lock file never follows links ---------------------------------------------------
+
+#[test]
+fn lock_symlink_to_another_file_is_refused_and_the_target_untouched() {
+    let d = tempfile::tempdir().unwrap();
+    let p = session_file(d.path(), "s.jsonl");
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, lock_of(&p)).unwrap();
+
+    let e = Session::open(&p, opts()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("s.jsonl.lock") && msg.contains("symlink"),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
+    // repair takes the same lock.
+    std::fs::write(&p, format!("{H}\nnot json\n{}\n", entry("a1", None))).unwrap();
+    assert!(repair::apply(&p, &Default::default(), None).is_err());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(lock_of(&p))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn lock_symlink_to_the_session_itself_leaves_the_session_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let p = session_file(d.path(), "s.jsonl");
+    let before = std::fs::read(&p).unwrap();
+    std::os::unix::fs::symlink(&p, lock_of(&p)).unwrap();
+    let e = Session::open(&p, opts()).unwrap_err();
+    assert!(e.to_string().contains("symlink"), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+    assert!(load(&p).unwrap().tree.contains("a1"));
+}
+
+#[test]
+fn lock_hard_link_to_another_file_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = session_file(d.path(), "s.jsonl");
+    let victim = d.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    std::fs::hard_link(&victim, lock_of(&p)).unwrap();
+    let e = Session::open(&p, opts()).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("s.jsonl.lock") && msg.contains("link"),
+        "{msg}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
+fn lock_path_that_is_a_folder_or_fifo_is_a_clear_error() {
+    let d = tempfile::tempdir().unwrap();
+    let p = session_file(d.path(), "dir.jsonl");
+    std::fs::create_dir(lock_of(&p)).unwrap();
+    let e = Session::open(&p, opts()).unwrap_err();
+    assert!(e.to_string().contains("folder"), "{e}");
+
+    let q = session_file(d.path(), "fifo.jsonl");
+    mkfifo(&lock_of(&q));
+    let q2 = q.clone();
+    let e = within(2.0, "open with a FIFO lock", move || {
+        Session::open(&q2, opts()).map(|_| ())
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("FIFO"), "{e}");
+}
+
+#[test]
+fn lock_holder_info_is_written_only_after_the_lock_is_ours() {
+    let d = tempfile::tempdir().unwrap();
+    let p = session_file(d.path(), "s.jsonl");
+    let s = Session::open(&p, opts()).unwrap();
+    let info = std::fs::read_to_string(lock_of(&p)).unwrap();
+    assert!(
+        info.contains(&format!("\"pid\":{}", std::process::id())),
+        "{info}"
+    );
+    // A second writer that fails to lock does not touch the holder's record.
+    let e = Session::open(&p, opts()).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    assert_eq!(std::fs::read_to_string(lock_of(&p)).unwrap(), info);
+    drop(s);
+    assert!(!lock_of(&p).exists());
+}
+
+// ---- rewrites through a symlinked session act on the real file ----------------------------
+
+#[test]
+fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
+    let d = tempfile::tempdir().unwrap();
+    let real_dir = d.path().join("real");
+    let link_dir = d.path().join("links");
+    std::fs::create_dir_all(&real_dir).unwrap();
+    std::fs::create_dir_all(&link_dir).unwrap();
+    let real = real_dir.join("s.jsonl");
+    std::fs::write(&real, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
+    let link = link_dir.join("s.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let mut s = Session::open(&link, opts()).unwrap();
+    let id = s.append_message(&user("through the link")).unwrap();
+    drop(s);
+
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let l = load(&real).unwrap();
+    assert!(l.tree.contains(&id), "the real file holds the new entry");
+    assert_eq!(l.tree.header().version(), Some(3.0));
+    assert_eq!(
+        names(&link_dir),
+        vec!["s.jsonl"],
+        "nothing left beside the link"
+    );
+}
+
+#[test]
+fn repair_through_a_symlink_repairs_the_real_file_with_backup_beside_it() {
+    let d = tempfile::tempdir().unwrap();
+    let real_dir = d.path().join("real");
+    let link_dir = d.path().join("links");
+    std::fs::create_dir_all(&real_dir).unwrap();
+    std::fs::create_dir_all(&link_dir).unwrap();
+    let real = real_dir.join("s.jsonl");
+    let damaged = format!("{H}\nnot json\n{}\n", entry("a1", None));
+    std::fs::write(&real, &damaged).unwrap();
+    let link = link_dir.join("s.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let r = repair::apply(&link, &Default::default(), None).unwrap();
+    let backup = r.backup.unwrap();
+    assert_eq!(backup.parent().unwrap(), real_dir.canonicalize().unwrap());
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), damaged);
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(&real).unwrap(),
+        format!("{H}\n{}\n", entry("a1", None))
+    );
+    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
+}
+
+#[test]
+fn torn_sidecar_through_a_symlink_lands_beside_the_real_file() {
+    let d = tempfile::tempdir().unwrap();
+    let real_dir = d.path().join("real");
+    let link_dir = d.path().join("links");
+    std::fs::create_dir_all(&real_dir).unwrap();
+    std::fs::create_dir_all(&link_dir).unwrap();
+    let real = real_dir.join("s.jsonl");
+    let content = format!("{H}\n{}\n{{\"type\":\"mess", entry("a1", None));
+    std::fs::write(&real, &content).unwrap();
+    let link = link_dir.join("s.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let mut s = Session::open(&link, opts()).unwrap();
+    s.append_message(&user("x")).unwrap();
+    drop(s);
+    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
+    assert!(names(&real_dir)
+        .iter()
+        .any(|n| n.starts_with("s.jsonl.torn-")));
+}
+
+// ---- special files are never read, never get a lock or sidecar ----------------------------
+
+#[test]
+fn special_files_are_refused_by_load_and_open_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("f.jsonl");
+    mkfifo(&fifo);
+    let zero = d.path().join("z.jsonl");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for p in [fifo, zero] {
+        let p2 = p.clone();
+        let e = within(1.0, "load of a special file", move || load(&p2).map(|_| ())).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let p2 = p.clone();
+        let e = within(1.0, "open of a special file", move || {
+            Session::open(&p2, opts()).map(|_| ())
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let p2 = p.clone();
+        assert!(within(1.0, "repair of a special file", move || {
+            repair::apply(&p2, &Default::default(), None).map(|_| ())
+        })
+        .is_err());
+        assert!(!lock_of(&p).exists(), "no lock beside {}", p.display());
+    }
+    assert!(!Path::new("/dev/zero.lock").exists());
+    assert_eq!(names(d.path()), vec!["f.jsonl", "z.jsonl"]);
+}
+
+#[test]
+fn listings_skip_special_files_quickly() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("sessions").join("--w--");
+    std::fs::create_dir_all(&dir).unwrap();
+    session_file(&dir, "2024-12-03T14-00-00-000Z_s1.jsonl");
+    mkfifo(&dir.join("fifo.jsonl"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.jsonl")).unwrap();
+    let agent = d.path().to_path_buf();
+    let all = within(1.0, "list_all", move || {
+        sessiontree::list::list_all(&agent, Default::default())
+    });
+    assert_eq!(all.len(), 1);
+    let dir2 = dir.clone();
+    let one = within(1.0, "list_dir", move || {
+        sessiontree::list::list_dir(&dir2, Default::default())
+    });
+    assert_eq!(one.len(), 1);
+    let dir2 = dir.clone();
+    let recent = within(1.0, "most_recent", move || {
+        sessiontree::folder::most_recent("/w", Some(&dir2))
+    });
+    assert!(recent
+        .unwrap()
+        .ends_with("2024-12-03T14-00-00-000Z_s1.jsonl"));
+}
+
+// ---- torn tails: free sidecar names, lines still being written -----------------------------
+
+#[test]
+fn taken_sidecar_name_gets_a_free_one_and_both_are_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let frag = r#"{"type":"message","id":"zz","mess"#;
+    let content = format!("{H}\n{}\n{frag}", entry("a1", None));
+    let p = d.path().join("t.jsonl");
+    std::fs::write(&p, &content).unwrap();
+    let at = content.len() - frag.len();
+    let taken = d.path().join(format!("t.jsonl.torn-{at}"));
+    std::fs::write(&taken, "someone else's bytes").unwrap();
+
+    let mut s = Session::open(&p, opts()).unwrap();
+    s.append_message(&user("after")).unwrap();
+    drop(s);
+    assert_eq!(
+        std::fs::read_to_string(&taken).unwrap(),
+        "someone else's bytes"
+    );
+    let sides: Vec<_> = names(d.path())
+        .into_iter()
+        .filter(|n| n.starts_with("t.jsonl.torn-") && *n != format!("t.jsonl.torn-{at}"))
+        .collect();
+    assert_eq!(sides.len(), 1, "{sides:?}");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join(&sides[0])).unwrap(),
+        frag
+    );
+}
+
+#[test]
+fn a_last_line_still_being_written_is_not_taken_for_a_torn_tail() {
+    let d = tempfile::tempdir().unwrap();
+    let line = entry("b2", Some("a1"));
+    let (head, rest) = line.split_at(line.len() / 2);
+    let p = d.path().join("g.jsonl");
+    std::fs::write(&p, format!("{H}\n{}\n{head}", entry("a1", None))).unwrap();
+
+    let mut s = Session::open(&p, opts()).unwrap();
+    // Another (lock-less) writer finishes its line a moment later, in pieces.
+    let p2 = p.clone();
+    let rest = format!("{rest}\n");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p2).unwrap();
+        for chunk in rest.as_bytes().chunks(rest.len() / 3 + 1) {
+            std::thread::sleep(Duration::from_millis(15));
+            f.write_all(chunk).unwrap();
+        }
+    });
+    let id = s.append_message(&user("mine")).unwrap();
+    writer.join().unwrap();
+    drop(s);
+
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(
+        text.contains(&format!("{line}\n")),
+        "the other line is whole:\n{text}"
+    );
+    assert!(
+        !names(d.path()).iter().any(|n| n.contains(".torn-")),
+        "no sidecar for a line in progress"
+    );
+    let l = load(&p).unwrap();
+    assert!(
+        l.tree.diagnostics().is_empty(),
+        "{:?}",
+        l.tree.diagnostics()
+    );
+    assert_eq!(
+        l.tree.get_entry(&id).unwrap().parent.walk_id(),
+        Some("b2"),
+        "our entry hangs under the line that was being written"
+    );
+}
+
+// ---- temp files of killed rewrites ---------------------------------------------------------
+
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+#[test]
+fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("s.jsonl");
+    std::fs::write(&p, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let dead = dead_pid();
+    let stale = d.path().join(format!(".s.jsonl.tmp-{dead}-deadbeef"));
+    let stale_side = d
+        .path()
+        .join(format!(".s.jsonl.torn-77.tmp-{dead}-0123abcd"));
+    for p in [&stale, &stale_side] {
+        std::fs::write(p, "old copy").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+    // Kept: a fresh one (its rewrite may still run elsewhere), one of a live process, and
+    // files that only look similar.
+    let fresh = d
+        .path()
+        .join(format!(".s.jsonl.tmp-{}-cafecafe", dead_pid()));
+    std::fs::write(&fresh, "new copy").unwrap();
+    let live = d.path().join(".s.jsonl.tmp-1-0badf00d");
+    std::fs::write(&live, "init's").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&live)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    let other = d.path().join(format!(".t.jsonl.tmp-{dead}-deadbeef"));
+    let similar = d.path().join(format!(".s.jsonl.x.tmp-{dead}-deadbeef"));
+    for p in [&other, &similar] {
+        std::fs::write(p, "not ours").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+
+    // Migration is a rewrite.
+    drop(Session::open(&p, opts()).unwrap());
+    let n = names(d.path());
+    assert!(
+        !n.contains(&stale.file_name().unwrap().to_string_lossy().into_owned()),
+        "{n:?}"
+    );
+    for keep in [&fresh, &live, &other] {
+        assert!(keep.exists(), "{} kept", keep.display());
+    }
+    assert!(load(&p).unwrap().tree.header().version() == Some(3.0));
+}
+
+#[test]
+fn a_fork_never_migrates_its_source_under_another_writers_lock() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("old.jsonl");
+    let content = format!("{H2}\n{}\n", entry("a1", None));
+    std::fs::write(&p, &content).unwrap();
+    let held = sessiontree::store::WriterLock::acquire(&p, None).unwrap();
+    let e = Session::fork_at(&p, "a1", false, opts()).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        content,
+        "source untouched"
+    );
+    drop(held);
+    let f = Session::fork_at(&p, "a1", false, opts()).unwrap();
+    assert!(load(&f.path).unwrap().tree.contains("a1"));
+}
