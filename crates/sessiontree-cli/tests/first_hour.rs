@@ -366,3 +366,57 @@ fn shell_completions_and_man_pages() {
     assert!(h.contains("PI_CODING_AGENT_DIR") && h.contains("PI_CODING_AGENT_SESSION_DIR"));
     assert!(h.contains("Exit status"));
 }
+
+#[test]
+fn side_effects_are_said() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let entry = r#"{"type":"custom","customType":"x"}"#;
+
+    // An empty file gets a header: said once.
+    let empty = tmp.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let o = run(&agent, &["append", empty.to_str().unwrap(), entry]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.matches("wrote a session header").count(), 1, "{e}");
+
+    // A version 2 file is migrated: said once.
+    let old = tmp.path().join("v2.jsonl");
+    std::fs::write(
+        &old,
+        concat!(
+            r#"{"type":"session","version":2,"id":"s2","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
+            "\n",
+            r#"{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi","timestamp":1735689601000}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let o = run(&agent, &["append", old.to_str().unwrap(), entry]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(
+        e.matches("migrated from format version 2 to 3").count(),
+        1,
+        "{e}"
+    );
+
+    // A torn last line is moved aside: said once, naming where it went.
+    let torn = tmp.path().join("torn.jsonl");
+    let mut bytes = std::fs::read(demo()).unwrap();
+    bytes.extend_from_slice(br#"{"type":"message","id":"zz"#);
+    std::fs::write(&torn, &bytes).unwrap();
+    let o = run(&agent, &["append", torn.to_str().unwrap(), entry]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains(".torn-"), "{e}");
+
+    // Reading says nothing and changes nothing.
+    let before = std::fs::read(&torn).unwrap();
+    let o = run(&agent, &["info", torn.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&torn).unwrap(), before);
+}

@@ -151,12 +151,27 @@ impl Session {
                 s.appender = Some(app);
                 s.flushed = true;
                 s.lines_seen = 1;
+                s.notices.push(format!(
+                    "{}: the file was empty; wrote a session header (cwd {})",
+                    path.display(),
+                    s.cwd
+                ));
                 return Ok(s);
             }
             Err(e) => return Err(not_session(&path, e)),
         };
         let mut len = len;
+        let mut notices = Vec::new();
         if crate::migrate::needs_migration(&parsed.header) {
+            let from = parsed
+                .header
+                .version()
+                .map_or("1".to_string(), |v| v.to_string());
+            notices.push(format!(
+                "{}: migrated from format version {from} to {} (a new file renamed over the old one)",
+                path.display(),
+                crate::entry::CURRENT_VERSION
+            ));
             drop(parsed);
             // A rewrite is always done under the lock, even by a handle opened without it
             // (a fork reading its source): two rewriters must not race.
@@ -186,7 +201,7 @@ impl Session {
             flushed: true,
             tail,
             lines_seen,
-            notices: Vec::new(),
+            notices,
         })
     }
 
