@@ -175,35 +175,7 @@ fn string_end(b: &[u8], mut i: usize) -> usize {
 
 /// The inside of a valid string literal as UTF-16 code units (what JavaScript holds).
 pub(super) fn decode_units(inner: &[u8]) -> Vec<u16> {
-    let mut units = Vec::with_capacity(inner.len());
-    let mut i = 0;
-    while i < inner.len() {
-        if inner[i] == b'\\' {
-            let u = match inner[i + 1] {
-                b'b' => 0x08,
-                b'f' => 0x0c,
-                b'n' => 0x0a,
-                b'r' => 0x0d,
-                b't' => 0x09,
-                b'u' => {
-                    let h = std::str::from_utf8(&inner[i + 2..i + 6]).unwrap_or("fffd");
-                    i += 4;
-                    u16::from_str_radix(h, 16).unwrap_or(0xfffd)
-                }
-                other => other as u16,
-            };
-            units.push(u);
-            i += 2;
-        } else {
-            let end = inner[i..]
-                .iter()
-                .position(|&c| c == b'\\')
-                .map_or(inner.len(), |p| i + p);
-            units.extend(String::from_utf8_lossy(&inner[i..end]).encode_utf16());
-            i = end;
-        }
-    }
-    units
+    json::decode_units(inner)
 }
 
 /// UTF-16 code units as a JSON string literal, escaped as `JSON.stringify` does (lone

@@ -13,8 +13,9 @@ use super::scan::{scan, ScanError};
 use super::{format_number, parse_number};
 use std::collections::HashMap;
 
-/// Decodes the inside of a string literal into UTF-16 code units, as JavaScript holds it.
-pub(crate) fn decode_units(inner: &[u8]) -> Vec<u16> {
+/// Decodes the inside of a validated string literal (without its quotes) into UTF-16 code
+/// units, as JavaScript holds it: lone surrogates survive, which a Rust `String` cannot hold.
+pub fn decode_units(inner: &[u8]) -> Vec<u16> {
     let mut units = Vec::with_capacity(inner.len());
     let mut i = 0;
     while i < inner.len() {

@@ -13,6 +13,7 @@ pub mod scan;
 use std::borrow::Cow;
 
 mod owned;
+pub use canon::decode_units;
 pub use canon::{canonicalize, write_js_string, write_js_string_to};
 pub use owned::Json;
 pub use scan::{Kind, Member, ScanError, Scanned, Span};
