@@ -80,7 +80,7 @@ pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
             let modified_ms = info
                 .get("modified")
                 .and_then(|m| m.as_str())
-                .and_then(|m| sessiontree::date::parse_iso(m))
+                .and_then(sessiontree::date::parse_iso)
                 .unwrap_or(0.0);
             Listed {
                 session_id: r.get(0),

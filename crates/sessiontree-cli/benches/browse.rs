@@ -11,6 +11,8 @@
 
 #![allow(dead_code, unused_imports)]
 
+#[path = "../src/archive.rs"]
+mod archive;
 #[path = "../src/browse/mod.rs"]
 mod browse;
 #[path = "../src/export.rs"]

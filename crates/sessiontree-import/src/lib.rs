@@ -10,7 +10,7 @@
 //!
 //! The converters are pure: source bytes in, a [`Conversion`] (header fields, Pi entry
 //! lines, problems) out. Ids are derived from the source's own identities, so the same
-//! source gives the same bytes on any machine. [`write`] puts a conversion on disk: a new
+//! source gives the same bytes on any machine. [`write`](mod@write) puts a conversion on disk: a new
 //! file appears whole (exclusive create), an existing one is only appended to, under the
 //! writer lock.
 

@@ -3,9 +3,9 @@
 //! index here: it scans the files ([`crate::search`]) with per-file summaries
 //! ([`crate::summary`]).
 //!
-//! * [`schema`]: tables, opening, rebuilding an unusable file.
-//! * [`refresh`]: bringing the rows up to date with the files.
-//! * [`queries`]: reading listings back ([`Index::infos`], [`Index::write_json`], [`listed`]).
+//! * `schema`: tables, opening, rebuilding an unusable file.
+//! * `refresh`: bringing the rows up to date with the files.
+//! * `queries`: reading listings back ([`Index::infos`], [`Index::write_json`], [`listed`]).
 //!
 //! Schema (version [`SCHEMA_VERSION`], in `meta`):
 //! * `files(id, path UNIQUE, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash,
@@ -16,7 +16,7 @@
 //!   [`crate::list::Acc`]), FNV-1a hashes of the first 4 KiB and of the last complete line,
 //!   and the listing (`info`, without `allMessagesText`; `off`/`len`, where the whole
 //!   Pi-shaped object, pre-serialized, is in the listing store beside the database
-//!   ([`crate::listing_store`])). `info_sum` and `sum` are checksums of those bytes, checked
+//!   (`listing_store`)). `info_sum` and `sum` are checksums of those bytes, checked
 //!   whenever they are read: a damaged listing is read again from its session file.
 //!
 //! Refresh rule per file: same size, mtime, device, inode and ctime: not read (an edit
