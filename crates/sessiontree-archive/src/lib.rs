@@ -24,6 +24,7 @@ pub mod push;
 pub mod query;
 pub mod schema;
 pub mod state;
+pub mod trigram;
 pub mod watch;
 
 use std::fmt;

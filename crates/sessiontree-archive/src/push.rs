@@ -192,15 +192,20 @@ struct Planned {
     hash: Vec<u8>,
     op: Op,
     info: serde_json::Value,
-    texts: Vec<(i64, EntryText)>,
+    texts: Vec<Text>,
+}
+
+/// A search row: the entry's text (NUL made a space: PostgreSQL text cannot hold it) and
+/// its trigram codes.
+struct Text {
+    off: i64,
+    entry: EntryText,
+    body: String,
+    tri: Vec<i32>,
 }
 
 /// Listing info and search texts of archived content; texts only for lines at or after `from`.
-fn describe(
-    content: &[u8],
-    rel_path: &str,
-    from: usize,
-) -> (serde_json::Value, Vec<(i64, EntryText)>) {
+fn describe(content: &[u8], rel_path: &str, from: usize) -> (serde_json::Value, Vec<Text>) {
     let mut acc = Acc::new(false);
     let mut texts = Vec::new();
     let mut pos = 0;
@@ -209,7 +214,15 @@ fn describe(
         if pos >= from {
             let mut rows = Vec::new();
             acc.feed(body, Some(&mut rows));
-            texts.extend(rows.into_iter().map(|r| (pos as i64, r)));
+            texts.extend(rows.into_iter().map(|entry| {
+                let body = entry.text.replace('\0', " ");
+                Text {
+                    off: pos as i64,
+                    tri: crate::trigram::of(&body),
+                    body,
+                    entry,
+                }
+            }));
         } else {
             acc.feed(body, None);
         }
@@ -424,7 +437,7 @@ fn flush(
          ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
          CREATE TEMP TABLE IF NOT EXISTS st_texts
              (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
-              ts text, body text) ON COMMIT DELETE ROWS;",
+              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;",
     )?;
     let up_session = tx.prepare(
         "INSERT INTO sessiontree.sessions (session_id, cwd, created) VALUES ($1, $2, $3)
@@ -449,7 +462,7 @@ fn flush(
          RETURNING session_pk",
     )?;
     let mut rows: Vec<(i64, i64, i64, &[u8])> = Vec::new();
-    let mut text_rows: Vec<(i64, i64, &(i64, EntryText))> = Vec::new();
+    let mut text_rows: Vec<(i64, i64, &Text)> = Vec::new();
     for p in batch.iter() {
         let info = p.info.to_string();
         let (vpk, spk, from) = match p.op {
@@ -514,7 +527,7 @@ fn flush(
     }
     {
         let w = tx.copy_in(
-            "COPY st_texts (version_pk, session_pk, off, entry_id, role, ts, body) FROM STDIN (FORMAT binary)",
+            "COPY st_texts (version_pk, session_pk, off, entry_id, role, ts, body, tri) FROM STDIN (FORMAT binary)",
         )?;
         let mut w = BinaryCopyInWriter::new(
             w,
@@ -526,21 +539,29 @@ fn flush(
                 Type::TEXT,
                 Type::TEXT,
                 Type::TEXT,
+                Type::INT4_ARRAY,
             ],
         );
-        for (v, s, (off, t)) in &text_rows {
-            let ts = t.ts_ms.map(|m| format!("{m}"));
-            // PostgreSQL text cannot hold NUL.
-            let body = t.text.replace('\0', " ");
-            w.write(&[v, s, off, &t.entry_id, &t.role, &ts, &body])?;
+        for (v, s, t) in &text_rows {
+            let ts = t.entry.ts_ms.map(|m| format!("{m}"));
+            w.write(&[
+                v,
+                s,
+                &t.off,
+                &t.entry.entry_id,
+                &t.entry.role,
+                &ts,
+                &t.body,
+                &t.tri,
+            ])?;
         }
         w.finish()?;
     }
     tx.batch_execute(
         "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
              SELECT version_pk, session_pk, off, data FROM st_chunks;
-         INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-             SELECT version_pk, session_pk, off, entry_id, role, ts, body FROM st_texts;",
+         INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
+             SELECT version_pk, session_pk, off, entry_id, role, ts, body, tri FROM st_texts;",
     )?;
     tx.commit()?;
     for p in batch.drain(..) {

@@ -3,7 +3,7 @@
 //! shared with a role it is a member of.
 
 use crate::pull::{copies, fetch, Copy};
-use crate::{Archive, Error, Result};
+use crate::{trigram, Archive, Error, Result};
 
 /// Shares a session (all its copies) with a role; the role's members may then read it.
 pub fn share(archive: &mut Archive, session_id: &str, grantee: &str) -> Result<()> {
@@ -119,19 +119,13 @@ pub struct Hit {
     pub text: String,
 }
 
-fn like_escape(s: &str) -> String {
-    let mut o = String::new();
-    for c in s.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            o.push('\\');
-        }
-        o.push(c);
-    }
-    o
-}
-
-/// Words (all of them, case-insensitive) in entry texts: full text for words, trigrams for
-/// code and text without word boundaries (CJK). Latest versions only; one hit per entry.
+/// Words (all of them, any case) or a phrase as substrings of entry texts, or a regex; the
+/// latest version of each copy only; one hit per entry, newest first.
+///
+/// Candidates come from `sessiontree.search_texts` (the trigram index, and only rows the
+/// login may read, see the schema's version 3); each is then checked exactly here. When
+/// checks or superseded versions leave fewer than `limit` hits while the server had more
+/// candidates, the search asks again for more.
 pub fn search(
     archive: &mut Archive,
     query: &str,
@@ -139,90 +133,95 @@ pub fn search(
     role: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
-    let words: Vec<String> = match mode {
-        Mode::Words => query.split_whitespace().map(|w| w.to_lowercase()).collect(),
-        Mode::Phrase => vec![query.to_lowercase()],
-        Mode::Regex => vec![],
-    };
     if query.trim().is_empty() {
         return Err(Error::msg("search: empty query"));
     }
+    let words: Vec<String> = match mode {
+        Mode::Words => query.split_whitespace().map(trigram::fold).collect(),
+        Mode::Phrase => vec![trigram::fold(query)],
+        Mode::Regex => vec![],
+    };
     let re = match mode {
         Mode::Regex => {
             Some(regex::Regex::new(query).map_err(|e| Error::msg(format!("search: {e}")))?)
         }
         _ => None,
     };
-    let longest = words
-        .iter()
-        .max_by_key(|w| w.chars().count())
-        .cloned()
-        .unwrap_or_default();
-    let pattern = format!("%{}%", like_escape(&longest));
-    // Words: full text or a trigram match of the longest word, then every word checked.
-    // Phrase: the trigram match. Regex: PostgreSQL's regex (trigram-accelerated), then ours.
-    let cond = match mode {
-        Mode::Words => {
-            "(to_tsvector('simple', t.body) @@ plainto_tsquery('simple', $1) OR t.body ILIKE $2)"
-        }
-        Mode::Phrase => "(t.body ILIKE $2 AND $1 = $1)",
-        Mode::Regex => "(t.body ~ $1 AND $2 = $2)",
-    };
-    let sql = format!(
-        "SELECT s.session_id, s.owner::text, coalesce(m.name, c.machine::text), t.entry_id,
-                t.role, t.ts, t.body
-         FROM sessiontree.texts t
-         JOIN sessiontree.versions v ON v.pk = t.version_pk
-         JOIN sessiontree.copies c ON c.pk = v.copy_pk
-         JOIN sessiontree.sessions s ON s.pk = t.session_pk
-         LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
-         WHERE {cond}
-           AND ($4::text IS NULL OR t.role = $4)
-           AND v.seq = (SELECT max(seq) FROM sessiontree.versions v2 WHERE v2.copy_pk = c.pk)
-         ORDER BY t.ts DESC NULLS LAST
-         LIMIT $3"
-    );
-    let rows = archive.client.query(
-        &sql,
-        &[&query, &pattern, &((limit.max(1) * 4) as i64), &role],
-    )?;
-    let mut hits: Vec<Hit> = Vec::new();
-    for r in rows {
-        let body: String = r.get(6);
-        let lower = body.to_lowercase();
-        if !words.iter().all(|w| lower.contains(w.as_str()))
-            || re.as_ref().is_some_and(|r| !r.is_match(&body))
-        {
-            continue;
-        }
-        let session_id: String = r.get(0);
-        let entry_id: Option<String> = r.get(3);
-        let entry_id = entry_id.unwrap_or_default();
-        let machine: String = r.get(2);
-        if let Some(h) = hits
-            .iter_mut()
-            .find(|h| h.session_id == session_id && h.entry_id == entry_id)
-        {
-            if !h.machines.contains(&machine) {
-                h.machines.push(machine);
+    // Every trigram of every word must be in a hit's text.
+    let mut tri: Vec<i32> = words.iter().flat_map(|w| trigram::of_folded(w)).collect();
+    tri.sort_unstable();
+    tri.dedup();
+    let tri = (!tri.is_empty()).then_some(tri);
+    let regex_sql = re.as_ref().map(|_| query);
+    let limit = limit.max(1);
+    let mut want = (limit * 4).max(50) as i32;
+    loop {
+        let rows = archive.client.query(
+            // The candidates' count comes with the rows (and alone when none is left).
+            "WITH f AS (SELECT * FROM sessiontree.search_texts($1, $2, $3, $4)),
+             h AS (SELECT s.session_id, s.owner::text AS owner,
+                          coalesce(m.name, c.machine::text) AS machine, t.entry_id, t.role,
+                          t.ts, t.body
+                   FROM f t
+                   JOIN sessiontree.versions v ON v.pk = t.version_pk
+                   JOIN sessiontree.copies c ON c.pk = v.copy_pk
+                   JOIN sessiontree.sessions s ON s.pk = t.session_pk
+                   LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
+                   WHERE v.seq = (SELECT max(seq) FROM sessiontree.versions v2
+                                  WHERE v2.copy_pk = c.pk))
+             SELECT h.session_id, h.owner, h.machine, h.entry_id, h.role, h.ts, h.body,
+                    (SELECT count(*) FROM f)
+             FROM (SELECT 1) one LEFT JOIN h ON true
+             ORDER BY h.ts DESC NULLS LAST",
+            &[&tri, &regex_sql, &role, &want],
+        )?;
+        let candidates = rows.first().map(|r| r.get::<_, i64>(7)).unwrap_or(0);
+        let mut hits: Vec<Hit> = Vec::new();
+        for r in rows {
+            let Some(body) = r.get::<_, Option<String>>(6) else {
+                continue;
+            };
+            if !words.is_empty() {
+                let folded = trigram::fold(&body);
+                if !words.iter().all(|w| folded.contains(w.as_str())) {
+                    continue;
+                }
             }
-            continue;
+            if re.as_ref().is_some_and(|r| !r.is_match(&body)) {
+                continue;
+            }
+            let session_id: String = r.get(0);
+            let entry_id: Option<String> = r.get(3);
+            let entry_id = entry_id.unwrap_or_default();
+            let machine: String = r.get(2);
+            if let Some(h) = hits
+                .iter_mut()
+                .find(|h| h.session_id == session_id && h.entry_id == entry_id)
+            {
+                if !h.machines.contains(&machine) {
+                    h.machines.push(machine);
+                }
+                continue;
+            }
+            let ts: Option<String> = r.get(5);
+            hits.push(Hit {
+                session_id,
+                owner: r.get(1),
+                machines: vec![machine],
+                entry_id,
+                role: r.get::<_, Option<String>>(4).unwrap_or_default(),
+                ts_ms: ts.and_then(|t| t.parse().ok()),
+                text: body,
+            });
         }
-        if hits.len() >= limit {
-            continue;
+        // Enough, or the server had no more: done. (The hits past `limit` are dropped only
+        // now, so the machines of every kept hit are complete.)
+        if hits.len() > limit || candidates < want as i64 || want >= i32::MAX / 2 {
+            hits.truncate(limit);
+            return Ok(hits);
         }
-        let ts: Option<String> = r.get(5);
-        hits.push(Hit {
-            session_id,
-            owner: r.get(1),
-            machines: vec![machine],
-            entry_id,
-            role: r.get::<_, Option<String>>(4).unwrap_or_default(),
-            ts_ms: ts.and_then(|t| t.parse().ok()),
-            text: body,
-        });
+        want = want.saturating_mul(4);
     }
-    Ok(hits)
 }
 
 /// The bytes of a session's most recently pushed copy (for export), and that copy.

@@ -5,7 +5,7 @@
 //! advisory lock, so two clients starting at once do not both migrate.
 
 use crate::{Error, Result};
-use postgres::Client;
+use postgres::{Client, Transaction};
 
 /// Version 1: machines, sessions, their per-machine copies, versions and chunks, shares, and
 /// the row-level security that keeps each role to its own rows and what was shared with it.
@@ -190,14 +190,149 @@ CREATE POLICY texts_write ON sessiontree.texts FOR ALL
 GRANT SELECT, INSERT, UPDATE, DELETE ON sessiontree.texts TO PUBLIC;
 "#;
 
-/// The migrations, in order: (version, what it does, SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+/// Version 3: search that uses its index under row-level security, and cheaper pushes.
+///
+/// PostgreSQL never lets a non-leakproof operator (`@@`, `ILIKE`, `@>`) run before a
+/// policy's condition, so below row-level security a search could not use its index and
+/// read every text. Now:
+/// * `texts` keeps its write policies for everyone, but is no longer readable by `PUBLIC`
+///   and no longer forces the policies on its owner. It is read only through
+///   `sessiontree.search_texts`, a `SECURITY DEFINER` function owned by the table's owner,
+///   which searches with the index and returns only rows the *calling login* may see: its
+///   own (`owner = session_user`) or of a session shared with a role it is a member of.
+///   Inside the function `current_user` is the function's owner, so the caller is
+///   `session_user`; for sessiontree (which never changes role) the two are the same.
+/// * The index keys are trigram codes computed by the client (see `trigram.rs`), in
+///   `texts.tri` with a GIN index: `pg_trgm` and the full-text index cost more server CPU
+///   than the rest of a push together. Existing rows get their codes here.
+/// * `shares` may be read by the login's roles too, which is what the function needs.
+/// * Chunks are stored with lz4 when the server has it: less disk and WAL, and faster to
+///   write than uncompressed.
+const V3_BEFORE: &str = r#"
+DO $$ BEGIN
+    EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET STORAGE EXTENDED';
+    EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET COMPRESSION lz4';
+EXCEPTION WHEN OTHERS THEN
+    -- A server without lz4: stored uncompressed as before (pglz costs more than it saves).
+    EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET STORAGE EXTERNAL';
+END $$;
+
+DROP INDEX IF EXISTS sessiontree.texts_fts;
+DROP INDEX IF EXISTS sessiontree.texts_trgm;
+ALTER TABLE sessiontree.texts ADD COLUMN tri int4[];
+ALTER TABLE sessiontree.texts NO FORCE ROW LEVEL SECURITY;
+REVOKE SELECT ON sessiontree.texts FROM PUBLIC;
+"#;
+
+const V3_AFTER: &str = r#"
+CREATE INDEX texts_tri ON sessiontree.texts USING gin (tri)
+    WITH (fastupdate = on, gin_pending_list_limit = 16384);
+
+-- Every role the session's login is a member of (itself included).
+CREATE FUNCTION sessiontree.login_roles() RETURNS name[] LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_agg(rolname), '{}') FROM pg_roles
+    WHERE pg_has_role(session_user, oid, 'MEMBER')
+$$;
+ALTER POLICY shares_read ON sessiontree.shares
+    USING (owner = current_user OR grantee = ANY (sessiontree.my_roles())
+           OR grantee = ANY (sessiontree.login_roles()));
+
+-- The only way to read texts for roles other than its owner. tri: every code must be in
+-- the row's codes (NULL: no condition); regex: PostgreSQL's `~` (NULL: none); role: the
+-- entry's role (NULL: any); newest first, at most lim rows.
+CREATE FUNCTION sessiontree.search_texts(tri int4[], regex text, want_role text, lim int)
+RETURNS TABLE (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
+               ts text, body text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shared bigint[];
+    cond text := '';
+BEGIN
+    SELECT coalesce(array_agg(DISTINCT sh.session_pk), '{}') INTO shared
+    FROM sessiontree.shares sh WHERE sh.grantee = ANY (sessiontree.login_roles());
+    IF tri IS NOT NULL AND cardinality(tri) > 0 THEN
+        cond := cond || ' AND t.tri @> $1';
+    END IF;
+    IF regex IS NOT NULL THEN
+        cond := cond || ' AND t.body ~ $2';
+    END IF;
+    IF want_role IS NOT NULL THEN
+        cond := cond || ' AND t.role = $3';
+    END IF;
+    RETURN QUERY EXECUTE
+        'SELECT t.version_pk, t.session_pk, t.off, t.entry_id, t.role, t.ts, t.body
+         FROM sessiontree.texts t
+         WHERE (t.owner = session_user OR t.session_pk = ANY ($5))' || cond ||
+        ' ORDER BY t.ts DESC NULLS LAST LIMIT $4'
+        USING tri, regex, want_role, greatest(lim, 0), shared;
+END $$;
+-- Owned by the table's owner (a superuser running this migration would otherwise own it).
+DO $$ BEGIN
+    EXECUTE format('ALTER FUNCTION sessiontree.search_texts(int4[], text, text, int) OWNER TO %I',
+                   (SELECT tableowner FROM pg_tables
+                    WHERE schemaname = 'sessiontree' AND tablename = 'texts'));
+END $$;
+GRANT EXECUTE ON FUNCTION sessiontree.login_roles(),
+    sessiontree.search_texts(int4[], text, text, int) TO PUBLIC;
+"#;
+
+/// Version 3's data step: the trigram codes of the texts already in the archive.
+fn backfill_trigrams(tx: &mut Transaction) -> Result<()> {
+    tx.batch_execute(
+        "DECLARE st_backfill NO SCROLL CURSOR FOR
+             SELECT ctid::text, body FROM sessiontree.texts WHERE tri IS NULL",
+    )?;
+    loop {
+        let rows = tx.query("FETCH 5000 FROM st_backfill", &[])?;
+        if rows.is_empty() {
+            break;
+        }
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut tris = Vec::with_capacity(rows.len());
+        for r in &rows {
+            ids.push(r.get::<_, String>(0));
+            tris.push(crate::trigram::to_pg_array(&crate::trigram::of(r.get(1))));
+        }
+        tx.execute(
+            "UPDATE sessiontree.texts t SET tri = u.tri::int4[]
+             FROM unnest($1::text[]::tid[], $2::text[]) AS u(id, tri) WHERE t.ctid = u.id",
+            &[&ids, &tris],
+        )?;
+    }
+    tx.batch_execute("CLOSE st_backfill")?;
+    Ok(())
+}
+
+/// One step of a migration.
+pub enum Step {
+    Sql(&'static str),
+    /// Work SQL cannot do (computed by the client), in the migration's transaction.
+    Rust(fn(&mut Transaction) -> Result<()>),
+}
+
+/// The migrations, in order: (version, what it does, steps).
+pub const MIGRATIONS: &[(i32, &str, &[Step])] = &[
     (
         1,
         "machines, sessions, copies, versions, chunks, shares; row-level security",
-        V1,
+        &[Step::Sql(V1)],
     ),
-    (2, "entry texts for search (full text, trigrams)", V2),
+    (
+        2,
+        "entry texts for search (full text, trigrams)",
+        &[Step::Sql(V2)],
+    ),
+    (
+        3,
+        "search through an index under row-level security (client trigrams, search_texts); lz4 chunks",
+        &[
+            Step::Sql(V3_BEFORE),
+            Step::Rust(backfill_trigrams),
+            Step::Sql(V3_AFTER),
+        ],
+    ),
 ];
 
 /// The newest schema version this build knows.
@@ -223,6 +358,12 @@ pub fn current_version(client: &mut Client) -> Result<i32> {
 
 /// Brings the schema up to [`latest`]. Returns the versions applied.
 pub fn migrate(client: &mut Client) -> Result<Vec<i32>> {
+    migrate_to(client, latest())
+}
+
+/// Brings the schema up to `target` (tests use it to make an archive as an older
+/// sessiontree left it).
+pub fn migrate_to(client: &mut Client, target: i32) -> Result<Vec<i32>> {
     let v = current_version(client)?;
     if v > latest() {
         return Err(Error::msg(format!(
@@ -230,7 +371,7 @@ pub fn migrate(client: &mut Client) -> Result<Vec<i32>> {
             latest()
         )));
     }
-    if v == latest() {
+    if v >= target {
         return Ok(Vec::new());
     }
     let mut tx = client.transaction()?;
@@ -254,11 +395,16 @@ pub fn migrate(client: &mut Client) -> Result<Vec<i32>> {
         )?
         .get(0);
     let mut applied = Vec::new();
-    for (version, what, sql) in MIGRATIONS {
-        if *version <= v {
+    for (version, what, steps) in MIGRATIONS {
+        if *version <= v || *version > target {
             continue;
         }
-        tx.batch_execute(sql).map_err(|e| permission_hint(e, v))?;
+        for step in *steps {
+            match step {
+                Step::Sql(sql) => tx.batch_execute(sql).map_err(|e| permission_hint(e, v))?,
+                Step::Rust(f) => f(&mut tx)?,
+            }
+        }
         tx.execute(
             "INSERT INTO sessiontree.migrations (version, description) VALUES ($1, $2)",
             &[version, what],

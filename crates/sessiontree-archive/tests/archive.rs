@@ -572,7 +572,7 @@ fn row_level_security_keeps_other_roles_out() {
     write_session(&a, "/w", 8, 2, &[], false);
     push(&mut alice, &opts(&a)).unwrap();
     let tables = [
-        "sessions", "copies", "versions", "chunks", "texts", "machines", "shares",
+        "sessions", "copies", "versions", "chunks", "machines", "shares",
     ];
     for tb in tables {
         assert_eq!(
@@ -581,7 +581,14 @@ fn row_level_security_keeps_other_roles_out() {
             "{tb}"
         );
     }
-    assert!(count(&c, "alice", "SELECT count(*) FROM sessiontree.texts") > 0);
+    // The search texts are read only through the search function, which shows bob nothing.
+    let e = c
+        .psql("bob", "archive", "SELECT count(*) FROM sessiontree.texts")
+        .unwrap_err();
+    assert!(e.contains("permission denied"), "{e}");
+    let all_texts = "SELECT count(*) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)";
+    assert_eq!(count(&c, "bob", all_texts), 0);
+    assert!(count(&c, "alice", all_texts) > 0);
     // bob can neither change alice's rows nor forge his way in.
     c.psql("bob", "archive", "UPDATE sessiontree.chunks SET data = 'x'")
         .unwrap();
@@ -653,7 +660,7 @@ fn row_level_security_keeps_other_roles_out() {
         count(
             &c,
             "bob",
-            "SELECT count(DISTINCT session_pk) FROM sessiontree.texts"
+            "SELECT count(DISTINCT session_pk) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)"
         ),
         1
     );
@@ -714,6 +721,149 @@ fn row_level_security_keeps_other_roles_out() {
         ),
         0
     );
+    assert_eq!(
+        count(
+            &c,
+            "bob",
+            &format!(
+                "SELECT count(*) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)
+                 WHERE session_pk IN ({})",
+                c.psql(
+                    "alice",
+                    "archive",
+                    "SELECT string_agg(pk::text, ',') FROM sessiontree.sessions"
+                )
+                .unwrap()
+            )
+        ),
+        0
+    );
+}
+
+/// (session id, owner) of every hit, sorted, without repeats.
+fn hit_sessions(ar: &mut Archive, q: &str, mode: query::Mode) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = query::search(ar, q, mode, None, 100)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.session_id, h.owner))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn archive_search_sees_shared_sessions_and_nothing_else() {
+    let Some(c) = Cluster::start("archive_search_sees_shared_sessions_and_nothing_else") else {
+        return;
+    };
+    c.setup_roles();
+    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let shared = write_session(&a, "/w", 4, 1, &[], false);
+    say(&shared, "wombat shared with the team");
+    let private = write_session(&a, "/w", 4, 2, &[], false);
+    say(&private, "wombat kept private");
+    push(&mut alice, &opts(&a)).unwrap();
+    let mut bob = Archive::open(&c.url("bob", "archive")).unwrap();
+    let own = write_session(&b, "/b", 4, 3, &[], false);
+    say(&own, "wombat of bob's");
+    push(&mut bob, &opts(&b)).unwrap();
+    let id = |p: &Path| sessiontree::folder::read_header(p).unwrap().id;
+    let (shared, private, own) = (id(&shared), id(&private), id(&own));
+    let al = |s: &str| (s.to_string(), "alice".to_string());
+    let bo = |s: &str| (s.to_string(), "bob".to_string());
+    let sorted = |mut v: Vec<(String, String)>| {
+        v.sort();
+        v
+    };
+    use query::Mode::*;
+
+    // Before any share: each sees only their own, whatever the kind of search.
+    assert_eq!(hit_sessions(&mut bob, "wombat", Words), vec![bo(&own)]);
+    assert_eq!(
+        hit_sessions(&mut alice, "WOMBAT", Words),
+        sorted(vec![al(&shared), al(&private)])
+    );
+    for (q, mode) in [("kept private", Phrase), ("wombat.*team", Regex)] {
+        assert_eq!(hit_sessions(&mut bob, q, mode), vec![], "{q}");
+    }
+    // Shared with a role bob is not in: nothing more.
+    query::share(&mut alice, &shared, "team").unwrap();
+    assert_eq!(hit_sessions(&mut bob, "wombat", Words), vec![bo(&own)]);
+    // bob in the team: the shared session, never the private one.
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    assert_eq!(
+        hit_sessions(&mut bob, "wombat", Words),
+        sorted(vec![al(&shared), bo(&own)])
+    );
+    assert_eq!(
+        hit_sessions(&mut bob, "wombat shared", Words),
+        vec![al(&shared)]
+    );
+    assert_eq!(hit_sessions(&mut bob, "kept private", Phrase), vec![]);
+    assert_eq!(hit_sessions(&mut bob, "wombat.*private", Regex), vec![]);
+    assert_eq!(
+        hit_sessions(&mut bob, "wombat.*team", Regex),
+        vec![al(&shared)]
+    );
+    // ... also when bob calls the function himself with no condition at all.
+    let pks = |who: &str, ids: &[&str]| {
+        c.psql(
+            "postgres",
+            "archive",
+            &format!(
+                "SELECT string_agg(pk::text, ',' ORDER BY pk) FROM sessiontree.sessions
+                 WHERE owner = '{who}' AND session_id IN ('{}')",
+                ids.join("','")
+            ),
+        )
+        .unwrap()
+    };
+    let visible = |user: &str| {
+        c.psql(
+            user,
+            "archive",
+            "SELECT string_agg(DISTINCT session_pk::text, ',' ORDER BY session_pk::text)
+             FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)",
+        )
+        .unwrap()
+    };
+    let mut expect: Vec<String> = vec![pks("alice", &[&shared]), pks("bob", &[&own])];
+    expect.sort();
+    assert_eq!(visible("bob"), expect.join(","));
+    // alice still does not see bob's.
+    assert_eq!(
+        hit_sessions(&mut alice, "wombat", Words),
+        sorted(vec![al(&shared), al(&private)])
+    );
+    // Out of the team, or the share taken back: gone again.
+    c.psql("postgres", "postgres", "REVOKE team FROM bob")
+        .unwrap();
+    assert_eq!(hit_sessions(&mut bob, "wombat", Words), vec![bo(&own)]);
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    assert_eq!(hit_sessions(&mut bob, "wombat", Words).len(), 2);
+    assert!(query::unshare(&mut alice, &shared, "team").unwrap());
+    assert_eq!(hit_sessions(&mut bob, "wombat", Words), vec![bo(&own)]);
+    assert_eq!(visible("bob"), pks("bob", &[&own]));
+
+    // The function uses the trigram index for a plain role (bob, not the table's owner):
+    // with sequential scans priced out, the plan of its query names the index.
+    let plan = c
+        .psql_with_notices(
+            "postgres",
+            "archive",
+            "LOAD 'auto_explain';
+             SET auto_explain.log_min_duration = 0;
+             SET auto_explain.log_nested_statements = on;
+             SET auto_explain.log_level = notice;
+             SET enable_seqscan = off;
+             SET SESSION AUTHORIZATION bob;
+             SELECT count(*) FROM sessiontree.search_texts('{1,2}', NULL, NULL, 10);",
+        )
+        .unwrap();
+    assert!(plan.contains("texts_tri"), "{plan}");
 }
 
 #[test]
@@ -810,4 +960,60 @@ fn server_restarted_mid_push_then_push_converges() {
     let third = t.path().join("c");
     pull(&mut ar, &pull_opts(&third)).unwrap();
     assert_eq!(files(&third), files(&a));
+}
+
+#[test]
+fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
+    let Some(c) = Cluster::start("an_archive_of_schema_2_migrates_and_its_texts_are_found") else {
+        return;
+    };
+    c.setup_roles();
+    // The archive as the previous sessiontree left it, with a text of alice's and one of bob's.
+    let mut raw = sessiontree_archive::conn::connect(&c.url("alice", "archive")).unwrap();
+    assert_eq!(
+        sessiontree_archive::schema::migrate_to(&mut raw, 2).unwrap(),
+        vec![1, 2]
+    );
+    drop(raw);
+    for (who, sid) in [("alice", "s-alice"), ("bob", "s-bob")] {
+        c.psql(
+            who,
+            "archive",
+            &format!(
+                "INSERT INTO sessiontree.machines (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'm');
+                 INSERT INTO sessiontree.sessions (session_id) VALUES ('{sid}');
+                 INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+                     SELECT pk, '00000000-0000-4000-8000-000000000001', 'x/{sid}.jsonl'
+                     FROM sessiontree.sessions WHERE session_id = '{sid}';
+                 INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                     SELECT c.pk, c.session_pk, 1, 0, '', 0 FROM sessiontree.copies c
+                     JOIN sessiontree.sessions s ON s.pk = c.session_pk WHERE s.session_id = '{sid}';
+                 INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
+                     SELECT v.pk, v.session_pk, 0, 'e1', 'user', '1', 'an old Numbat of {who}'
+                     FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
+                     WHERE s.session_id = '{sid}';"
+            ),
+        )
+        .unwrap();
+    }
+    // The owner connects with this sessiontree: version 3 computes the old rows' trigrams.
+    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    assert_eq!(
+        c.psql(
+            "postgres",
+            "archive",
+            "SELECT count(*) FILTER (WHERE tri IS NULL), count(*),
+                    (SELECT max(version) FROM sessiontree.migrations)
+             FROM sessiontree.texts"
+        )
+        .unwrap(),
+        "0|2|3"
+    );
+    let mut bob = Archive::open(&c.url("bob", "archive")).unwrap();
+    for (ar, who) in [(&mut alice, "alice"), (&mut bob, "bob")] {
+        let hits = query::search(ar, "numbat", query::Mode::Words, None, 10).unwrap();
+        assert_eq!(hits.len(), 1, "{who}");
+        assert_eq!(hits[0].owner, who);
+        assert_eq!(hits[0].text, format!("an old Numbat of {who}"));
+    }
 }

@@ -249,6 +249,36 @@ impl Cluster {
         }
     }
 
+    /// Like [`Cluster::psql`], but what psql printed on stderr too (notices), after stdout.
+    pub fn psql_with_notices(&self, user: &str, db: &str, sql: &str) -> Result<String, String> {
+        let o = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", self.dir.path().to_str().unwrap()])
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                user,
+                "-d",
+                db,
+                "-c",
+                sql,
+            ])
+            .env_remove("PGPASSWORD")
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if o.status.success() {
+            Ok(all)
+        } else {
+            Err(all)
+        }
+    }
+
     /// The database `archive`, owned by the role `alice` (who creates the schema), and the
     /// roles `bob` and `team` (bob is not in it yet). Every login role has [`PASSWORD`].
     pub fn setup_roles(&self) {
