@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 /// A chunk holds at most this many bytes (cut after a newline when there is one).
 pub const CHUNK: usize = 1 << 20;
 /// A transaction carries about this many bytes, or this many files.
-const BATCH_BYTES: usize = 64 << 20;
+const BATCH_BYTES: usize = 16 << 20;
 const BATCH_FILES: usize = 400;
 
 pub struct PushOptions {
@@ -175,7 +175,7 @@ pub fn chunks(bytes: &[u8], base: i64) -> Vec<(i64, &[u8])> {
 
 enum Op {
     /// A new session, copy or version: all of `content`.
-    Version,
+    Version { new_copy: bool },
     /// Append `content[from..]` to an existing version.
     Append { version_pk: i64, from: i64 },
 }
@@ -254,7 +254,136 @@ fn rel_path_for(cwd: &str, path: &Path) -> String {
     format!("{folder}/{name}")
 }
 
-/// Pushes the sessions. `progress` is told each file's outcome.
+/// The local state's record of pushed files (see [`State::pushed`]).
+type Pushed = std::collections::BTreeMap<String, (FileStamp, String, String)>;
+
+/// What the reading side found for one file.
+enum Item {
+    Unchanged {
+        path: PathBuf,
+        stamp: Option<(FileStamp, String)>,
+    },
+    Skipped(PathBuf, String),
+    Send(Box<Planned>),
+}
+
+/// Reads and prepares the files (hashing, listing info, search texts and their trigrams),
+/// handing each outcome to `out`. Runs beside the uploads, so that the client's work and
+/// the server's overlap.
+fn plan_files(
+    files: Vec<PathBuf>,
+    remote: &HashMap<String, Remote>,
+    state: &Pushed,
+    opts: &PushOptions,
+    rkey: &str,
+    out: std::sync::mpsc::SyncSender<Result<Item>>,
+) {
+    let mut seen_ids: HashMap<String, PathBuf> = HashMap::new();
+    for path in files {
+        let item = plan_file(path, remote, state, opts, rkey, &mut seen_ids);
+        let stop = item.is_err();
+        if out.send(item).is_err() || stop {
+            return;
+        }
+    }
+}
+
+fn plan_file(
+    path: PathBuf,
+    remote: &HashMap<String, Remote>,
+    state: &Pushed,
+    opts: &PushOptions,
+    rkey: &str,
+    seen_ids: &mut HashMap<String, PathBuf>,
+) -> Result<Item> {
+    let meta = match std::fs::metadata(&path) {
+        Ok(m) => m,
+        Err(e) => return Ok(Item::Skipped(path, e.to_string())),
+    };
+    let stamp = FileStamp::of(&meta);
+    // Unchanged since the last comparison, and the archive still holds that state:
+    // decided from the file name's session id and a stat, without reading the file.
+    if let (Some(r), Some((st, key, h))) = (
+        crate::pull::id_from_name(&path).and_then(|id| remote.get(&id)),
+        state.get(path.to_string_lossy().as_ref()),
+    ) {
+        if *st == stamp
+            && key == rkey
+            && r.redaction == rkey
+            && *h == hex(&r.hash)
+            && r.src_length as u64 <= stamp.size
+        {
+            return Ok(Item::Unchanged { path, stamp: None });
+        }
+    }
+    let Some((session_id, cwd, created)) = read_session_id(&path) else {
+        return Ok(Item::Skipped(
+            path,
+            "not a session file (no valid header)".into(),
+        ));
+    };
+    if let Some(first) = seen_ids.get(&session_id) {
+        let why = format!("same session id as {} (pushed that one)", first.display());
+        return Ok(Item::Skipped(path, why));
+    }
+    seen_ids.insert(session_id.clone(), path.clone());
+    let r = remote.get(&session_id);
+    let raw = std::fs::read(&path).map_err(io_err(&path))?;
+    let stamp = std::fs::metadata(&path)
+        .map(|m| FileStamp::of(&m))
+        .unwrap_or(stamp);
+    let (content, src_length) = if opts.redact.is_empty() {
+        let n = raw.len() as i64;
+        (raw, n)
+    } else {
+        // Only complete lines: a torn line could redact differently once complete.
+        let end = memchr::memrchr(b'\n', &raw).map(|i| i + 1).unwrap_or(0);
+        (redact(&raw[..end], &opts.redact), end as i64)
+    };
+    let hash = sha256(&content);
+    let rel_path = rel_path_for(&cwd, &path);
+    let op = match r {
+        Some(r)
+            if r.redaction == rkey
+                && r.length as usize <= content.len()
+                && sha256(&content[..r.length as usize]) == r.hash =>
+        {
+            if r.length as usize == content.len() {
+                return Ok(Item::Unchanged {
+                    path,
+                    stamp: Some((stamp, hex(&hash))),
+                });
+            }
+            Op::Append {
+                version_pk: r.version_pk,
+                from: r.length,
+            }
+        }
+        Some(_) => Op::Version { new_copy: false },
+        None => Op::Version { new_copy: true },
+    };
+    let from = match op {
+        Op::Append { from, .. } => from as usize,
+        Op::Version { .. } => 0,
+    };
+    let (info, texts) = describe(&content, &rel_path, from);
+    Ok(Item::Send(Box::new(Planned {
+        path,
+        stamp,
+        session_id,
+        cwd,
+        created,
+        rel_path,
+        content,
+        src_length,
+        hash,
+        op,
+        info,
+        texts,
+    })))
+}
+
+/// Pushes the sessions.
 pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     let me = machine::load_or_create(&opts.agent_dir, opts.machine_name.as_deref())?;
     register_machine(archive, &me)?;
@@ -262,119 +391,53 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     let files = session_files(&opts.agent_dir, &opts.paths)?;
     let remote = remote_copies(archive, &me)?;
     let rkey = redaction_key(&opts.redact);
-    let mut report = PushReport::default();
-    let mut batch: Vec<Planned> = Vec::new();
-    let mut batch_bytes = 0usize;
-    let mut seen_ids: HashMap<String, PathBuf> = HashMap::new();
-
-    for path in files {
-        report.files += 1;
-        let meta = match std::fs::metadata(&path) {
-            Ok(m) => m,
-            Err(e) => {
-                report.skipped.push((path, e.to_string()));
-                continue;
-            }
-        };
-        let stamp = FileStamp::of(&meta);
-        // Unchanged since the last comparison, and the archive still holds that state:
-        // decided from the file name's session id and a stat, without reading the file.
-        if let (Some(r), Some((st, key, h))) = (
-            crate::pull::id_from_name(&path).and_then(|id| remote.get(&id)),
-            state.pushed(&path),
-        ) {
-            if *st == stamp
-                && *key == rkey
-                && r.redaction == rkey
-                && *h == hex(&r.hash)
-                && r.src_length as u64 <= stamp.size
-            {
-                report.unchanged += 1;
-                continue;
-            }
-        }
-        let Some((session_id, cwd, created)) = read_session_id(&path) else {
-            report
-                .skipped
-                .push((path, "not a session file (no valid header)".into()));
-            continue;
-        };
-        if let Some(first) = seen_ids.get(&session_id) {
-            report.skipped.push((
-                path.clone(),
-                format!("same session id as {} (pushed that one)", first.display()),
-            ));
-            continue;
-        }
-        seen_ids.insert(session_id.clone(), path.clone());
-        let r = remote.get(&session_id);
-        let raw = std::fs::read(&path).map_err(io_err(&path))?;
-        let stamp = std::fs::metadata(&path)
-            .map(|m| FileStamp::of(&m))
-            .unwrap_or(stamp);
-        let (content, src_length) = if opts.redact.is_empty() {
-            let n = raw.len() as i64;
-            (raw, n)
-        } else {
-            // Only complete lines: a torn line could redact differently once complete.
-            let end = memchr::memrchr(b'\n', &raw).map(|i| i + 1).unwrap_or(0);
-            (redact(&raw[..end], &opts.redact), end as i64)
-        };
-        let hash = sha256(&content);
-        let rel_path = rel_path_for(&cwd, &path);
-        let op = match r {
-            Some(r)
-                if r.redaction == rkey
-                    && r.length as usize <= content.len()
-                    && sha256(&content[..r.length as usize]) == r.hash =>
-            {
-                if r.length as usize == content.len() {
+    let mut report = PushReport {
+        files: files.len(),
+        ..PushReport::default()
+    };
+    let planning_state = state.pushed.clone();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Item>>(64);
+    std::thread::scope(|scope| -> Result<()> {
+        scope.spawn(|| plan_files(files, &remote, &planning_state, opts, &rkey, tx));
+        let mut batch: Vec<Planned> = Vec::new();
+        let mut batch_bytes = 0usize;
+        // On an error the receiver is dropped, which stops the reading side.
+        for item in rx {
+            match item? {
+                Item::Unchanged { path, stamp } => {
                     report.unchanged += 1;
-                    state.set_pushed(&path, stamp, &rkey, &hex(&hash));
-                    continue;
+                    if let Some((stamp, hash)) = stamp {
+                        state.set_pushed(&path, stamp, &rkey, &hash);
+                    }
                 }
-                report.appended += 1;
-                Op::Append {
-                    version_pk: r.version_pk,
-                    from: r.length,
+                Item::Skipped(path, why) => report.skipped.push((path, why)),
+                Item::Send(p) => {
+                    let from = match p.op {
+                        Op::Append { from, .. } => {
+                            report.appended += 1;
+                            from as usize
+                        }
+                        Op::Version { new_copy: true } => {
+                            report.created += 1;
+                            0
+                        }
+                        Op::Version { new_copy: false } => {
+                            report.new_versions += 1;
+                            0
+                        }
+                    };
+                    report.bytes_sent += (p.content.len() - from) as u64;
+                    batch_bytes += p.content.len() - from;
+                    batch.push(*p);
+                    if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
+                        flush(archive, &me, &rkey, &mut batch, &mut state)?;
+                        batch_bytes = 0;
+                    }
                 }
             }
-            Some(_) => {
-                report.new_versions += 1;
-                Op::Version
-            }
-            None => {
-                report.created += 1;
-                Op::Version
-            }
-        };
-        let from = match op {
-            Op::Append { from, .. } => from as usize,
-            Op::Version => 0,
-        };
-        let (info, texts) = describe(&content, &rel_path, from);
-        report.bytes_sent += (content.len() - from) as u64;
-        batch_bytes += content.len() - from;
-        batch.push(Planned {
-            path,
-            stamp,
-            session_id,
-            cwd,
-            created,
-            rel_path,
-            content,
-            src_length,
-            hash,
-            op,
-            info,
-            texts,
-        });
-        if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
-            flush(archive, &me, &rkey, &mut batch, &mut state)?;
-            batch_bytes = 0;
         }
-    }
-    flush(archive, &me, &rkey, &mut batch, &mut state)?;
+        flush(archive, &me, &rkey, &mut batch, &mut state)
+    })?;
     state.save()?;
     Ok(report)
 }
@@ -382,7 +445,13 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
 /// Records (or renames) this machine in the archive.
 pub fn register_machine(archive: &mut Archive, me: &Machine) -> Result<()> {
     archive.client.execute(
-        "INSERT INTO sessiontree.machines (id, name) VALUES ($1::text::uuid, $2)
+        // Written only when new, renamed or last seen an hour ago: a write costs a WAL
+        // flush, a good part of a push that has one entry to send.
+        "INSERT INTO sessiontree.machines (id, name)
+         SELECT $1::text::uuid, $2
+         WHERE NOT EXISTS (SELECT 1 FROM sessiontree.machines
+                           WHERE owner = current_user AND id = $1::text::uuid AND name = $2
+                             AND last_seen > now() - interval '1 hour')
          ON CONFLICT (owner, id) DO UPDATE SET name = EXCLUDED.name, last_seen = now()",
         &[&me.id, &me.name],
     )?;
@@ -431,82 +500,116 @@ fn flush(
     }
     let redaction: Option<&str> = (!rkey.is_empty()).then_some(rkey);
     let mut tx = archive.client.transaction()?;
-    tx.batch_execute(
-        "CREATE TEMP TABLE IF NOT EXISTS st_chunks
-             (version_pk bigint, session_pk bigint, off bigint, data bytea) ON COMMIT DELETE ROWS;
-         ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
-         CREATE TEMP TABLE IF NOT EXISTS st_texts
-             (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
-              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;",
-    )?;
-    let up_session = tx.prepare(
-        "INSERT INTO sessiontree.sessions (session_id, cwd, created) VALUES ($1, $2, $3)
-         ON CONFLICT (owner, session_id) DO UPDATE SET cwd = EXCLUDED.cwd
-         RETURNING pk",
-    )?;
-    let up_copy = tx.prepare(
-        "INSERT INTO sessiontree.copies (session_pk, machine, rel_path) VALUES ($1, $2::text::uuid, $3)
-         ON CONFLICT (session_pk, machine) DO UPDATE SET rel_path = EXCLUDED.rel_path
-         RETURNING pk",
-    )?;
-    let new_version = tx.prepare(
-        "INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length, redaction, info)
-         VALUES ($1, $2, (SELECT coalesce(max(seq), 0) + 1 FROM sessiontree.versions WHERE copy_pk = $1),
-                 $3, $4, $5, $6, $7::text::jsonb)
-         RETURNING pk",
-    )?;
-    let grow = tx.prepare(
-        "UPDATE sessiontree.versions SET length = $3, hash = $4, src_length = $5, info = $6::text::jsonb,
-                updated_at = now()
-         WHERE pk = $1 AND length = $2
-         RETURNING session_pk",
-    )?;
+    // Sessions, copies and versions for the whole batch in a few statements (one round
+    // trip per file and statement was most of the time of a first push on a busy machine).
+    let new: Vec<&Planned> = batch
+        .iter()
+        .filter(|p| matches!(p.op, Op::Version { .. }))
+        .collect();
+    let mut made: HashMap<&str, (i64, i64)> = HashMap::new(); // session id -> (version, session)
+    if !new.is_empty() {
+        let ids: Vec<&str> = new.iter().map(|p| p.session_id.as_str()).collect();
+        let cwds: Vec<&str> = new.iter().map(|p| p.cwd.as_str()).collect();
+        let created: Vec<&str> = new.iter().map(|p| p.created.as_str()).collect();
+        let rels: Vec<&str> = new.iter().map(|p| p.rel_path.as_str()).collect();
+        let lens: Vec<i64> = new.iter().map(|p| p.content.len() as i64).collect();
+        let hashes: Vec<&[u8]> = new.iter().map(|p| p.hash.as_slice()).collect();
+        let srcs: Vec<i64> = new.iter().map(|p| p.src_length).collect();
+        let infos: Vec<String> = new.iter().map(|p| p.info.to_string()).collect();
+        let rows = tx.query(
+            "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
+                                             $5::int8[], $6::bytea[], $7::int8[], $8::text[])
+                        WITH ORDINALITY AS u(sid, cwd, created, rel, len, hash, src, info, n)),
+             s AS (INSERT INTO sessiontree.sessions (session_id, cwd, created)
+                   SELECT sid, cwd, created FROM u
+                   ON CONFLICT (owner, session_id) DO UPDATE SET cwd = EXCLUDED.cwd
+                   RETURNING pk, session_id)
+             SELECT u.sid, s.pk FROM u JOIN s ON s.session_id = u.sid ORDER BY u.n",
+            &[&ids, &cwds, &created, &rels, &lens, &hashes, &srcs, &infos],
+        )?;
+        let spks: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
+        if spks.len() != new.len() {
+            return Err(Error::msg(
+                "archive: a session of this push was not recorded",
+            ));
+        }
+        let rows = tx.query(
+            "INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+             SELECT s, $3::text::uuid, r FROM unnest($1::int8[], $2::text[]) AS u(s, r)
+             ON CONFLICT (session_pk, machine) DO UPDATE SET rel_path = EXCLUDED.rel_path
+             RETURNING session_pk, pk",
+            &[&spks, &rels, &me.id],
+        )?;
+        let cpk: HashMap<i64, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let cpks: Vec<i64> = spks
+            .iter()
+            .map(|s| cpk.get(s).copied())
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::msg("archive: a copy of this push was not recorded"))?;
+        let rows = tx.query(
+            "INSERT INTO sessiontree.versions
+                 (copy_pk, session_pk, seq, length, hash, src_length, redaction, info)
+             SELECT c, s, (SELECT coalesce(max(seq), 0) + 1 FROM sessiontree.versions
+                           WHERE copy_pk = u.c),
+                    len, hash, src, $7, info::jsonb
+             FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[], $5::int8[], $6::text[])
+                  AS u(c, s, len, hash, src, info)
+             RETURNING session_pk, pk",
+            &[&cpks, &spks, &lens, &hashes, &srcs, &infos, &redaction],
+        )?;
+        let vpk: HashMap<i64, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        for (p, s) in new.iter().zip(&spks) {
+            let v = vpk
+                .get(s)
+                .ok_or_else(|| Error::msg("archive: a version of this push was not recorded"))?;
+            made.insert(p.session_id.as_str(), (*v, *s));
+        }
+    }
+    let grown: Vec<&Planned> = batch
+        .iter()
+        .filter(|p| matches!(p.op, Op::Append { .. }))
+        .collect();
+    let mut grew: HashMap<i64, i64> = HashMap::new(); // version -> session
+    if !grown.is_empty() {
+        let (mut vpks, mut froms) = (Vec::new(), Vec::new());
+        for p in &grown {
+            if let Op::Append { version_pk, from } = p.op {
+                vpks.push(version_pk);
+                froms.push(from);
+            }
+        }
+        let lens: Vec<i64> = grown.iter().map(|p| p.content.len() as i64).collect();
+        let hashes: Vec<&[u8]> = grown.iter().map(|p| p.hash.as_slice()).collect();
+        let srcs: Vec<i64> = grown.iter().map(|p| p.src_length).collect();
+        let infos: Vec<String> = grown.iter().map(|p| p.info.to_string()).collect();
+        // Conditional on the length this push saw: two pushes racing cannot both append.
+        let rows = tx.query(
+            "UPDATE sessiontree.versions v
+             SET length = u.len, hash = u.hash, src_length = u.src, info = u.info::jsonb,
+                 updated_at = now()
+             FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[], $5::int8[], $6::text[])
+                  AS u(pk, old, len, hash, src, info)
+             WHERE v.pk = u.pk AND v.length = u.old
+             RETURNING v.pk, v.session_pk",
+            &[&vpks, &froms, &lens, &hashes, &srcs, &infos],
+        )?;
+        grew = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        if let Some(p) = grown.iter().zip(&vpks).find(|(_, v)| !grew.contains_key(v)) {
+            return Err(Error::msg(format!(
+                "{}: the archive's copy changed during this push (another push from this machine?); push again",
+                p.0.path.display()
+            )));
+        }
+    }
     let mut rows: Vec<(i64, i64, i64, &[u8])> = Vec::new();
     let mut text_rows: Vec<(i64, i64, &Text)> = Vec::new();
     for p in batch.iter() {
-        let info = p.info.to_string();
         let (vpk, spk, from) = match p.op {
-            Op::Version => {
-                let spk: i64 = tx
-                    .query_one(&up_session, &[&p.session_id, &p.cwd, &p.created])?
-                    .get(0);
-                let cpk: i64 = tx.query_one(&up_copy, &[&spk, &me.id, &p.rel_path])?.get(0);
-                let vpk: i64 = tx
-                    .query_one(
-                        &new_version,
-                        &[
-                            &cpk,
-                            &spk,
-                            &(p.content.len() as i64),
-                            &p.hash,
-                            &p.src_length,
-                            &redaction,
-                            &info,
-                        ],
-                    )?
-                    .get(0);
-                (vpk, spk, 0i64)
+            Op::Version { .. } => {
+                let (v, s) = made[p.session_id.as_str()];
+                (v, s, 0i64)
             }
-            Op::Append { version_pk, from } => {
-                let r = tx.query_opt(
-                    &grow,
-                    &[
-                        &version_pk,
-                        &from,
-                        &(p.content.len() as i64),
-                        &p.hash,
-                        &p.src_length,
-                        &info,
-                    ],
-                )?;
-                let Some(r) = r else {
-                    return Err(Error::msg(format!(
-                        "{}: the archive's copy changed during this push (another push from this machine?); push again",
-                        p.path.display()
-                    )));
-                };
-                (version_pk, r.get(0), from)
-            }
+            Op::Append { version_pk, from } => (version_pk, grew[&version_pk], from),
         };
         for (off, data) in chunks(&p.content[from as usize..], from) {
             rows.push((vpk, spk, off, data));
@@ -515,12 +618,80 @@ fn flush(
             text_rows.push((vpk, spk, t));
         }
     }
+    let small = rows.iter().map(|r| r.3.len()).sum::<usize>() < (1 << 20) && text_rows.len() <= 200;
+    if small {
+        // A few rows (a push after an append): two plain statements, no temporary tables.
+        let mut cols: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<&[u8]>) = Default::default();
+        for (v, s, o, d) in &rows {
+            cols.0.push(*v);
+            cols.1.push(*s);
+            cols.2.push(*o);
+            cols.3.push(d);
+        }
+        tx.execute(
+            "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+             SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[])",
+            &[&cols.0, &cols.1, &cols.2, &cols.3],
+        )?;
+        if !text_rows.is_empty() {
+            let v: Vec<i64> = text_rows.iter().map(|t| t.0).collect();
+            let sp: Vec<i64> = text_rows.iter().map(|t| t.1).collect();
+            let off: Vec<i64> = text_rows.iter().map(|t| t.2.off).collect();
+            let id: Vec<&str> = text_rows
+                .iter()
+                .map(|t| t.2.entry.entry_id.as_str())
+                .collect();
+            let role: Vec<&str> = text_rows.iter().map(|t| t.2.entry.role.as_str()).collect();
+            let ts: Vec<Option<String>> = text_rows
+                .iter()
+                .map(|t| t.2.entry.ts_ms.map(|m| format!("{m}")))
+                .collect();
+            let body: Vec<&str> = text_rows.iter().map(|t| t.2.body.as_str()).collect();
+            let tri: Vec<String> = text_rows
+                .iter()
+                .map(|t| crate::trigram::to_pg_array(&t.2.tri))
+                .collect();
+            tx.execute(
+                "INSERT INTO sessiontree.texts
+                     (version_pk, session_pk, off, entry_id, role, ts, body, tri)
+                 SELECT v, s, o, i, r, t, b, tri::int4[]
+                 FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::text[],
+                             $6::text[], $7::text[], $8::text[]) AS u(v, s, o, i, r, t, b, tri)",
+                &[&v, &sp, &off, &id, &role, &ts, &body, &tri],
+            )?;
+        }
+    } else {
+        copy_rows(&mut tx, &rows, &text_rows)?;
+    }
+    tx.commit()?;
+    for p in batch.drain(..) {
+        state.set_pushed(&p.path, p.stamp, rkey, &hex(&p.hash));
+    }
+    state.save()?;
+    Ok(())
+}
+
+/// Many rows: binary COPY into temporary tables, then one INSERT ... SELECT each
+/// (PostgreSQL refuses COPY FROM into a table with row-level security).
+fn copy_rows(
+    tx: &mut postgres::Transaction,
+    rows: &[(i64, i64, i64, &[u8])],
+    text_rows: &[(i64, i64, &Text)],
+) -> Result<()> {
+    tx.batch_execute(
+        "CREATE TEMP TABLE IF NOT EXISTS st_chunks
+             (version_pk bigint, session_pk bigint, off bigint, data bytea) ON COMMIT DELETE ROWS;
+         ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+         CREATE TEMP TABLE IF NOT EXISTS st_texts
+             (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
+              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;",
+    )?;
     {
         let w = tx.copy_in(
             "COPY st_chunks (version_pk, session_pk, off, data) FROM STDIN (FORMAT binary)",
         )?;
         let mut w = BinaryCopyInWriter::new(w, &[Type::INT8, Type::INT8, Type::INT8, Type::BYTEA]);
-        for (v, s, o, d) in &rows {
+        for (v, s, o, d) in rows {
             w.write(&[v, s, o, d])?;
         }
         w.finish()?;
@@ -542,7 +713,7 @@ fn flush(
                 Type::INT4_ARRAY,
             ],
         );
-        for (v, s, t) in &text_rows {
+        for (v, s, t) in text_rows {
             let ts = t.entry.ts_ms.map(|m| format!("{m}"));
             w.write(&[
                 v,
@@ -563,10 +734,5 @@ fn flush(
          INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
              SELECT version_pk, session_pk, off, entry_id, role, ts, body, tri FROM st_texts;",
     )?;
-    tx.commit()?;
-    for p in batch.drain(..) {
-        state.set_pushed(&p.path, p.stamp, rkey, &hex(&p.hash));
-    }
-    state.save()?;
     Ok(())
 }

@@ -139,7 +139,16 @@ impl State {
         if let Some(d) = self.path.parent() {
             std::fs::create_dir_all(d).map_err(crate::io_err(d))?;
         }
-        sessiontree::store::atomic_replace(&self.path, &[text.as_bytes()])?;
+        // Replaced by a rename, but not fsynced: this is a cache (a torn or lost state only
+        // costs one full read of the files), and two fsyncs were a tenth of a short push.
+        let tmp = self
+            .path
+            .with_extension(format!("json.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, text.as_bytes()).map_err(crate::io_err(&tmp))?;
+        if let Err(e) = std::fs::rename(&tmp, &self.path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(crate::io_err(&self.path)(e));
+        }
         self.dirty = false;
         Ok(())
     }
