@@ -90,6 +90,8 @@ pub struct Archive {
     pub id: String,
     /// The role this connection acts as.
     pub role: String,
+    /// What it was opened with (for a second connection; may hold a password: never shown).
+    pub(crate) url: String,
 }
 
 impl Archive {
@@ -97,7 +99,8 @@ impl Archive {
     pub fn open(url: &str) -> Result<Archive> {
         let mut client = conn::connect(url)?;
         schema::migrate(&mut client)?;
-        let row = client.query_one(
+        // query_typed: one round trip (a short command is mostly round trips).
+        let row = client.query_typed_one(
             "SELECT (SELECT value FROM sessiontree.meta WHERE key = 'archive_id'), current_user::text",
             &[],
         )?;
@@ -105,6 +108,7 @@ impl Archive {
             id: row.get(0),
             role: row.get(1),
             client,
+            url: url.to_string(),
         })
     }
 }

@@ -397,8 +397,23 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     };
     let planning_state = state.pushed.clone();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Item>>(64);
+    // A second connection uploads every other full batch: the server's work (index
+    // entries, TOAST, WAL) is most of a large push and one backend uses one core.
+    let (to_helper, helper_rx) = std::sync::mpsc::sync_channel::<Vec<Planned>>(0);
+    let (helper_done, done_rx) = std::sync::mpsc::channel::<Done>();
+    let record = |state: &mut State, done: Done| -> Result<()> {
+        for (path, stamp, hash) in done {
+            state.set_pushed(&path, stamp, &rkey, &hash);
+        }
+        state.save()
+    };
     std::thread::scope(|scope| -> Result<()> {
         scope.spawn(|| plan_files(files, &remote, &planning_state, opts, &rkey, tx));
+        let url = archive.url.clone();
+        let (me2, rkey2) = (me.clone(), rkey.clone());
+        let mut helper = Some((to_helper, helper_rx, helper_done));
+        let mut helper_thread = None;
+        let mut helper_to: Option<std::sync::mpsc::SyncSender<Vec<Planned>>> = None;
         let mut batch: Vec<Planned> = Vec::new();
         let mut batch_bytes = 0usize;
         // On an error the receiver is dropped, which stops the reading side.
@@ -430,13 +445,60 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
                     batch_bytes += p.content.len() - from;
                     batch.push(*p);
                     if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_FILES {
-                        flush(archive, &me, &rkey, &mut batch, &mut state)?;
                         batch_bytes = 0;
+                        // The helper starts with the second full batch, when the push is
+                        // large enough to be worth a connection.
+                        if let Some((to, from, done)) = helper.take() {
+                            let (url, me2, rkey2) = (url.clone(), me2.clone(), rkey2.clone());
+                            helper_thread = Some(scope.spawn(move || -> Result<()> {
+                                let mut ar = Archive::open(&url)?;
+                                for mut b in from {
+                                    let d = flush(&mut ar, &me2, &rkey2, &mut b)?;
+                                    if done.send(d).is_err() {
+                                        break;
+                                    }
+                                }
+                                Ok(())
+                            }));
+                            let d = flush(archive, &me, &rkey, &mut batch)?;
+                            record(&mut state, d)?;
+                            helper_to = Some(to);
+                        } else {
+                            match helper_to
+                                .as_ref()
+                                .map(|t| t.try_send(std::mem::take(&mut batch)))
+                            {
+                                Some(Ok(())) => {}
+                                Some(Err(std::sync::mpsc::TrySendError::Full(b)))
+                                | Some(Err(std::sync::mpsc::TrySendError::Disconnected(b))) => {
+                                    batch = b;
+                                    let d = flush(archive, &me, &rkey, &mut batch)?;
+                                    record(&mut state, d)?;
+                                }
+                                None => unreachable!("the helper is started first"),
+                            }
+                        }
+                        while let Ok(d) = done_rx.try_recv() {
+                            record(&mut state, d)?;
+                        }
                     }
                 }
             }
         }
-        flush(archive, &me, &rkey, &mut batch, &mut state)
+        let d = flush(archive, &me, &rkey, &mut batch)?;
+        record(&mut state, d)?;
+        drop(helper_to);
+        if let Some(h) = helper_thread {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::msg("push: the upload thread panicked")));
+            // What the helper committed is recorded even when it failed later.
+            while let Ok(d) = done_rx.try_recv() {
+                record(&mut state, d)?;
+            }
+            r?;
+        }
+        Ok(())
     })?;
     state.save()?;
     Ok(report)
@@ -444,7 +506,7 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
 
 /// Records (or renames) this machine in the archive.
 pub fn register_machine(archive: &mut Archive, me: &Machine) -> Result<()> {
-    archive.client.execute(
+    archive.client.execute_typed(
         // Written only when new, renamed or last seen an hour ago: a write costs a WAL
         // flush, a good part of a push that has one entry to send.
         "INSERT INTO sessiontree.machines (id, name)
@@ -453,13 +515,13 @@ pub fn register_machine(archive: &mut Archive, me: &Machine) -> Result<()> {
                            WHERE owner = current_user AND id = $1::text::uuid AND name = $2
                              AND last_seen > now() - interval '1 hour')
          ON CONFLICT (owner, id) DO UPDATE SET name = EXCLUDED.name, last_seen = now()",
-        &[&me.id, &me.name],
+        &[(&me.id, Type::TEXT), (&me.name, Type::TEXT)],
     )?;
     Ok(())
 }
 
 fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, Remote>> {
-    let rows = archive.client.query(
+    let rows = archive.client.query_typed(
         // DISTINCT ON, not a LATERAL subquery per copy: under row-level security the
         // latter costs a policy check per probe (350 ms instead of 20 for 2,000 copies).
         "SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
@@ -469,7 +531,7 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
          JOIN sessiontree.sessions s ON s.pk = c.session_pk
          WHERE c.machine = $1::text::uuid AND c.owner = current_user
          ORDER BY v.copy_pk, v.seq DESC",
-        &[&me.id],
+        &[(&me.id, Type::TEXT)],
     )?;
     Ok(rows
         .into_iter()
@@ -488,15 +550,18 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
         .collect())
 }
 
+/// A committed file: what the local state records for it.
+type Done = Vec<(PathBuf, FileStamp, String)>;
+
+/// Uploads a batch in one transaction; the files it committed.
 fn flush(
     archive: &mut Archive,
     me: &Machine,
     rkey: &str,
     batch: &mut Vec<Planned>,
-    state: &mut State,
-) -> Result<()> {
+) -> Result<Done> {
     if batch.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let redaction: Option<&str> = (!rkey.is_empty()).then_some(rkey);
     let mut tx = archive.client.transaction()?;
@@ -516,7 +581,7 @@ fn flush(
         let hashes: Vec<&[u8]> = new.iter().map(|p| p.hash.as_slice()).collect();
         let srcs: Vec<i64> = new.iter().map(|p| p.src_length).collect();
         let infos: Vec<String> = new.iter().map(|p| p.info.to_string()).collect();
-        let rows = tx.query(
+        let rows = tx.query_typed(
             "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
                                              $5::int8[], $6::bytea[], $7::int8[], $8::text[])
                         WITH ORDINALITY AS u(sid, cwd, created, rel, len, hash, src, info, n)),
@@ -525,7 +590,16 @@ fn flush(
                    ON CONFLICT (owner, session_id) DO UPDATE SET cwd = EXCLUDED.cwd
                    RETURNING pk, session_id)
              SELECT u.sid, s.pk FROM u JOIN s ON s.session_id = u.sid ORDER BY u.n",
-            &[&ids, &cwds, &created, &rels, &lens, &hashes, &srcs, &infos],
+            &[
+                (&ids, Type::TEXT_ARRAY),
+                (&cwds, Type::TEXT_ARRAY),
+                (&created, Type::TEXT_ARRAY),
+                (&rels, Type::TEXT_ARRAY),
+                (&lens, Type::INT8_ARRAY),
+                (&hashes, Type::BYTEA_ARRAY),
+                (&srcs, Type::INT8_ARRAY),
+                (&infos, Type::TEXT_ARRAY),
+            ],
         )?;
         let spks: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
         if spks.len() != new.len() {
@@ -533,12 +607,16 @@ fn flush(
                 "archive: a session of this push was not recorded",
             ));
         }
-        let rows = tx.query(
+        let rows = tx.query_typed(
             "INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
              SELECT s, $3::text::uuid, r FROM unnest($1::int8[], $2::text[]) AS u(s, r)
              ON CONFLICT (session_pk, machine) DO UPDATE SET rel_path = EXCLUDED.rel_path
              RETURNING session_pk, pk",
-            &[&spks, &rels, &me.id],
+            &[
+                (&spks, Type::INT8_ARRAY),
+                (&rels, Type::TEXT_ARRAY),
+                (&me.id, Type::TEXT),
+            ],
         )?;
         let cpk: HashMap<i64, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         let cpks: Vec<i64> = spks
@@ -546,7 +624,7 @@ fn flush(
             .map(|s| cpk.get(s).copied())
             .collect::<Option<_>>()
             .ok_or_else(|| Error::msg("archive: a copy of this push was not recorded"))?;
-        let rows = tx.query(
+        let rows = tx.query_typed(
             "INSERT INTO sessiontree.versions
                  (copy_pk, session_pk, seq, length, hash, src_length, redaction, info)
              SELECT c, s, (SELECT coalesce(max(seq), 0) + 1 FROM sessiontree.versions
@@ -555,7 +633,15 @@ fn flush(
              FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[], $5::int8[], $6::text[])
                   AS u(c, s, len, hash, src, info)
              RETURNING session_pk, pk",
-            &[&cpks, &spks, &lens, &hashes, &srcs, &infos, &redaction],
+            &[
+                (&cpks, Type::INT8_ARRAY),
+                (&spks, Type::INT8_ARRAY),
+                (&lens, Type::INT8_ARRAY),
+                (&hashes, Type::BYTEA_ARRAY),
+                (&srcs, Type::INT8_ARRAY),
+                (&infos, Type::TEXT_ARRAY),
+                (&redaction, Type::TEXT),
+            ],
         )?;
         let vpk: HashMap<i64, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         for (p, s) in new.iter().zip(&spks) {
@@ -583,7 +669,7 @@ fn flush(
         let srcs: Vec<i64> = grown.iter().map(|p| p.src_length).collect();
         let infos: Vec<String> = grown.iter().map(|p| p.info.to_string()).collect();
         // Conditional on the length this push saw: two pushes racing cannot both append.
-        let rows = tx.query(
+        let rows = tx.query_typed(
             "UPDATE sessiontree.versions v
              SET length = u.len, hash = u.hash, src_length = u.src, info = u.info::jsonb,
                  updated_at = now()
@@ -591,7 +677,14 @@ fn flush(
                   AS u(pk, old, len, hash, src, info)
              WHERE v.pk = u.pk AND v.length = u.old
              RETURNING v.pk, v.session_pk",
-            &[&vpks, &froms, &lens, &hashes, &srcs, &infos],
+            &[
+                (&vpks, Type::INT8_ARRAY),
+                (&froms, Type::INT8_ARRAY),
+                (&lens, Type::INT8_ARRAY),
+                (&hashes, Type::BYTEA_ARRAY),
+                (&srcs, Type::INT8_ARRAY),
+                (&infos, Type::TEXT_ARRAY),
+            ],
         )?;
         grew = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
         if let Some(p) = grown.iter().zip(&vpks).find(|(_, v)| !grew.contains_key(v)) {
@@ -628,10 +721,15 @@ fn flush(
             cols.2.push(*o);
             cols.3.push(d);
         }
-        tx.execute(
+        tx.execute_typed(
             "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
              SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[])",
-            &[&cols.0, &cols.1, &cols.2, &cols.3],
+            &[
+                (&cols.0, Type::INT8_ARRAY),
+                (&cols.1, Type::INT8_ARRAY),
+                (&cols.2, Type::INT8_ARRAY),
+                (&cols.3, Type::BYTEA_ARRAY),
+            ],
         )?;
         if !text_rows.is_empty() {
             let v: Vec<i64> = text_rows.iter().map(|t| t.0).collect();
@@ -651,24 +749,32 @@ fn flush(
                 .iter()
                 .map(|t| crate::trigram::to_pg_array(&t.2.tri))
                 .collect();
-            tx.execute(
+            tx.execute_typed(
                 "INSERT INTO sessiontree.texts
                      (version_pk, session_pk, off, entry_id, role, ts, body, tri)
                  SELECT v, s, o, i, r, t, b, tri::int4[]
                  FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::text[],
                              $6::text[], $7::text[], $8::text[]) AS u(v, s, o, i, r, t, b, tri)",
-                &[&v, &sp, &off, &id, &role, &ts, &body, &tri],
+                &[
+                    (&v, Type::INT8_ARRAY),
+                    (&sp, Type::INT8_ARRAY),
+                    (&off, Type::INT8_ARRAY),
+                    (&id, Type::TEXT_ARRAY),
+                    (&role, Type::TEXT_ARRAY),
+                    (&ts, Type::TEXT_ARRAY),
+                    (&body, Type::TEXT_ARRAY),
+                    (&tri, Type::TEXT_ARRAY),
+                ],
             )?;
         }
     } else {
         copy_rows(&mut tx, &rows, &text_rows)?;
     }
     tx.commit()?;
-    for p in batch.drain(..) {
-        state.set_pushed(&p.path, p.stamp, rkey, &hex(&p.hash));
-    }
-    state.save()?;
-    Ok(())
+    Ok(batch
+        .drain(..)
+        .map(|p| (p.path, p.stamp, hex(&p.hash)))
+        .collect())
 }
 
 /// Many rows: binary COPY into temporary tables, then one INSERT ... SELECT each
@@ -684,7 +790,9 @@ fn copy_rows(
          ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
          CREATE TEMP TABLE IF NOT EXISTS st_texts
              (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
-              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;",
+              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;
+         ALTER TABLE st_texts ALTER COLUMN body SET STORAGE EXTERNAL,
+             ALTER COLUMN tri SET STORAGE EXTERNAL;",
     )?;
     {
         let w = tx.copy_in(

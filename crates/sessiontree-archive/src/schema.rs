@@ -212,6 +212,7 @@ const V3_BEFORE: &str = r#"
 DO $$ BEGIN
     EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET STORAGE EXTENDED';
     EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET COMPRESSION lz4';
+    EXECUTE 'ALTER TABLE sessiontree.texts ALTER COLUMN body SET COMPRESSION lz4';
 EXCEPTION WHEN OTHERS THEN
     -- A server without lz4: stored uncompressed as before (pglz costs more than it saves).
     EXECUTE 'ALTER TABLE sessiontree.chunks ALTER COLUMN data SET STORAGE EXTERNAL';
@@ -220,6 +221,8 @@ END $$;
 DROP INDEX IF EXISTS sessiontree.texts_fts;
 DROP INDEX IF EXISTS sessiontree.texts_trgm;
 ALTER TABLE sessiontree.texts ADD COLUMN tri int4[];
+-- Codes do not compress; trying to was the largest single cost of a push in the server.
+ALTER TABLE sessiontree.texts ALTER COLUMN tri SET STORAGE EXTERNAL;
 ALTER TABLE sessiontree.texts NO FORCE ROW LEVEL SECURITY;
 REVOKE SELECT ON sessiontree.texts FROM PUBLIC;
 "#;
@@ -342,14 +345,14 @@ pub fn latest() -> i32 {
 
 /// The schema version the archive is at (0: none yet).
 pub fn current_version(client: &mut Client) -> Result<i32> {
-    let row = client.query_one(
+    let row = client.query_typed_one(
         "SELECT to_regclass('sessiontree.migrations') IS NOT NULL",
         &[],
     )?;
     if !row.get::<_, bool>(0) {
         return Ok(0);
     }
-    let row = client.query_one(
+    let row = client.query_typed_one(
         "SELECT coalesce(max(version), 0) FROM sessiontree.migrations",
         &[],
     )?;

@@ -1017,3 +1017,34 @@ fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
         assert_eq!(hits[0].text, format!("an old Numbat of {who}"));
     }
 }
+
+#[test]
+fn a_push_of_many_batches_over_two_connections_is_whole() {
+    let Some(c) = Cluster::start("a_push_of_many_batches_over_two_connections_is_whole") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    // 1,300 files: four batches of at most 400, the middle ones taken by the second
+    // connection when it is free.
+    for i in 0..1300 {
+        write_session(&a, &format!("/w{}", i % 7), 3, i, &[], false);
+    }
+    let mut ar = Archive::open(&url).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.created, r.skipped.len()), (1300, 0), "{r:?}");
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.unchanged, r.bytes_sent), (1300, 0));
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.versions"),
+        1300
+    );
+    assert_archive_consistent(&c);
+    let third = t.path().join("c");
+    pull(&mut ar, &pull_opts(&third)).unwrap();
+    assert_eq!(files(&third), files(&a));
+    let hits = query::search(&mut ar, "#1299-2", query::Mode::Words, None, 10).unwrap();
+    assert_eq!(hits.len(), 1);
+}
