@@ -58,7 +58,21 @@ measure() { # name, runs, command...  (median wall seconds, peak RSS)
 export PI_CODING_AGENT_DIR=$DATA/agent
 rm -rf "$DATA/agent/sessiontree-archive" "$DATA/agent/sessiontree-machine.json"
 "$BIN" ls --archive >/dev/null 2>&1 || true   # creates the schema (not part of the push)
-measure "first push of all" 0 "$BIN" push
+# CPU seconds of the server: the postmaster's exited children plus the running ones.
+server_cpu() {
+  local pm s=0 t
+  pm=$(head -1 "$PG/data/postmaster.pid")
+  for p in $pm $(pgrep -P "$pm"); do
+    t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat" 2>/dev/null || echo 0)
+    s=$((s + t))
+  done
+  echo "scale=2; $s / $(getconf CLK_TCK)" | bc
+}
+echo "load before the first push: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+cpu0=$(server_cpu)
+measure "first push of all" 0 /usr/bin/time -o "$DATA/time.txt" -f '%U %S' "$BIN" push
+read -r cu cs <"$DATA/time.txt"
+echo "  first push CPU: client ${cu} s user + ${cs} s sys, server $(echo "$(server_cpu) - $cpu0" | bc) s; load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 measure "push again, nothing changed" 5 "$BIN" push
 F=$(find "$DATA/agent/sessions" -name '*.jsonl' | sort | sed -n 1p)
 append() {

@@ -98,8 +98,28 @@ impl Archive {
     /// Connects (see [`conn::connect`]) and creates or migrates the schema when needed.
     pub fn open(url: &str) -> Result<Archive> {
         let mut client = conn::connect(url)?;
+        // Usually the schema is current: one round trip says so and gives the archive's id
+        // (a short command is mostly round trips). Otherwise (no schema yet, older or newer)
+        // the migration decides.
+        let quick = client.query_typed_opt(
+            "SELECT (SELECT max(version) FROM sessiontree.migrations),
+                    (SELECT value FROM sessiontree.meta WHERE key = 'archive_id'),
+                    current_user::text",
+            &[],
+        );
+        if let Ok(Some(row)) = quick {
+            if row.get::<_, Option<i32>>(0) == Some(schema::latest()) {
+                if let Some(id) = row.get::<_, Option<String>>(1) {
+                    return Ok(Archive {
+                        id,
+                        role: row.get(2),
+                        client,
+                        url: url.to_string(),
+                    });
+                }
+            }
+        }
         schema::migrate(&mut client)?;
-        // query_typed: one round trip (a short command is mostly round trips).
         let row = client.query_typed_one(
             "SELECT (SELECT value FROM sessiontree.meta WHERE key = 'archive_id'), current_user::text",
             &[],
