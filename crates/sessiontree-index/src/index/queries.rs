@@ -332,7 +332,7 @@ fn first_damaged(bytes: &[u8], ranges: &[(u64, u64, u64)]) -> Option<usize> {
     let mut acc = 0;
     for (i, r) in ranges.iter().enumerate() {
         acc = r.1.saturating_add(acc);
-        if acc >= per * bounds.len() as u64 && i + 1 < ranges.len() {
+        if acc >= per.saturating_mul(bounds.len() as u64) && i + 1 < ranges.len() {
             bounds.push(i + 1);
         }
     }
