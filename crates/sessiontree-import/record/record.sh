@@ -2,17 +2,27 @@
 # Records the fixtures in ../tests/fixtures/{claude,codex}-recorded: runs the real agents
 # (npm @anthropic-ai/claude-code, @openai/codex) against the scripted endpoints in this
 # folder, in a throwaway HOME, and keeps the transcripts and the requests they sent.
-#   record.sh OUT_DIR   (needs node, npm, python3, git; installs the agents into OUT_DIR)
+#   record.sh OUT_DIR [all|claude|codex|codex-compaction]
+#   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
+#   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0, then
 # had their paths renamed to /home/dev/demo and long agent-written texts (attachment
-# listings, base instructions) replaced by placeholders.
+# listings, base instructions) replaced by placeholders. The codex-compaction part does
+# that itself: `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded` then puts
+# its rollout and resume requests into the fixture set.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+PART=${2:-all}
 cd "$OUT"
-[ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code @openai/codex
+want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+if want claude; then
+  [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
+fi
+[ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
 CLAUDE=$OUT/node_modules/.bin/claude CODEX=$OUT/node_modules/.bin/codex
 
+if want claude; then
 # Claude Code: a tool call, a resume, a subagent, /compact, a --fork-session copy.
 mkdir -p cc/proj && (cd cc/proj && git init -q .)
 python3 "$HERE/scripted_anthropic.py" 18432 "$OUT/cc/requests.jsonl" & S1=$!
@@ -27,7 +37,9 @@ cc "/compact" --resume "$SID" >/dev/null
 cc "After compacting, RUN again" --resume "$SID" >/dev/null
 cc "Forked question" --resume "$SID" --fork-session >/dev/null
 kill $S1
+fi
 
+if want codex; then
 # Codex: a tool call, resumes, a fork.
 mkdir -p cx/proj cx/home/.codex && (cd cx/proj && git init -q .)
 cat > cx/home/.codex/config.toml <<'TOML'
@@ -52,4 +64,38 @@ cx resume "$ID" "Please RUN it again" >/dev/null
 cx resume "$ID" "After compaction question" >/dev/null
 cx fork "$ID" "Forked question" >/dev/null
 kill $S2
-echo "transcripts under $OUT/cc/.claude/projects and $OUT/cx/home/.codex/sessions; requests in $OUT/*/requests.jsonl"
+fi
+
+if want codex-compaction; then
+# Codex compacting: a tool call, a turn whose tool call reports a context over the
+# configured model_auto_compact_token_limit (Codex summarizes mid-turn, then continues
+# from the summary), a turn after it, a turn reporting a large context again (Codex
+# summarizes before the next turn starts), and resumes after each compaction.
+mkdir -p cxc/proj cxc/home/.codex && (cd cxc/proj && git init -q .)
+cat > cxc/home/.codex/config.toml <<'TOML'
+model = "gpt-5-codex"
+model_provider = "scripted"
+model_reasoning_effort = "medium"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+model_auto_compact_token_limit = 100000
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:18434/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_KEY"
+TOML
+python3 "$HERE/scripted_openai.py" 18434 "$OUT/cxc/requests.jsonl" & S3=$!
+sleep 1
+cxc() { (cd "$OUT/cxc/proj" && HOME=$OUT/cxc/home CODEX_HOME=$OUT/cxc/home/.codex SCRIPTED_KEY=x "$CODEX" exec --skip-git-repo-check "$@"); }
+cxc "Please RUN the echo command" >/dev/null
+ID=$(ls "$OUT"/cxc/home/.codex/sessions/*/*/*/rollout-*.jsonl | head -1 | sed 's/.*-\([0-9a-f-]\{36\}\)\.jsonl/\1/')
+cxc resume "$ID" "Please RUN it again with a BIG output" >/dev/null
+cxc resume "$ID" "What happened after the compaction?" >/dev/null
+cxc resume "$ID" "Give a BIG answer" >/dev/null
+cxc resume "$ID" "Does the next turn compact first?" >/dev/null
+cxc resume "$ID" "Last question" >/dev/null
+kill $S3
+"$CODEX" --version > cxc/codex-version
+fi
+echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"
