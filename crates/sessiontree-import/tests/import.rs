@@ -82,6 +82,7 @@ fn import_all(dir: &Path) -> Vec<Imported> {
         ("claude", "claude"),
         ("claude", "claude-recorded"),
         ("codex", "codex"),
+        ("codex", "codex-recorded"),
     ] {
         let mut by_source: HashMap<String, PathBuf> = HashMap::new();
         let mut later = Vec::new();
@@ -484,7 +485,11 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
         9,
         "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent"
     );
-    assert_eq!(all.iter().filter(|i| i.agent == "codex").count(), 4);
+    assert_eq!(
+        all.iter().filter(|i| i.agent == "codex").count(),
+        7,
+        "4 rollouts; recorded: 2 sessions, 1 fork"
+    );
     for i in &all {
         let l = sessiontree::load(&i.path).unwrap();
         assert!(
