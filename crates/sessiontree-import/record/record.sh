@@ -7,9 +7,9 @@
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0, then
 # had their paths renamed to /home/dev/demo and long agent-written texts (attachment
-# listings, base instructions) replaced by placeholders. The codex-compaction part does
-# that itself: `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded` then puts
-# its rollout and resume requests into the fixture set.
+# listings, base instructions) replaced by placeholders. For the codex-compaction part
+# `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded` (and the same for cxr)
+# does that and puts its rollout and resume requests into the fixture set.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -68,11 +68,16 @@ fi
 
 if want codex-compaction; then
 # Codex compacting: a tool call, a turn whose tool call reports a context over the
-# configured model_auto_compact_token_limit (Codex summarizes mid-turn, then continues
-# from the summary), a turn after it, a turn reporting a large context again (Codex
-# summarizes before the next turn starts), and resumes after each compaction.
-mkdir -p cxc/proj cxc/home/.codex && (cd cxc/proj && git init -q .)
-cat > cxc/home/.codex/config.toml <<'TOML'
+# configured model_auto_compact_token_limit (Codex compacts mid-turn, then continues), a
+# turn after it, a turn reporting a large context again (Codex compacts before the next
+# turn starts), and resumes after each compaction. Twice: in cxc with a provider of its
+# own name (Codex summarizes locally: a summarization request, the summary as a user
+# message) and in cxr with a provider named "OpenAI" (Codex compacts remotely: a request
+# ending with a compaction trigger, answered by one opaque compaction item).
+compacting() { # DIR PORT PROVIDER_NAME
+  local dir=$OUT/$1
+  mkdir -p "$dir/proj" "$dir/home/.codex" && (cd "$dir/proj" && git init -q .)
+  cat > "$dir/home/.codex/config.toml" <<TOML
 model = "gpt-5-codex"
 model_provider = "scripted"
 model_reasoning_effort = "medium"
@@ -80,22 +85,26 @@ approval_policy = "never"
 sandbox_mode = "danger-full-access"
 model_auto_compact_token_limit = 100000
 [model_providers.scripted]
-name = "scripted"
-base_url = "http://127.0.0.1:18434/v1"
+name = "$3"
+base_url = "http://127.0.0.1:$2/v1"
 wire_api = "responses"
 env_key = "SCRIPTED_KEY"
 TOML
-python3 "$HERE/scripted_openai.py" 18434 "$OUT/cxc/requests.jsonl" & S3=$!
-sleep 1
-cxc() { (cd "$OUT/cxc/proj" && HOME=$OUT/cxc/home CODEX_HOME=$OUT/cxc/home/.codex SCRIPTED_KEY=x "$CODEX" exec --skip-git-repo-check "$@"); }
-cxc "Please RUN the echo command" >/dev/null
-ID=$(ls "$OUT"/cxc/home/.codex/sessions/*/*/*/rollout-*.jsonl | head -1 | sed 's/.*-\([0-9a-f-]\{36\}\)\.jsonl/\1/')
-cxc resume "$ID" "Please RUN it again with a BIG output" >/dev/null
-cxc resume "$ID" "What happened after the compaction?" >/dev/null
-cxc resume "$ID" "Give a BIG answer" >/dev/null
-cxc resume "$ID" "Does the next turn compact first?" >/dev/null
-cxc resume "$ID" "Last question" >/dev/null
-kill $S3
-"$CODEX" --version > cxc/codex-version
+  python3 "$HERE/scripted_openai.py" "$2" "$dir/requests.jsonl" & local srv=$!
+  sleep 1
+  run() { (cd "$dir/proj" && HOME=$dir/home CODEX_HOME=$dir/home/.codex SCRIPTED_KEY=x "$CODEX" exec --skip-git-repo-check "$@") >/dev/null; }
+  run "Please RUN the echo command"
+  local id
+  id=$(ls "$dir"/home/.codex/sessions/*/*/*/rollout-*.jsonl | head -1 | sed 's/.*-\([0-9a-f-]\{36\}\)\.jsonl/\1/')
+  run resume "$id" "Please RUN it again with a BIG output"
+  run resume "$id" "What happened after the compaction?"
+  run resume "$id" "Give a BIG answer"
+  run resume "$id" "Does the next turn compact first?"
+  run resume "$id" "Last question"
+  kill $srv
+  "$CODEX" --version > "$dir/codex-version"
+}
+compacting cxc 18434 scripted
+compacting cxr 18435 OpenAI
 fi
-echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"
+echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc,cxr}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"

@@ -4,10 +4,12 @@
 
 Logs every request body to REQUESTS.jsonl and answers (SSE) from a script keyed on the last
 user text: "RUN" -> reasoning + a shell tool call, a tool output -> a text, Codex's
-compaction prompt -> "Summary N: ...", the summary Codex continues from after compacting ->
+compaction prompt -> "Summary N: ...", a remote compaction request (input ending with a
+`compaction_trigger`) -> one opaque `compaction` item, the summary Codex continues from
+after compacting ->
 "Continuing from the summary. Reply N.", anything else -> reasoning + "Answer N to: ...".
-Each response reports 900 input tokens (INPUT_TOKENS when given); a response to a turn
-whose user text says "BIG" reports 200,000, so that Codex, configured with a small
+Each response reports 900 input tokens (INPUT_TOKENS when given); the first response to a
+turn whose user text says "BIG" reports 200,000, so that Codex, configured with a small
 model_auto_compact_token_limit, compacts (mid-turn after a tool call, else before the
 next turn)."""
 import json, sys, threading, itertools
@@ -16,6 +18,7 @@ LOG = open(sys.argv[2], "a")
 counter = itertools.count(1)
 lock = threading.Lock()
 BIG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+BIG_DONE = set()
 
 def texts(item):
     return "\n".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
@@ -25,12 +28,18 @@ def plan(body):
     items = [i for i in body.get("input", []) if isinstance(i, dict)]
     out = respond(body, items)
     users = [texts(i) for i in items if i.get("type") == "message" and i.get("role") == "user"]
-    return out, bool(users) and "BIG" in users[-1]
+    big = bool(users) and "BIG" in users[-1] and users[-1] not in BIG_DONE
+    if big:
+        BIG_DONE.add(users[-1])
+    return out, big
 
 def respond(body, items):
     n = next(counter)
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     last = items[-1] if items else {}
+    if last.get("type") == "compaction_trigger":
+        # Remote compaction (providers named "OpenAI"): one opaque compaction item.
+        return [{"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"opaque-compaction-{n}"}]
     if last.get("type") in ("function_call_output", "custom_tool_call_output"):
         return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"The command ran. Reply {n}."}]}]
     users = [texts(i) for i in items if i.get("type") == "message" and i.get("role") == "user"]
