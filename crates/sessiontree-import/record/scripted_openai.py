@@ -6,8 +6,8 @@ Logs every request body to REQUESTS.jsonl and answers (SSE) from a script keyed 
 user text: "RUN" -> reasoning + a shell tool call, a tool output -> a text, Codex's
 compaction prompt -> "Summary N: ...", a remote compaction request (input ending with a
 `compaction_trigger`) -> one opaque `compaction` item, the summary Codex continues from
-after compacting ->
-"Continuing from the summary. Reply N.", anything else -> reasoning + "Answer N to: ...".
+after compacting -> "Continuing from the summary. Reply N.", anything else -> reasoning +
+"Answer N to: ...".
 Each response reports 900 input tokens (INPUT_TOKENS when given); the first response to a
 turn whose user text says "BIG" reports 200,000, so that Codex, configured with a small
 model_auto_compact_token_limit, compacts (mid-turn after a tool call, else before the
