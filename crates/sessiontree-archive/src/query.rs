@@ -133,6 +133,29 @@ pub fn search(
     role: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
+    search_filtered(archive, query, mode, role, &Filter::default(), limit)
+}
+
+/// Which hits count, beyond the query: as the local search's `--cwd`, `--since`, `--until`.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// The session's recorded cwd, exactly (another machine's paths cannot be resolved here).
+    pub cwd: Option<String>,
+    /// The entry's time in ms is at least this...
+    pub since_ms: Option<f64>,
+    /// ... and below this (entries without a time do not match either bound).
+    pub until_ms: Option<f64>,
+}
+
+/// [`search`] with a [`Filter`].
+pub fn search_filtered(
+    archive: &mut Archive,
+    query: &str,
+    mode: Mode,
+    role: Option<&str>,
+    filter: &Filter,
+    limit: usize,
+) -> Result<Vec<Hit>> {
     if query.trim().is_empty() {
         return Err(Error::msg("search: empty query"));
     }
@@ -168,12 +191,23 @@ pub fn search(
                    JOIN sessiontree.sessions s ON s.pk = t.session_pk
                    LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
                    WHERE v.seq = (SELECT max(seq) FROM sessiontree.versions v2
-                                  WHERE v2.copy_pk = c.pk))
+                                  WHERE v2.copy_pk = c.pk)
+                     AND ($5::text IS NULL OR s.cwd = $5)
+                     AND ($6::float8 IS NULL OR t.ts::float8 >= $6)
+                     AND ($7::float8 IS NULL OR t.ts::float8 < $7))
              SELECT h.session_id, h.owner, h.machine, h.entry_id, h.role, h.ts, h.body,
                     (SELECT count(*) FROM f)
              FROM (SELECT 1) one LEFT JOIN h ON true
              ORDER BY h.ts DESC NULLS LAST",
-            &[&tri, &regex_sql, &role, &want],
+            &[
+                &tri,
+                &regex_sql,
+                &role,
+                &want,
+                &filter.cwd,
+                &filter.since_ms,
+                &filter.until_ms,
+            ],
         )?;
         let candidates = rows.first().map(|r| r.get::<_, i64>(7)).unwrap_or(0);
         let mut hits: Vec<Hit> = Vec::new();

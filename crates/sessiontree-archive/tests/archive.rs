@@ -1048,3 +1048,69 @@ fn a_push_of_many_batches_over_two_connections_is_whole() {
     let hits = query::search(&mut ar, "#1299-2", query::Mode::Words, None, 10).unwrap();
     assert_eq!(hits.len(), 1);
 }
+
+#[test]
+fn archive_search_filters_by_cwd_and_time_like_the_local_search() {
+    let Some(c) = Cluster::start("archive_search_filters_by_cwd_and_time_like_the_local_search")
+    else {
+        return;
+    };
+    c.setup_roles();
+    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    let here = write_session(&a, "/w", 4, 1, &[], false);
+    say(&here, "wombat here");
+    let there = write_session(&a, "/x", 4, 2, &[], false);
+    say(&there, "wombat there");
+    push(&mut alice, &opts(&a)).unwrap();
+    let here = sessiontree::folder::read_header(&here).unwrap().id;
+    // say(): the user's entry at 1740900000000, the answer ("re: ...") a millisecond later.
+    let find = |ar: &mut Archive, f: query::Filter| {
+        let mut v: Vec<(String, Option<f64>)> =
+            query::search_filtered(ar, "wombat", query::Mode::Words, None, &f, 50)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.session_id, h.ts_ms))
+                .collect();
+        v.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        v
+    };
+    assert_eq!(find(&mut alice, query::Filter::default()).len(), 4);
+    let only_here = find(
+        &mut alice,
+        query::Filter {
+            cwd: Some("/w".into()),
+            ..Default::default()
+        },
+    );
+    assert_eq!(only_here.len(), 2);
+    assert!(only_here.iter().all(|h| h.0 == here));
+    let questions = find(
+        &mut alice,
+        query::Filter {
+            until_ms: Some(1740900000001.0),
+            ..Default::default()
+        },
+    );
+    assert_eq!(questions.len(), 2);
+    assert!(questions.iter().all(|h| h.1 == Some(1740900000000.0)));
+    let answers = find(
+        &mut alice,
+        query::Filter {
+            cwd: Some("/x".into()),
+            since_ms: Some(1740900000001.0),
+            ..Default::default()
+        },
+    );
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].1, Some(1740900000001.0));
+    let none = find(
+        &mut alice,
+        query::Filter {
+            since_ms: Some(1740900000002.0),
+            ..Default::default()
+        },
+    );
+    assert!(none.is_empty());
+}

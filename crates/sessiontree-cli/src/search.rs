@@ -130,9 +130,17 @@ fn build_index(out: &mut Out, json: bool) -> Result<bool> {
 
 pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
     if let Some(url) = &a.archive {
-        if a.cwd.is_some() || a.since.is_some() || a.until.is_some() || a.dir.is_some() {
-            bail!("search --archive takes QUERY, --phrase, --regex, --role, --limit and --json");
+        if a.dir.is_some() {
+            bail!("search --archive searches the archive, not a folder: leave out --dir");
         }
+        let filter = sessiontree_archive::query::Filter {
+            cwd: a
+                .cwd
+                .as_deref()
+                .map(|c| dirs::resolve(c).to_string_lossy().into_owned()),
+            since_ms: a.since.as_deref().map(parse_date).transpose()?,
+            until_ms: a.until.as_deref().map(parse_date).transpose()?,
+        };
         let mode = if a.regex {
             sessiontree_archive::query::Mode::Regex
         } else if a.phrase {
@@ -146,6 +154,7 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
             &a.query.join(" "),
             mode,
             a.role.as_deref(),
+            &filter,
             a.limit,
             a.json,
         );

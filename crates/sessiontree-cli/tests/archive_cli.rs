@@ -472,6 +472,30 @@ fn the_commands_read_the_archive() {
             assert_eq!(h["machines"][0], "laptop");
         }
     }
+    // The local search's filters: a cwd no session has, a time after every entry; --dir
+    // makes no sense with the archive.
+    for extra in [
+        &["--cwd", "/no/such/place"][..],
+        &["--since", "2100-01-01"][..],
+    ] {
+        let mut cmd = st(&a);
+        cmd.args(["search", "integrator", "--archive", &url])
+            .args(extra);
+        assert_eq!(cmd.output().unwrap().status.code(), Some(1), "{extra:?}");
+    }
+    let mut cmd = st(&a);
+    cmd.args([
+        "search",
+        "integrator",
+        "--archive",
+        &url,
+        "--since",
+        "2000-01-01",
+    ]);
+    assert_eq!(cmd.output().unwrap().status.code(), Some(0));
+    let mut cmd = st(&a);
+    cmd.args(["search", "integrator", "--archive", &url, "--dir", "/tmp"]);
+    assert_eq!(cmd.output().unwrap().status.code(), Some(2));
     // Export straight from the archive.
     let mut cmd = st(&a);
     cmd.args(["export", &id, "--archive", &url, "--format", "md"]);
