@@ -734,13 +734,12 @@ fn flush(
     let small = rows.iter().map(|r| r.3.len()).sum::<usize>() < (1 << 20) && text_rows.len() <= 200;
     if small {
         // A few rows (a push after an append): two plain statements, no temporary tables.
-        let mut cols: (Vec<i64>, Vec<i64>, Vec<i64>, Vec<&[u8]>) = Default::default();
-        for (v, s, o, d) in &rows {
-            cols.0.push(*v);
-            cols.1.push(*s);
-            cols.2.push(*o);
-            cols.3.push(d);
-        }
+        let cols = (
+            rows.iter().map(|r| r.0).collect::<Vec<i64>>(),
+            rows.iter().map(|r| r.1).collect::<Vec<i64>>(),
+            rows.iter().map(|r| r.2).collect::<Vec<i64>>(),
+            rows.iter().map(|r| r.3).collect::<Vec<&[u8]>>(),
+        );
         tx.execute_typed(
             "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
              SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[])",

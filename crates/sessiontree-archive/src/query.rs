@@ -133,12 +133,19 @@ pub fn search(
     role: Option<&str>,
     limit: usize,
 ) -> Result<Vec<Hit>> {
-    search_filtered(archive, query, mode, role, &Filter::default(), limit)
+    let filter = Filter {
+        role: role.map(str::to_string),
+        ..Filter::default()
+    };
+    search_filtered(archive, query, mode, &filter, limit)
 }
 
-/// Which hits count, beyond the query: as the local search's `--cwd`, `--since`, `--until`.
+/// Which hits count, beyond the query: as the local search's `--role`, `--cwd`, `--since`,
+/// `--until`.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
+    /// The entry's role.
+    pub role: Option<String>,
     /// The session's recorded cwd, exactly (another machine's paths cannot be resolved here).
     pub cwd: Option<String>,
     /// The entry's time in ms is at least this...
@@ -152,10 +159,10 @@ pub fn search_filtered(
     archive: &mut Archive,
     query: &str,
     mode: Mode,
-    role: Option<&str>,
     filter: &Filter,
     limit: usize,
 ) -> Result<Vec<Hit>> {
+    let role = filter.role.as_deref();
     if query.trim().is_empty() {
         return Err(Error::msg("search: empty query"));
     }

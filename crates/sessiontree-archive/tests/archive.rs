@@ -1068,7 +1068,7 @@ fn archive_search_filters_by_cwd_and_time_like_the_local_search() {
     // say(): the user's entry at 1740900000000, the answer ("re: ...") a millisecond later.
     let find = |ar: &mut Archive, f: query::Filter| {
         let mut v: Vec<(String, Option<f64>)> =
-            query::search_filtered(ar, "wombat", query::Mode::Words, None, &f, 50)
+            query::search_filtered(ar, "wombat", query::Mode::Words, &f, 50)
                 .unwrap()
                 .into_iter()
                 .map(|h| (h.session_id, h.ts_ms))

@@ -270,13 +270,12 @@ pub fn search(
     url: Option<&str>,
     q: &str,
     mode: query::Mode,
-    role: Option<&str>,
     filter: &query::Filter,
     limit: usize,
     json: bool,
 ) -> Result<bool> {
     let mut ar = Archive::open(&archive_url(url)?)?;
-    let hits = query::search_filtered(&mut ar, q, mode, role, filter, limit)?;
+    let hits = query::search_filtered(&mut ar, q, mode, filter, limit)?;
     for h in &hits {
         if json {
             out.line(

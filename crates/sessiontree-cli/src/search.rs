@@ -134,6 +134,7 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
             bail!("search --archive searches the archive, not a folder: leave out --dir");
         }
         let filter = sessiontree_archive::query::Filter {
+            role: a.role.clone(),
             cwd: a
                 .cwd
                 .as_deref()
@@ -153,7 +154,6 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
             Some(url.as_str()),
             &a.query.join(" "),
             mode,
-            a.role.as_deref(),
             &filter,
             a.limit,
             a.json,
