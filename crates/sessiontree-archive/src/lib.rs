@@ -140,5 +140,20 @@ pub(crate) fn sha256(b: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(b.len() * 2);
+    for x in b {
+        s.push(DIGITS[(x >> 4) as usize] as char);
+        s.push(DIGITS[(x & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_is_two_lowercase_digits_a_byte() {
+        assert_eq!(super::hex(&[0, 0xab, 0x0f, 0xf0]), "00ab0ff0");
+        assert_eq!(super::hex(&[]), "");
+    }
 }

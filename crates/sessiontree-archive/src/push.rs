@@ -386,9 +386,18 @@ fn plan_file(
 /// Pushes the sessions.
 pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     let me = machine::load_or_create(&opts.agent_dir, opts.machine_name.as_deref())?;
-    let mut state = State::load(&opts.agent_dir, &archive.id);
-    let files = session_files(&opts.agent_dir, &opts.paths)?;
-    let remote = remote_copies(archive, &me)?;
+    // The archive's side is asked while the local state is read and the files listed.
+    let archive_id = archive.id.clone();
+    let (remote, mut state, files) = std::thread::scope(|scope| {
+        let asked = scope.spawn(|| remote_copies(archive, &me));
+        let state = State::load(&opts.agent_dir, &archive_id);
+        let files = session_files(&opts.agent_dir, &opts.paths);
+        let remote = asked
+            .join()
+            .unwrap_or_else(|_| Err(Error::msg("push: the query thread panicked")));
+        (remote, state, files)
+    });
+    let (remote, files) = (remote?, files?);
     let rkey = redaction_key(&opts.redact);
     let mut report = PushReport {
         files: files.len(),
