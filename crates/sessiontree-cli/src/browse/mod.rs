@@ -17,7 +17,8 @@ use sessiontree::{dirs, Durability, Session, WriteOptions};
 use sessiontree_index::index;
 use sessiontree_index::search::{Mode, Query};
 use sessiontree_index::summary::Summaries;
-use state::{App, Effect, Hits, Job, ListState, TreeState};
+use state::{App, Archived, Effect, Hits, Job, ListState, TreeState};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -57,6 +58,55 @@ pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
         }
     };
     Ok(v)
+}
+
+/// Which of `sessions` a `sessiontree push` from this agent dir has archived, and whether
+/// each file is still what was pushed, from the push's local state
+/// (`<agent dir>/sessiontree-archive/<archive id>.json`, one per archive): no archive is
+/// contacted, only the pushed files are looked at (one `stat` each).
+pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf, Archived> {
+    use sessiontree_archive::state::{FileStamp, State};
+    let mut out: HashMap<PathBuf, Archived> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir(agent.join("sessiontree-archive")) else {
+        return out;
+    };
+    let states: Vec<State> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_suffix(".json")?;
+            Some(State::load(agent, id))
+        })
+        .filter(|s| !s.pushed.is_empty())
+        .collect();
+    if states.is_empty() {
+        return out;
+    }
+    for s in sessions {
+        let mut best: Option<Archived> = None;
+        for st in &states {
+            let Some((stamp, _, _)) = st.pushed(&s.path) else {
+                continue;
+            };
+            let Ok(meta) = std::fs::metadata(&s.path) else {
+                continue;
+            };
+            let now = FileStamp::of(&meta);
+            let a = Archived {
+                pushed_size: stamp.size,
+                size_now: now.size,
+                changed: *stamp != now,
+            };
+            // Several archives: the one that holds the file as it is wins.
+            if best.is_none_or(|b| b.changed && (!a.changed || a.pushed_size > b.pushed_size)) {
+                best = Some(a);
+            }
+        }
+        if let Some(a) = best {
+            out.insert(s.path.clone(), a);
+        }
+    }
+    out
 }
 
 /// Loads a session for the tree view.
@@ -248,13 +298,15 @@ pub fn run(a: Args) -> Result<()> {
         Some(p) if p.is_dir() => {
             let d = dirs::resolve(&p.to_string_lossy());
             let v = sessions(Some(&d))?;
+            let marks = archived(&dirs::agent_dir(), &v);
             // A folder's sessions are searched by name and first message.
-            App::with_list(ListState::new(v, None, tilde(&d), false))
+            App::with_list(ListState::new(v, None, tilde(&d), false).with_archived(marks))
         }
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
         None => {
             let agent = dirs::agent_dir();
             let v = sessions(None)?;
+            let marks = archived(&agent, &v);
             let cwd = std::env::current_dir()
                 .ok()
                 .map(|c| dirs::resolve(&c.to_string_lossy()));
@@ -263,12 +315,9 @@ pub fn run(a: Args) -> Result<()> {
             let a2 = agent.clone();
             std::thread::spawn(move || search_worker(a2, qrx, wtx));
             worker = Some((qtx, wrx));
-            App::with_list(ListState::new(
-                v,
-                cwd,
-                tilde(&agent.join("sessions")),
-                false,
-            ))
+            App::with_list(
+                ListState::new(v, cwd, tilde(&agent.join("sessions")), false).with_archived(marks),
+            )
         }
     };
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;

@@ -12,6 +12,18 @@ use std::path::PathBuf;
 /// Search hits of one query, by session path: the first hit's snippet.
 pub type Hits = HashMap<String, String>;
 
+/// What the local archive state (`sessiontree push`) says about a session file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Archived {
+    /// The file's size when it was last pushed (or found unchanged by a push).
+    pub pushed_size: u64,
+    /// Its size now.
+    pub size_now: u64,
+    /// The file is no longer what was pushed (grown, or rewritten: another size, time
+    /// or inode than the push recorded).
+    pub changed: bool,
+}
+
 pub struct App {
     pub list: ListState,
     pub tree: Option<TreeState>,
@@ -43,6 +55,8 @@ pub struct ListState {
     pub top: usize,
     /// Where the sessions come from, for the title.
     pub source: String,
+    /// Sessions pushed to an archive, by file (from the local archive state).
+    pub archived: HashMap<PathBuf, Archived>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,9 +236,16 @@ impl ListState {
             sel: 0,
             top: 0,
             source,
+            archived: HashMap::new(),
         };
         l.refilter();
         l
+    }
+
+    /// The archive marks of the listed files (see [`Archived`]).
+    pub fn with_archived(mut self, archived: HashMap<PathBuf, Archived>) -> ListState {
+        self.archived = archived;
+        self
     }
 
     pub fn selected(&self) -> Option<&SessionInfo> {

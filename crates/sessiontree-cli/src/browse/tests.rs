@@ -179,6 +179,7 @@ fn info(n: usize, cwd: &str, name: Option<&str>, first: &str) -> SessionInfo {
         first_message: first.into(),
         all_messages_text: String::new(),
         reference_drops: false,
+        imported: None,
     }
 }
 
@@ -191,12 +192,15 @@ fn list() -> ListState {
                 Some("Orbit drift: explicit Euler"),
                 "The orbit simulator drifts",
             ),
-            info(
-                1,
-                "/home/u/web",
-                None,
-                "Why does the login page flash white?",
-            ),
+            SessionInfo {
+                imported: Some("claude-code".into()),
+                ..info(
+                    1,
+                    "/home/u/web",
+                    None,
+                    "Why does the login page flash white?",
+                )
+            },
             info(
                 2,
                 "/home/u/orbit",
@@ -209,16 +213,41 @@ fn list() -> ListState {
                 Some("会話の要約"),
                 "日本語のメモを整理して",
             ),
-            info(
-                4,
-                "/home/u/web",
-                None,
-                "Bump the dependencies and fix the build",
-            ),
+            SessionInfo {
+                imported: Some("codex".into()),
+                ..info(
+                    4,
+                    "/home/u/web",
+                    None,
+                    "Bump the dependencies and fix the build",
+                )
+            },
         ],
         Some(PathBuf::from("/home/u/orbit")),
         "/home/u/.pi/agent/sessions".into(),
         false,
+    )
+    .with_archived(
+        [
+            (
+                PathBuf::from("/a/sessions/s0.jsonl"),
+                Archived {
+                    pushed_size: 48_000,
+                    size_now: 48_000,
+                    changed: false,
+                },
+            ),
+            (
+                PathBuf::from("/a/sessions/s4.jsonl"),
+                Archived {
+                    pushed_size: 20_000,
+                    size_now: 31_500,
+                    changed: true,
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
     )
 }
 
@@ -670,4 +699,80 @@ fn search_highlights_become_the_previews_marks() {
         super::mark("日本語 ok", &[(0, 2), (4, 6)]),
         "[[日本]]語 [[ok]]"
     );
+}
+
+#[test]
+fn snapshot_badges_of_imported_and_archived_sessions() {
+    let mut app = App::with_list(list());
+    // s4: imported from Codex, pushed and grown since.
+    app.key(key(KeyCode::End));
+    let s = screen(&mut app, 120, 40);
+    assert!(s.contains("imported  from Codex"), "{s}");
+    assert!(s.contains("pushed 19.5 KiB · grown to 30.8 KiB"), "{s}");
+    insta::assert_snapshot!("list_badges_120x40", s);
+    // s0: pushed, unchanged; s1: imported from Claude Code, not pushed.
+    app.key(key(KeyCode::Home));
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("archive   pushed, unchanged since (46.9 KiB)"),
+        "{s}"
+    );
+    app.key(key(KeyCode::Down));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("imported  from Claude Code"), "{s}");
+    assert!(!s.contains("archive   pushed"), "{s}");
+    insta::assert_snapshot!("list_badges_80x24", s);
+}
+
+/// The archive marks come from the state `sessiontree push` leaves in the agent dir: a
+/// pushed file is marked, a file grown since is marked as changed, a file no push has
+/// seen is not, and several archives' states are read.
+#[test]
+fn archive_marks_come_from_the_local_push_state() {
+    use sessiontree_archive::state::{FileStamp, State};
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let sessions = agent.join("sessions").join("--w--");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let b = compaction_session();
+    let same = b.write(&sessions, "same.jsonl");
+    let grown = b.write(&sessions, "grown.jsonl");
+    let other = b.write(&sessions, "other-archive.jsonl");
+    let never = b.write(&sessions, "never.jsonl");
+    let stamp = |p: &Path| FileStamp::of(&std::fs::metadata(p).unwrap());
+    let mut st = State::load(agent, "archive-one");
+    st.set_pushed(&same, stamp(&same), "", "h1");
+    st.set_pushed(&grown, stamp(&grown), "", "h2");
+    st.save().unwrap();
+    let mut st2 = State::load(agent, "archive-two");
+    st2.set_pushed(&other, stamp(&other), "", "h3");
+    st2.save().unwrap();
+    let size = std::fs::metadata(&grown).unwrap().len();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .unwrap()
+        .write_all(b"{\"type\":\"label\",\"id\":\"zz\",\"parentId\":\"a3\",\"timestamp\":\"2025-11-29T21:10:00.000Z\",\"targetId\":\"a3\",\"label\":\"x\"}\n")
+        .unwrap();
+    let infos: Vec<SessionInfo> = [&same, &grown, &other, &never]
+        .iter()
+        .map(|p| SessionInfo {
+            path: p.to_path_buf(),
+            ..info(0, "/w", None, "x")
+        })
+        .collect();
+    let marks = super::archived(agent, &infos);
+    assert_eq!(marks.len(), 3, "{marks:?}");
+    assert!(!marks[&same].changed);
+    assert!(!marks[&other].changed);
+    let g = marks[&grown];
+    assert!(g.changed);
+    assert_eq!(g.pushed_size, size);
+    assert!(g.size_now > size);
+    assert!(!marks.contains_key(&never));
+    // No archive state at all: nothing marked, nothing created.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(super::archived(empty.path(), &infos).is_empty());
+    assert!(!empty.path().join("sessiontree-archive").exists());
 }
