@@ -58,7 +58,10 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{n}_sessions_warm_index_120x40"), |b| {
             b.iter(|| {
                 let v = browse::sessions(None).unwrap();
-                let mut app = App::with_list(ListState::new(v, None, agent.clone(), false));
+                let marks = browse::archived(std::path::Path::new(&agent), &v);
+                let mut app = App::with_list(
+                    ListState::new(v, None, agent.clone(), false).with_archived(marks),
+                );
                 let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
                 frame(&mut term, &mut app);
                 app
@@ -164,9 +167,40 @@ fn bench(c: &mut Criterion) {
                 frame(&mut term, &mut app);
             })
         });
+        // A query no entry matches: each key scans its share (the rest goes on across
+        // frames), so a key costs the same on any session.
+        app.key(key(KeyCode::Esc, KeyModifiers::NONE));
+        g.bench_function("tree_type_a_letter_no_hit_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Char('q'), KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Esc, KeyModifiers::NONE));
+            })
+        });
         g.finish();
         let mut g = c.benchmark_group("search_in_session");
         g.sample_size(10);
+        // The whole scan of a query without a hit (what the user waits for "no match";
+        // keys stay live meanwhile): every entry's whole text.
+        g.bench_function("no_hit_whole_session_scan", |b| {
+            b.iter_batched(
+                || {
+                    let mut app = App::with_tree(browse::open(&path).unwrap());
+                    app.key(key(KeyCode::Home, KeyModifiers::NONE));
+                    app
+                },
+                |mut app| {
+                    for c in "qqxz".chars() {
+                        app.key(key(KeyCode::Char(c), KeyModifiers::NONE));
+                    }
+                    while app.busy() {
+                        app.tick(browse::state::TICK_SEARCH_BYTES);
+                    }
+                    app
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
         g.bench_function("first_letter_to_the_first_hit", |b| {
             b.iter_batched(
                 || App::with_tree(browse::open(&path).unwrap()),

@@ -361,6 +361,19 @@ fn event_loop(
             terminal.draw(|f| render::draw(f, app))?;
             dirty = false;
         }
+        if app.busy() && !event::poll(Duration::ZERO)? {
+            // A search scanning a large session: a slice of it, then a frame (a key
+            // typed meanwhile is read first and replaces or stops the search).
+            let until = std::time::Instant::now() + Duration::from_millis(30);
+            while app.busy() && std::time::Instant::now() < until {
+                app.tick(state::TICK_SEARCH_BYTES);
+                if event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+            dirty = true;
+            continue;
+        }
         if event::poll(Duration::from_millis(40))? {
             // Everything already typed, then one frame.
             loop {

@@ -527,7 +527,14 @@ fn draw_tree(f: &mut Frame, app: &App, t: &TreeState, area: Rect) {
     if let Some(ca) = ctx_area {
         draw_context(f, t, ca);
     }
-    let footer = if let Some(s) = &app.status {
+    let footer = if let Some(sc) = &t.scan {
+        format!(
+            " search: {}▏  searching… {} of {} rows · any key stops",
+            t.query,
+            sc.done.min(sc.total - 1),
+            sc.total - 1
+        )
+    } else if let Some(s) = &app.status {
         s.clone()
     } else if !t.query.is_empty() {
         format!(

@@ -106,17 +106,69 @@ pub struct TreeState {
     pub sel: usize,
     pub top: usize,
     pub query: String,
-    /// Per entry, the start of its text in lower case, made when a search first looks at
-    /// the entry (a search scans from the selection and stops at the first hit).
-    pub search_text: std::cell::RefCell<Vec<Option<Box<str>>>>,
+    /// Per entry, whether its text matches `marks_for` (`UNKNOWN` until looked at): a
+    /// search scans from the selection and stops at the first hit; drawn rows fill in
+    /// what they need.
+    marks: std::cell::RefCell<Marks>,
+    /// A search still looking for its hit (a scan goes on across frames: see [`App::tick`]).
+    pub scan: Option<Scan>,
     /// Show the context projection from the selected entry.
     pub context: bool,
     /// Messages scrolled back from the end of the context.
     pub context_scroll: usize,
 }
 
-/// How much of an entry's text the search inside a session looks at.
-pub const SEARCH_CHARS: usize = 2000;
+/// Text bytes a keystroke's search looks at before it hands the rest of its scan to
+/// [`App::tick`] (so that a key is drawn at once even on a 250 MB session).
+pub const KEY_SEARCH_BYTES: usize = 2 << 20;
+/// Text bytes one [`App::tick`] looks at.
+pub const TICK_SEARCH_BYTES: usize = 4 << 20;
+
+const UNKNOWN: u8 = 0;
+const MISS: u8 = 1;
+const HIT: u8 = 2;
+
+/// Search results per entry for one query, and a buffer for lower-casing texts.
+#[derive(Default)]
+struct Marks {
+    query: String,
+    of: Vec<u8>,
+    buf: String,
+}
+
+/// A search in progress: the visible rows from `from`, in one direction, wrapping around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    pub forward: bool,
+    /// Position in `visible` where the scan started.
+    pub from: usize,
+    /// Rows looked at so far (the next one is `from ± done`).
+    pub done: usize,
+    /// Rows to look at in all.
+    pub total: usize,
+}
+
+/// What a scan step ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    Hit,
+    None,
+    /// The budget ran out first: the scan goes on.
+    Pending,
+}
+
+/// `text` lower-cased into `buf` contains `q` (lower case).
+fn contains_folded(text: &str, q: &str, buf: &mut String) -> bool {
+    buf.clear();
+    for c in text.chars() {
+        if c.is_ascii() {
+            buf.push(c.to_ascii_lowercase());
+        } else {
+            buf.extend(c.to_lowercase());
+        }
+    }
+    memchr::memmem::find(buf.as_bytes(), q.as_bytes()).is_some()
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -201,6 +253,14 @@ pub enum Job {
     Resume {
         file: PathBuf,
     },
+}
+
+/// The status line after a search step.
+fn searched(f: Found, query: &str) -> Option<String> {
+    match f {
+        Found::Hit | Found::Pending => None,
+        Found::None => Some(format!("no match for {query:?}")),
+    }
 }
 
 fn ctrl(k: &KeyEvent) -> bool {
@@ -350,7 +410,8 @@ impl TreeState {
             sel: 0,
             top: 0,
             query: String::new(),
-            search_text: std::cell::RefCell::new(Vec::new()),
+            marks: std::cell::RefCell::new(Marks::default()),
+            scan: None,
             context: false,
             context_scroll: 0,
         };
@@ -483,29 +544,34 @@ impl TreeState {
         self.top = self.top.min(max_top.max(self.sel.saturating_sub(page - 1)));
     }
 
-    /// Whether an entry's text (its first `SEARCH_CHARS` characters, kind and label
-    /// included, any case) contains `q` (already lower case).
-    fn entry_matches(&self, node: u32, q: &str) -> bool {
-        let mut cache = self.search_text.borrow_mut();
-        if cache.is_empty() {
-            cache.resize(self.loaded.tree.entries().len(), None);
+    /// Whether an entry (its kind, its whole text, its label; any case) contains `q`
+    /// (lower case), and the bytes of text that took to find out (0 when already known).
+    fn entry_matches(&self, node: u32, q: &str) -> (bool, usize) {
+        let mut m = self.marks.borrow_mut();
+        let m = &mut *m;
+        if m.query != q || m.of.len() != self.loaded.tree.entries().len() {
+            m.query = q.to_string();
+            m.of.clear();
+            m.of.resize(self.loaded.tree.entries().len(), UNKNOWN);
         }
-        let slot = &mut cache[node as usize];
-        if slot.is_none() {
-            let t = &self.loaded.tree;
-            let e = t.entry_at(node);
-            let (kind, text) = crate::show::describe(e);
-            let mut s = String::with_capacity(kind.len() + 1 + text.len().min(SEARCH_CHARS));
-            s.push_str(&kind);
-            s.push(' ');
-            s.extend(text.chars().take(SEARCH_CHARS));
+        match m.of[node as usize] {
+            HIT => return (true, 0),
+            MISS => return (false, 0),
+            _ => {}
+        }
+        let t = &self.loaded.tree;
+        let e = t.entry_at(node);
+        let (kind, text) = crate::show::describe(e);
+        let mut hit =
+            contains_folded(&kind, q, &mut m.buf) || contains_folded(&text, q, &mut m.buf);
+        if !hit {
             if let Some(l) = e.id().and_then(|id| t.get_label(id)) {
-                s.push(' ');
-                s.push_str(&sessiontree::json::Raw::trusted(&l.label).js_string());
+                let l = sessiontree::json::Raw::trusted(&l.label).js_string();
+                hit = contains_folded(&l, q, &mut m.buf);
             }
-            *slot = Some(s.to_lowercase().into_boxed_str());
         }
-        slot.as_deref().is_some_and(|s| s.contains(q))
+        m.of[node as usize] = if hit { HIT } else { MISS };
+        (hit, text.len().max(1))
     }
 
     pub fn is_hit(&self, row: u32) -> bool {
@@ -514,29 +580,65 @@ impl TreeState {
         }
         let q = self.query.to_lowercase();
         self.entry_matches(self.layout.rows[row as usize].node, &q)
+            .0
     }
 
-    /// Moves to the next (or previous) visible row matching the query, from the selection
-    /// (included when `here`), wrapping around.
-    pub fn next_hit(&mut self, forward: bool, here: bool) -> bool {
+    /// Starts a search for the next (or previous) visible row matching the query, from
+    /// the selection (included when `here`), wrapping around, and runs it for
+    /// `budget` bytes of text. A scan that needs more is left in `scan` for
+    /// [`TreeState::advance`]; it replaces any scan still running (the newest query wins).
+    pub fn next_hit(&mut self, forward: bool, here: bool, budget: usize) -> Found {
+        self.scan = None;
         if self.query.is_empty() || self.visible.is_empty() {
-            return false;
+            return Found::None;
         }
         let n = self.visible.len();
-        let start = if here { 0 } else { 1 };
-        for k in start..=n {
-            let i = if forward {
-                (self.sel + k) % n
+        // Not `here`: from the row after the selection, the selection itself last.
+        self.scan = Some(Scan {
+            forward,
+            from: self.sel,
+            done: usize::from(!here),
+            total: n + 1,
+        });
+        self.advance(budget)
+    }
+
+    /// Continues the scan in progress for about `budget` bytes of text.
+    pub fn advance(&mut self, budget: usize) -> Found {
+        let Some(mut sc) = self.scan else {
+            return Found::None;
+        };
+        let n = self.visible.len();
+        if n == 0 || sc.total != n + 1 {
+            // The rows changed under the scan (a filter, a fold): start it again.
+            let (forward, here) = (sc.forward, sc.done == 0);
+            return self.next_hit(forward, here, budget);
+        }
+        let q = self.query.to_lowercase();
+        let mut spent = 0usize;
+        while sc.done < sc.total {
+            let i = if sc.forward {
+                (sc.from + sc.done) % n
             } else {
-                (self.sel + n * 2 - k) % n
+                (sc.from + n * 2 - sc.done) % n
             };
-            if self.is_hit(self.visible[i]) {
+            sc.done += 1;
+            let (hit, cost) =
+                self.entry_matches(self.layout.rows[self.visible[i] as usize].node, &q);
+            if hit {
+                self.scan = None;
                 self.sel = i;
                 self.center();
-                return true;
+                return Found::Hit;
+            }
+            spent += cost;
+            if spent >= budget && sc.done < sc.total {
+                self.scan = Some(sc);
+                return Found::Pending;
             }
         }
-        false
+        self.scan = None;
+        Found::None
     }
 
     /// The next or previous sibling branch of the selection's segment.
@@ -663,6 +765,27 @@ impl App {
         }
     }
 
+    /// A search inside the session is still scanning (call [`App::tick`]).
+    pub fn busy(&self) -> bool {
+        self.tree.as_ref().is_some_and(|t| t.scan.is_some())
+    }
+
+    /// Continues a search still scanning, for `budget` bytes of text.
+    pub fn tick(&mut self, budget: usize) {
+        let page = self.page;
+        if let Some(t) = self.tree.as_mut() {
+            if t.scan.is_some() {
+                let before = t.sel_row();
+                let f = t.advance(budget);
+                self.status = searched(f, &t.query);
+                if t.sel_row() != before {
+                    t.context_scroll = 0;
+                }
+                t.scroll(page);
+            }
+        }
+    }
+
     pub fn open(&mut self, tree: TreeState) {
         self.tree = Some(tree);
         self.status = None;
@@ -769,10 +892,15 @@ impl App {
         };
         let n = t.visible.len();
         let before = t.sel_row();
+        // Any key ends a scan still running; a search key starts its own.
+        t.scan = None;
         let c = ctrl(&k);
         let a = alt(&k);
         match k.code {
-            KeyCode::Esc if !t.query.is_empty() => t.query.clear(),
+            KeyCode::Esc if !t.query.is_empty() => {
+                t.query.clear();
+                t.scan = None;
+            }
             KeyCode::Esc if t.context => t.context = false,
             KeyCode::Esc => {
                 if has_list {
@@ -824,18 +952,17 @@ impl App {
                 t.rebuild(None);
             }
             KeyCode::Char('n') if c => {
-                if !t.next_hit(true, false) {
-                    self.status = Some("no match".into());
-                }
+                let f = t.next_hit(true, false, KEY_SEARCH_BYTES);
+                self.status = searched(f, &t.query);
             }
             KeyCode::Char('p') if c => {
-                if !t.next_hit(false, false) {
-                    self.status = Some("no match".into());
-                }
+                let f = t.next_hit(false, false, KEY_SEARCH_BYTES);
+                self.status = searched(f, &t.query);
             }
             KeyCode::Char('a') if c => self.modal = Some(Modal::Menu),
             KeyCode::Backspace => {
                 t.query.pop();
+                t.scan = None;
             }
             KeyCode::F(1) => self.modal = Some(Modal::Help),
             _ => {
@@ -845,9 +972,8 @@ impl App {
                         return Effect::None;
                     }
                     t.query.push(ch);
-                    if !t.next_hit(true, true) {
-                        self.status = Some(format!("no match for {:?}", t.query));
-                    }
+                    let f = t.next_hit(true, true, KEY_SEARCH_BYTES);
+                    self.status = searched(f, &t.query);
                 }
             }
         }

@@ -436,6 +436,78 @@ fn typing_searches_inside_the_session_and_ctrl_n_goes_to_the_next_hit() {
     assert_eq!(app.key(key(KeyCode::Esc)), Effect::Quit);
 }
 
+/// The search inside a session looks at every character of an entry (it used to stop at
+/// the first 2,000), any case, non-ASCII text included.
+#[test]
+fn search_inside_a_session_reads_whole_entries() {
+    let mut b = Builder::new("long-0001");
+    let long = format!("{} the Needle is here", "filler text ".repeat(800));
+    assert!(long.len() > 9000);
+    b.user("u1", None, "first question")
+        .assistant("a1", Some("u1"), &long)
+        .user("u2", Some("a1"), "Über die ÄNDERUNG sprechen")
+        .assistant("a2", Some("u2"), "short answer");
+    let mut app = App::with_tree(tree_of(&b));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "needle is");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("a1"));
+    assert!(!app.busy());
+    app.key(key(KeyCode::Esc));
+    typ(&mut app, "änderung");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u2"));
+}
+
+/// A session too large for one keystroke's share of the scan: the key returns at once with
+/// the scan pending ("searching…" shown), `tick` carries it on, a newer query replaces it,
+/// any other key stops it, and a query without a hit ends with "no match".
+#[test]
+fn search_on_a_large_session_goes_on_across_frames_and_the_newest_query_wins() {
+    let mut b = Builder::new("big-00001");
+    let chunk = "lorem ipsum dolor sit amet ".repeat(1200); // ~32 KB per entry
+    b.user("r", None, "start");
+    let mut last = "r".to_string();
+    for i in 0..400 {
+        let id = format!("e{i}");
+        let text = if i == 350 {
+            format!("{chunk} the rare word zanzibar")
+        } else {
+            chunk.clone()
+        };
+        b.assistant(&id, Some(&last), &text);
+        last = id;
+    }
+    let mut app = App::with_tree(tree_of(&b));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "zanz");
+    // ~13 MB of text: more than a key's share (2 MiB).
+    assert!(app.busy());
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("r"));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("searching…"), "{s}");
+    // The newest query wins: the scan of "zanz" is replaced by one of "zanzi".
+    app.key(key(KeyCode::Char('i')));
+    assert_eq!(app.tree.as_ref().unwrap().query, "zanzi");
+    let mut ticks = 0;
+    while app.busy() {
+        app.tick(TICK_SEARCH_BYTES);
+        ticks += 1;
+        assert!(ticks < 100);
+    }
+    assert!(ticks >= 2, "{ticks}");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("e350"));
+    assert_eq!(app.status, None);
+    // Another key stops a scan; a query with no hit ends with "no match".
+    typ(&mut app, "q");
+    assert!(app.busy());
+    app.key(key(KeyCode::Up));
+    assert!(!app.busy());
+    app.key(ctrl('n'));
+    while app.busy() {
+        app.tick(TICK_SEARCH_BYTES);
+    }
+    assert_eq!(app.status.as_deref(), Some("no match for \"zanziq\""));
+}
+
 #[test]
 fn actions_are_confirmed_and_carry_the_selected_entry() {
     let mut app = App::with_tree(demo());
