@@ -133,10 +133,82 @@ fn mark(snippet: &str, highlights: &[(usize, usize)]) -> String {
     o
 }
 
-/// The full-text search (the same call as `sessiontree search`), on its own thread:
-/// answers queries, the newest first.
-fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Worker>) {
-    let files = list::all_files_stat(&agent);
+/// The search worker's end of the channels: queries in (each with its generation), hits out.
+pub struct SearchWorker {
+    tx: mpsc::Sender<(u64, String)>,
+    rx: mpsc::Receiver<Worker>,
+    /// The generation of the newest query sent: a search of an older one stops early.
+    newest: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SearchWorker {
+    /// Starts the full-text search of `files` (the agent dir's sessions, or a folder's) on
+    /// its own thread.
+    pub fn start(agent: PathBuf, files: Option<Vec<PathBuf>>) -> SearchWorker {
+        let (qtx, qrx) = mpsc::channel();
+        let (wtx, wrx) = mpsc::channel();
+        let newest = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let n2 = newest.clone();
+        std::thread::spawn(move || search_worker(agent, files, qrx, wtx, n2));
+        SearchWorker {
+            tx: qtx,
+            rx: wrx,
+            newest,
+        }
+    }
+
+    fn send(&self, q: String) {
+        let g = self
+            .newest
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let _ = self.tx.send((g, q));
+    }
+}
+
+/// Sessions matching `text`: the search of `sessiontree search` (words, any case, in
+/// message texts), grouped by session (every session with a hit, however many entries
+/// match elsewhere), each with its newest hit's snippet marked. `stop` ends it early.
+pub fn search_sessions(
+    files: &[(PathBuf, Option<list::FileStat>)],
+    summaries: Option<&Summaries>,
+    text: &str,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> std::result::Result<Hits, String> {
+    let query = Query {
+        text: text.to_string(),
+        mode: Mode::Words,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit: usize::MAX,
+    };
+    sessiontree_index::search::search_sessions(files, &query, summaries, 2, stop)
+        .map(|(hits, _)| {
+            hits.into_iter()
+                .map(|h| {
+                    let snip = mark(&h.snippet, &h.highlights);
+                    (h.path, snip)
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// The full-text search on its own thread: answers queries, the newest first (a search
+/// overtaken by a newer query stops and is not answered).
+fn search_worker(
+    agent: PathBuf,
+    files: Option<Vec<PathBuf>>,
+    rx: mpsc::Receiver<(u64, String)>,
+    tx: mpsc::Sender<Worker>,
+    newest: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    let files = match files {
+        None => list::all_files_stat(&agent),
+        Some(f) => list::with_stats(f),
+    };
     let summaries = Summaries::load(&Summaries::path_in(&agent));
     if tx.send(Worker::Ready).is_err() {
         return;
@@ -145,26 +217,13 @@ fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Wo
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        let query = Query {
-            text: q.clone(),
-            mode: Mode::Words,
-            cwd: None,
-            role: None,
-            since_ms: None,
-            until_ms: None,
-            limit: 2000,
-        };
-        let r = sessiontree_index::search::search(&files, &query, summaries.as_ref(), 2)
-            .map(|(hits, _)| {
-                let mut m = Hits::new();
-                for h in hits {
-                    let snip = mark(&h.snippet, &h.highlights);
-                    m.entry(h.path).or_insert(snip);
-                }
-                m
-            })
-            .map_err(|e| e.to_string());
-        if tx.send(Worker::Hits(q, r)).is_err() {
+        let (g, text) = q;
+        let stop = || newest.load(std::sync::atomic::Ordering::Relaxed) != g;
+        let r = search_sessions(&files, summaries.as_ref(), &text, &stop);
+        if stop() {
+            continue;
+        }
+        if tx.send(Worker::Hits(text, r)).is_err() {
             return;
         }
     }
@@ -292,14 +351,16 @@ pub fn run(a: Args) -> Result<()> {
         anyhow::bail!("browse needs a terminal (standard input and output are not both one)");
     }
     // Everything that can fail before the screen is taken, with a plain error.
-    let mut worker: Option<(mpsc::Sender<String>, mpsc::Receiver<Worker>)> = None;
+    let mut worker: Option<SearchWorker> = None;
     let mut app = match &a.path {
         Some(p) if p.is_file() => App::with_tree(open(p)?),
         Some(p) if p.is_dir() => {
             let d = dirs::resolve(&p.to_string_lossy());
             let v = sessions(Some(&d))?;
-            let marks = archived(&dirs::agent_dir(), &v);
-            // A folder's sessions are searched by name and first message.
+            let agent = dirs::agent_dir();
+            let marks = archived(&agent, &v);
+            // The folder's files, searched as the agent dir's are.
+            worker = Some(SearchWorker::start(agent, Some(list::dir_files(&d))));
             App::with_list(ListState::new(v, None, tilde(&d), false).with_archived(marks))
         }
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
@@ -310,11 +371,7 @@ pub fn run(a: Args) -> Result<()> {
             let cwd = std::env::current_dir()
                 .ok()
                 .map(|c| dirs::resolve(&c.to_string_lossy()));
-            let (qtx, qrx) = mpsc::channel();
-            let (wtx, wrx) = mpsc::channel();
-            let a2 = agent.clone();
-            std::thread::spawn(move || search_worker(a2, qrx, wtx));
-            worker = Some((qtx, wrx));
+            worker = Some(SearchWorker::start(agent.clone(), None));
             App::with_list(
                 ListState::new(v, cwd, tilde(&agent.join("sessions")), false).with_archived(marks),
             )
@@ -350,7 +407,7 @@ pub fn run(a: Args) -> Result<()> {
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
-    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
+    worker: Option<&SearchWorker>,
 ) -> Result<Option<PathBuf>> {
     let mut dirty = true;
     loop {
@@ -406,13 +463,13 @@ fn event_loop(
                 return Ok(None);
             }
         }
-        if let Some((qtx, wrx)) = worker {
-            while let Ok(m) = wrx.try_recv() {
+        if let Some(w) = worker {
+            while let Ok(m) = w.rx.try_recv() {
                 dirty = true;
                 match m {
                     Worker::Ready => {
                         if let Effect::Search(q) = app.text_ready() {
-                            let _ = qtx.send(q);
+                            w.send(q);
                         }
                     }
                     Worker::Hits(q, Ok(h)) => app.hits(q, h),
@@ -427,16 +484,12 @@ fn event_loop(
 }
 
 /// Performs one effect. Returns the file to resume when the user confirmed a resume.
-fn effect(
-    app: &mut App,
-    eff: Effect,
-    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
-) -> Result<Option<PathBuf>> {
+fn effect(app: &mut App, eff: Effect, worker: Option<&SearchWorker>) -> Result<Option<PathBuf>> {
     match eff {
         Effect::None | Effect::Quit => {}
         Effect::Search(q) => {
-            if let Some((qtx, _)) = worker {
-                let _ = qtx.send(q);
+            if let Some(w) = worker {
+                w.send(q);
             }
         }
         Effect::Open(p) => match open(&p) {

@@ -848,3 +848,70 @@ fn archive_marks_come_from_the_local_push_state() {
     assert!(super::archived(empty.path(), &infos).is_empty());
     assert!(!empty.path().join("sessiontree-archive").exists());
 }
+
+/// The list's search finds every session with a hit: a session whose only (older) hit
+/// comes after 2,000 newer hits elsewhere is listed (the browser used to stop at 2,000
+/// hits), and a folder given as `browse DIR` is searched in full text, not by name.
+#[test]
+fn list_search_finds_every_session_with_a_hit_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut busy = Builder::new("busy-0001");
+    busy.t = T0 + 10_000_000;
+    busy.user("b0", None, "start");
+    let mut last = "b0".to_string();
+    for i in 0..2100 {
+        let id = format!("b{}", i + 1);
+        busy.assistant(&id, Some(&last), &format!("the needle again, number {i}"));
+        last = id;
+    }
+    let busy_p = busy.write(dir.path(), "busy.jsonl");
+    let mut quiet = Builder::new("quiet-001");
+    quiet.user("q1", None, "an old question").assistant(
+        "q2",
+        Some("q1"),
+        "found the Needle in the haystack",
+    );
+    let quiet_p = quiet.write(dir.path(), "quiet.jsonl");
+    let files = sessiontree::list::with_stats(sessiontree::list::dir_files(dir.path()));
+    // What a search limited to 2,000 hits (entries) sees: only the busy session.
+    let q = sessiontree_index::search::Query {
+        text: "needle".into(),
+        mode: sessiontree_index::search::Mode::Words,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit: 2000,
+    };
+    let (limited, _) = sessiontree_index::search::search(&files, &q, None, 2).unwrap();
+    assert!(limited.iter().all(|h| h.path != quiet_p.to_string_lossy()));
+    let hits = super::search_sessions(&files, None, "needle", &|| false).unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(
+        hits[&*quiet_p.to_string_lossy()],
+        "found the [[Needle]] in the haystack"
+    );
+    assert!(hits.contains_key(&*busy_p.to_string_lossy()));
+    // Words anywhere in the text, not in the name: nothing named "haystack".
+    let hits = super::search_sessions(&files, None, "haystack needle", &|| false).unwrap();
+    assert_eq!(hits.len(), 1);
+    // A search overtaken by a newer query stops.
+    let stopped = super::search_sessions(&files, None, "needle", &|| true).unwrap();
+    assert!(stopped.is_empty());
+    // The list shows what the search found.
+    let infos = [&busy_p, &quiet_p]
+        .iter()
+        .enumerate()
+        .map(|(n, p)| SessionInfo {
+            path: p.to_path_buf(),
+            ..info(n, "/w", None, "start")
+        })
+        .collect();
+    let mut app = App::with_list(ListState::new(infos, None, "dir".into(), true));
+    assert_eq!(
+        typ(&mut app, "haystack").last(),
+        Some(&Effect::Search("haystack".into()))
+    );
+    app.hits("haystack".into(), hits);
+    assert_eq!(app.list.shown, vec![1]);
+}
