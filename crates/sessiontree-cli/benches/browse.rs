@@ -101,6 +101,19 @@ fn bench(c: &mut Criterion) {
         g.bench_function("load_only", |b| {
             b.iter_with_large_drop(|| sessiontree::load(&path).unwrap())
         });
+        // What the browser adds to the load: the layout, the rows shown, the first frame.
+        g.bench_function("layout_first_frame_only_120x40", |b| {
+            b.iter_batched(
+                || sessiontree::load(&path).unwrap(),
+                |l| {
+                    let mut app = App::with_tree(TreeState::new(path.clone(), l));
+                    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+                    frame(&mut term, &mut app);
+                    app
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
         g.bench_function("load_layout_first_frame_120x40", |b| {
             b.iter_with_large_drop(|| {
                 let t = browse::open(&path).unwrap();
