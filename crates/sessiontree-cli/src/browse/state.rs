@@ -134,6 +134,26 @@ struct Marks {
     query: String,
     of: Vec<u8>,
     buf: String,
+    /// The query's longest run of ASCII letters and digits, any case: an entry whose line
+    /// does not hold it cannot match (see [`prefilter`]).
+    pre: Option<regex::bytes::Regex>,
+}
+
+/// A check on an entry's raw line that rules most entries out without decoding them: the
+/// longest run of ASCII letters and digits of the query (two or more), in any case. In a
+/// line without `\u` escapes, such a run of the entry's decoded text is in the line as
+/// is (JSON escapes only stand for other characters), and the texts of messages,
+/// compactions and summaries are joined with separators that are not letters or digits.
+fn prefilter(q: &str) -> Option<regex::bytes::Regex> {
+    let piece = q
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|p| p.len())
+        .filter(|p| p.len() >= 2)?;
+    regex::bytes::RegexBuilder::new(&regex::escape(piece))
+        .case_insensitive(true)
+        .unicode(false)
+        .build()
+        .ok()
 }
 
 /// A search in progress: the visible rows from `from`, in one direction, wrapping around.
@@ -553,6 +573,7 @@ impl TreeState {
             m.query = q.to_string();
             m.of.clear();
             m.of.resize(self.loaded.tree.entries().len(), UNKNOWN);
+            m.pre = prefilter(q);
         }
         match m.of[node as usize] {
             HIT => return (true, 0),
@@ -561,6 +582,25 @@ impl TreeState {
         }
         let t = &self.loaded.tree;
         let e = t.entry_at(node);
+        if let Some(re) = &m.pre {
+            let bulk = matches!(
+                e.entry_type,
+                EntryType::Message
+                    | EntryType::CustomMessage
+                    | EntryType::Compaction
+                    | EntryType::BranchSummary
+            );
+            let line = e.text().as_bytes();
+            if bulk
+                && memchr::memmem::find(line, b"\\u").is_none()
+                && !re.is_match(line)
+                && e.id().and_then(|id| t.get_label(id)).is_none()
+            {
+                m.of[node as usize] = MISS;
+                // A byte checked here costs a fraction of a decoded one.
+                return (false, line.len() / 4 + 1);
+            }
+        }
         let (kind, text) = crate::show::describe(e);
         let mut hit =
             contains_folded(&kind, q, &mut m.buf) || contains_folded(&text, q, &mut m.buf);

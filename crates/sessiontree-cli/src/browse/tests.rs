@@ -447,6 +447,12 @@ fn search_inside_a_session_reads_whole_entries() {
         .assistant("a1", Some("u1"), &long)
         .user("u2", Some("a1"), "Über die ÄNDERUNG sprechen")
         .assistant("a2", Some("u2"), "short answer");
+    // A foreign writer's escapes: "Ha\u0079stack" is "Haystack" (the check on raw lines
+    // must not rule it out).
+    b.lines.push(
+        r#"{"type":"message","id":"u3","parentId":"a2","timestamp":"2025-11-29T21:10:00.000Z","message":{"role":"user","content":"in the Ha\u0079stack","timestamp":1764450600000}}"#
+            .into(),
+    );
     let mut app = App::with_tree(tree_of(&b));
     app.key(key(KeyCode::Home));
     typ(&mut app, "needle is");
@@ -455,6 +461,14 @@ fn search_inside_a_session_reads_whole_entries() {
     app.key(key(KeyCode::Esc));
     typ(&mut app, "änderung");
     assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u2"));
+    app.key(key(KeyCode::Esc));
+    typ(&mut app, "haystack");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u3"));
+    // A tool name and the kind are searched too ("user" is every user message's kind).
+    app.key(key(KeyCode::Esc));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "user");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u1"));
 }
 
 /// A session too large for one keystroke's share of the scan: the key returns at once with
@@ -468,7 +482,7 @@ fn search_on_a_large_session_goes_on_across_frames_and_the_newest_query_wins() {
     let mut last = "r".to_string();
     for i in 0..400 {
         let id = format!("e{i}");
-        let text = if i == 350 {
+        let text = if i == 390 {
             format!("{chunk} the rare word zanzibar")
         } else {
             chunk.clone()
@@ -489,12 +503,12 @@ fn search_on_a_large_session_goes_on_across_frames_and_the_newest_query_wins() {
     assert_eq!(app.tree.as_ref().unwrap().query, "zanzi");
     let mut ticks = 0;
     while app.busy() {
-        app.tick(TICK_SEARCH_BYTES);
+        app.tick(1 << 18);
         ticks += 1;
         assert!(ticks < 100);
     }
     assert!(ticks >= 2, "{ticks}");
-    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("e350"));
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("e390"));
     assert_eq!(app.status, None);
     // Another key stops a scan; a query with no hit ends with "no match".
     typ(&mut app, "q");
