@@ -89,6 +89,34 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.finish();
+        // The list's full-text search (on the worker thread): every session with a hit,
+        // through the warm search summaries, for a frequent word, a rarer one, and none.
+        let mut files = sessiontree::list::all_files_stat(std::path::Path::new(&agent));
+        // As the worker does: the newest files first, in steps of 32 files.
+        files.sort_by_key(|f| std::cmp::Reverse(f.1.as_ref().map_or(0, |s| s.mtime_ns)));
+        let summaries = sessiontree_index::summary::Summaries::load(
+            &sessiontree_index::summary::Summaries::path_in(std::path::Path::new(&agent)),
+        );
+        let mut g = c.benchmark_group("list_search");
+        g.sample_size(10);
+        for word in ["kalo", "venix", "zzqxj"] {
+            let n = browse::search_sessions(&files, summaries.as_ref(), word, &|| false)
+                .unwrap()
+                .len();
+            g.bench_function(format!("{word}_{n}_sessions_all"), |b| {
+                b.iter(|| {
+                    browse::search_sessions(&files, summaries.as_ref(), word, &|| false).unwrap()
+                })
+            });
+            // The first step, after which the first matches are shown.
+            g.bench_function(format!("{word}_first_step_32_files"), |b| {
+                b.iter(|| {
+                    browse::search_sessions(&files[..32], summaries.as_ref(), word, &|| false)
+                        .unwrap()
+                })
+            });
+        }
+        g.finish();
     } else {
         eprintln!("SKIPPED: first_frame and list keys (set BROWSE_AGENT_DIR)");
     }

@@ -33,8 +33,12 @@ pub struct Args {
 /// Messages from the search worker.
 enum Worker {
     Ready,
-    Hits(String, std::result::Result<Hits, String>),
+    /// Hits of a query; `true` when the search is complete, else what it found so far.
+    Hits(String, std::result::Result<Hits, String>, bool),
 }
+
+/// Files one step of the list's search reads before it may report what it found so far.
+const SEARCH_CHUNK: usize = 32;
 
 /// The sessions of the agent dir (`None`) or of a folder, newest first, through the index.
 pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
@@ -205,10 +209,15 @@ fn search_worker(
     tx: mpsc::Sender<Worker>,
     newest: std::sync::Arc<std::sync::atomic::AtomicU64>,
 ) {
-    let files = match files {
+    let mut files = match files {
         None => list::all_files_stat(&agent),
         Some(f) => list::with_stats(f),
     };
+    // The newest files first: the top of the list fills in first.
+    files.sort_by(|a, b| {
+        let t = |f: &(PathBuf, Option<list::FileStat>)| f.1.as_ref().map_or(0, |s| s.mtime_ns);
+        t(b).cmp(&t(a))
+    });
     let summaries = Summaries::load(&Summaries::path_in(&agent));
     if tx.send(Worker::Ready).is_err() {
         return;
@@ -219,11 +228,41 @@ fn search_worker(
         }
         let (g, text) = q;
         let stop = || newest.load(std::sync::atomic::Ordering::Relaxed) != g;
-        let r = search_sessions(&files, summaries.as_ref(), &text, &stop);
+        // In steps of a few files, newest first; what was found so far is reported every
+        // 50 ms, so that the first screen of matches shows before the last file is read.
+        let mut found = Hits::new();
+        let mut error = None;
+        let mut reported = std::time::Instant::now();
+        for (n, chunk) in files.chunks(SEARCH_CHUNK).enumerate() {
+            if stop() {
+                break;
+            }
+            match search_sessions(chunk, summaries.as_ref(), &text, &stop) {
+                Ok(h) => found.extend(h),
+                Err(e) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+            let last = (n + 1) * SEARCH_CHUNK >= files.len();
+            if !last && reported.elapsed() >= Duration::from_millis(50) && !stop() {
+                reported = std::time::Instant::now();
+                if tx
+                    .send(Worker::Hits(text.clone(), Ok(found.clone()), false))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
         if stop() {
             continue;
         }
-        if tx.send(Worker::Hits(text, r)).is_err() {
+        let r = match error {
+            Some(e) => Err(e),
+            None => Ok(found),
+        };
+        if tx.send(Worker::Hits(text, r, true)).is_err() {
             return;
         }
     }
@@ -472,8 +511,9 @@ fn event_loop(
                             w.send(q);
                         }
                     }
-                    Worker::Hits(q, Ok(h)) => app.hits(q, h),
-                    Worker::Hits(q, Err(e)) => {
+                    Worker::Hits(q, Ok(h), true) => app.hits(q, h),
+                    Worker::Hits(q, Ok(h), false) => app.partial_hits(q, h),
+                    Worker::Hits(q, Err(e), _) => {
                         app.status = Some(format!("search {q:?} failed: {e}"));
                         app.hits(q, Hits::new());
                     }

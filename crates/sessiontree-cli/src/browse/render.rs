@@ -141,6 +141,8 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
         "  (names and first messages until the full-text search is ready)".into()
     } else if l.searching() {
         "  searching…".into()
+    } else if l.partial && l.hits_for == l.query {
+        format!("  {} matching so far, searching…", l.shown.len())
     } else {
         format!("  {} matching", l.shown.len())
     };

@@ -46,6 +46,8 @@ pub struct ListState {
     /// Results of `hits_for` from the full-text index.
     pub hits: Option<Hits>,
     pub hits_for: String,
+    /// `hits` are what the search found so far: more sessions may come.
+    pub partial: bool,
     /// The full-text index is ready; until then typing matches names, first messages and
     /// folders.
     pub text_ready: bool,
@@ -311,6 +313,7 @@ impl ListState {
             query: String::new(),
             hits: None,
             hits_for: String::new(),
+            partial: false,
             text_ready,
             shown: Vec::new(),
             sel: 0,
@@ -788,8 +791,19 @@ impl App {
 
     /// Results of the full-text search for `query`.
     pub fn hits(&mut self, query: String, hits: Hits) {
+        self.set_hits(query, hits, false);
+    }
+
+    /// What the full-text search for `query` found so far (the newest sessions' files are
+    /// searched first, so the top of the list fills in first).
+    pub fn partial_hits(&mut self, query: String, hits: Hits) {
+        self.set_hits(query, hits, true);
+    }
+
+    fn set_hits(&mut self, query: String, hits: Hits, partial: bool) {
         self.list.hits = Some(hits);
         self.list.hits_for = query;
+        self.list.partial = partial;
         self.list.refilter();
         self.list.scroll(self.page);
     }

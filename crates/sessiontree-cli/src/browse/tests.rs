@@ -929,3 +929,28 @@ fn list_search_finds_every_session_with_a_hit_in_a_folder() {
     app.hits("haystack".into(), hits);
     assert_eq!(app.list.shown, vec![1]);
 }
+
+/// The list's search reports what it found so far (newest files first) before it is done:
+/// the list fills in, says it is still searching, and the final answer replaces it.
+#[test]
+fn list_search_shows_partial_results_until_the_search_is_done() {
+    let mut app = App::with_list(list());
+    app.text_ready();
+    assert_eq!(
+        typ(&mut app, "drift").last(),
+        Some(&Effect::Search("drift".into()))
+    );
+    let mut first = Hits::new();
+    first.insert("/a/sessions/s0.jsonl".into(), "orbit [[drift]]".into());
+    app.partial_hits("drift".into(), first.clone());
+    assert_eq!(app.list.shown, vec![0]);
+    assert!(!app.list.searching());
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("1 matching so far, searching…"), "{s}");
+    let mut all = first;
+    all.insert("/a/sessions/s3.jsonl".into(), "no [[drift]] here".into());
+    app.hits("drift".into(), all);
+    assert_eq!(app.list.shown, vec![0, 3]);
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("2 matching") && !s.contains("so far"), "{s}");
+}
