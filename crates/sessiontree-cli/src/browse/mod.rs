@@ -228,8 +228,9 @@ fn search_worker(
         }
         let (g, text) = q;
         let stop = || newest.load(std::sync::atomic::Ordering::Relaxed) != g;
-        // In steps of a few files, newest first; what was found so far is reported every
-        // 50 ms, so that the first screen of matches shows before the last file is read.
+        // In steps of a few files, newest first; what was found so far is reported after
+        // the first step and then every 50 ms, so that the first screen of matches shows
+        // before the last file is read.
         let mut found = Hits::new();
         let mut error = None;
         let mut reported = std::time::Instant::now();
@@ -245,7 +246,8 @@ fn search_worker(
                 }
             }
             let last = (n + 1) * SEARCH_CHUNK >= files.len();
-            if !last && reported.elapsed() >= Duration::from_millis(50) && !stop() {
+            // The first step's matches at once (the top of the list), then every 50 ms.
+            if !last && (n == 0 || reported.elapsed() >= Duration::from_millis(50)) && !stop() {
                 reported = std::time::Instant::now();
                 if tx
                     .send(Worker::Hits(text.clone(), Ok(found.clone()), false))
