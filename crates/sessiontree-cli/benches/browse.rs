@@ -58,7 +58,10 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{n}_sessions_warm_index_120x40"), |b| {
             b.iter(|| {
                 let v = browse::sessions(None).unwrap();
-                let mut app = App::with_list(ListState::new(v, None, agent.clone(), false));
+                let marks = browse::archived(std::path::Path::new(&agent), &v);
+                let mut app = App::with_list(
+                    ListState::new(v, None, agent.clone(), false).with_archived(marks),
+                );
                 let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
                 frame(&mut term, &mut app);
                 app
@@ -86,6 +89,34 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.finish();
+        // The list's full-text search (on the worker thread): every session with a hit,
+        // through the warm search summaries, for a frequent word, a rarer one, and none.
+        let mut files = sessiontree::list::all_files_stat(std::path::Path::new(&agent));
+        // As the worker does: the newest files first, in steps of 32 files.
+        files.sort_by_key(|f| std::cmp::Reverse(f.1.as_ref().map_or(0, |s| s.mtime_ns)));
+        let summaries = sessiontree_index::summary::Summaries::load(
+            &sessiontree_index::summary::Summaries::path_in(std::path::Path::new(&agent)),
+        );
+        let mut g = c.benchmark_group("list_search");
+        g.sample_size(10);
+        for word in ["kalo", "venix", "zzqxj"] {
+            let n = browse::search_sessions(&files, summaries.as_ref(), word, &|| false)
+                .unwrap()
+                .len();
+            g.bench_function(format!("{word}_{n}_sessions_all"), |b| {
+                b.iter(|| {
+                    browse::search_sessions(&files, summaries.as_ref(), word, &|| false).unwrap()
+                })
+            });
+            // The first step, after which the first matches are shown.
+            g.bench_function(format!("{word}_first_step_32_files"), |b| {
+                b.iter(|| {
+                    browse::search_sessions(&files[..32], summaries.as_ref(), word, &|| false)
+                        .unwrap()
+                })
+            });
+        }
+        g.finish();
     } else {
         eprintln!("SKIPPED: first_frame and list keys (set BROWSE_AGENT_DIR)");
     }
@@ -97,6 +128,19 @@ fn bench(c: &mut Criterion) {
         // The load alone (what `sessiontree context` pays too), to compare on a noisy machine.
         g.bench_function("load_only", |b| {
             b.iter_with_large_drop(|| sessiontree::load(&path).unwrap())
+        });
+        // What the browser adds to the load: the layout, the rows shown, the first frame.
+        g.bench_function("layout_first_frame_only_120x40", |b| {
+            b.iter_batched(
+                || sessiontree::load(&path).unwrap(),
+                |l| {
+                    let mut app = App::with_tree(TreeState::new(path.clone(), l));
+                    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+                    frame(&mut term, &mut app);
+                    app
+                },
+                criterion::BatchSize::LargeInput,
+            )
         });
         g.bench_function("load_layout_first_frame_120x40", |b| {
             b.iter_with_large_drop(|| {
@@ -164,9 +208,40 @@ fn bench(c: &mut Criterion) {
                 frame(&mut term, &mut app);
             })
         });
+        // A query no entry matches: each key scans its share (the rest goes on across
+        // frames), so a key costs the same on any session.
+        app.key(key(KeyCode::Esc, KeyModifiers::NONE));
+        g.bench_function("tree_type_a_letter_no_hit_120x40", |b| {
+            b.iter(|| {
+                app.key(key(KeyCode::Char('q'), KeyModifiers::NONE));
+                frame(&mut term, &mut app);
+                app.key(key(KeyCode::Esc, KeyModifiers::NONE));
+            })
+        });
         g.finish();
         let mut g = c.benchmark_group("search_in_session");
         g.sample_size(10);
+        // The whole scan of a query without a hit (what the user waits for "no match";
+        // keys stay live meanwhile): every entry's whole text.
+        g.bench_function("no_hit_whole_session_scan", |b| {
+            b.iter_batched(
+                || {
+                    let mut app = App::with_tree(browse::open(&path).unwrap());
+                    app.key(key(KeyCode::Home, KeyModifiers::NONE));
+                    app
+                },
+                |mut app| {
+                    for c in "qqxz".chars() {
+                        app.key(key(KeyCode::Char(c), KeyModifiers::NONE));
+                    }
+                    while app.busy() {
+                        app.tick(browse::state::TICK_SEARCH_BYTES);
+                    }
+                    app
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
         g.bench_function("first_letter_to_the_first_hit", |b| {
             b.iter_batched(
                 || App::with_tree(browse::open(&path).unwrap()),

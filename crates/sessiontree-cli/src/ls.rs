@@ -1,6 +1,6 @@
 //! `sessiontree ls` and `sessiontree resume`: listing sessions (FORMAT.md section 11).
 
-use crate::out::{preview, Out};
+use crate::out::Out;
 use anyhow::{Context as _, Result};
 use sessiontree::list::{self, ListOptions, SessionInfo};
 use sessiontree::{dirs, folder};
@@ -321,15 +321,12 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
             )
         })
         .collect();
-    let msgw = rows
-        .iter()
-        .map(|r| r.1.chars().count())
-        .max()
-        .unwrap_or(1)
-        .max(4);
+    // Widths in terminal columns (a CJK character or an emoji takes two).
+    use crate::browse::rows::{fit, width as columns};
+    let msgw = rows.iter().map(|r| columns(&r.1)).max().unwrap_or(1).max(4);
     let cwdw = rows
         .iter()
-        .map(|r| r.3.chars().count())
+        .map(|r| columns(&r.3))
         .max()
         .unwrap_or(3)
         .min(w / 3)
@@ -344,15 +341,30 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
         ),
     ))?;
     for (m, n, t, c) in rows {
-        let t = preview(&t, titlew);
-        let pad = titlew.saturating_sub(t.chars().count());
-        let c = if c.chars().count() > cwdw {
-            let skip = c.chars().count() - cwdw + 1;
-            format!("…{}", c.chars().skip(skip).collect::<String>())
+        let t = fit(&t, titlew);
+        let pad = titlew.saturating_sub(columns(&t));
+        let c = if columns(&c) > cwdw {
+            // The end of the path says most: keep what fits after an ellipsis.
+            let mut tail: Vec<char> = Vec::new();
+            let mut w = 1;
+            for ch in c.chars().rev() {
+                let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+                if w + cw > cwdw {
+                    break;
+                }
+                w += cw;
+                tail.push(ch);
+            }
+            std::iter::once('…').chain(tail.into_iter().rev()).collect()
         } else {
             c
         };
-        out.line(&format!("{m:<16}  {n:>msgw$}  {t}{}  {c}", " ".repeat(pad)))?;
+        let npad = msgw.saturating_sub(columns(&n));
+        out.line(&format!(
+            "{m:<16}  {}{n}  {t}{}  {c}",
+            " ".repeat(npad),
+            " ".repeat(pad)
+        ))?;
     }
     if v.iter().any(|i| i.is_fork()) {
         out.line(&out.paint(

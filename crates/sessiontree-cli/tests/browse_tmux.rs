@@ -185,3 +185,50 @@ fn browse_end_to_end_in_tmux() {
         "the browser's screen is gone: {s}"
     );
 }
+
+/// `browse DIR` searches the folder's sessions in full text, as the agent dir's are:
+/// "regression" is only in a later message of the demo session.
+#[test]
+fn browse_a_folder_searches_full_text_in_tmux() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("folder");
+    std::fs::create_dir_all(&dir).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo-session.jsonl");
+    std::fs::copy(&demo, dir.join("demo.jsonl")).unwrap();
+    write_other(&dir);
+    let bin = env!("CARGO_BIN_EXE_sessiontree");
+    let script = format!(
+        "PI_CODING_AGENT_DIR={agent} {bin} browse {dir}; echo EXITED:$?; sleep 60",
+        agent = tmp.path().join("agent").display(),
+        dir = dir.display(),
+    );
+    let t = Tmux {
+        socket: tmp.path().join("tmux.sock"),
+    };
+    t.cmd(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "110",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    t.wait_for("2 of 2 sessions");
+    t.text("regression");
+    let s = t.wait_for("1 matching");
+    assert!(s.contains("Orbit drift: explicit Euler"), "{s}");
+    assert!(!s.contains("login page flash"), "{s}");
+    t.keys(&["C-c"]);
+    let s = t.wait_for("EXITED:");
+    assert!(s.contains("EXITED:0"), "{s}");
+}

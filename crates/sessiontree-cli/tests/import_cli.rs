@@ -124,6 +124,25 @@ fn import_then_list_search_stats_and_export() {
     assert!(names.contains(&"Coupon total fix in cart"), "{names:?}");
     let no_index = h.json(&["ls", "--all", "--no-index", "--json"]);
     assert_eq!(no_index["sessions"].as_array().unwrap().len(), 14);
+    // Every imported session is recognised as such (an addition to Pi's fields), with and
+    // without the index: the six Claude Code files and the six Codex ones.
+    for listing in [&ls, &no_index] {
+        let agent_of = |p: &str| {
+            listing["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["path"] == p)
+                .map(|s| s["importedFrom"].clone())
+                .unwrap()
+        };
+        for p in &paths {
+            assert_eq!(agent_of(p), "claude-code", "{p}");
+        }
+        for p in stdout(&o).lines() {
+            assert_eq!(agent_of(p), "codex", "{p}");
+        }
+    }
     let forked = sessions
         .iter()
         .filter(|s| s["parentSessionPath"].is_string())

@@ -227,3 +227,64 @@ fn indexed_json_is_byte_identical_to_a_full_scan() {
         "--json",
     ]);
 }
+
+/// The `ls` table lines up in terminal columns: CJK, emoji and fullwidth titles (two
+/// columns a character) are cut and padded by width, so the CWD column starts at the same
+/// column on every row and no row is wider than $COLUMNS.
+#[test]
+fn ls_table_aligns_wide_titles_by_terminal_columns() {
+    use unicode_width::UnicodeWidthStr;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let titles = [
+        "plain ascii title",
+        "日本語のセッションを要約してください全角文字の幅は二列です日本語のセッションを要約してください全角文字",
+        "emoji 🌳🌲 and ｗｉｄｅ text",
+        "short",
+        "한국어도 됩니다",
+    ];
+    for (k, t) in titles.iter().enumerate() {
+        let cwd = format!("/w/projekt-{k}");
+        let d = agent.join("sessions").join(format!("--w-projekt-{k}--"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("s.jsonl"),
+            format!(
+                "{}\n{}\n",
+                serde_json::json!({"type":"session","version":3,"id":format!("s{k}"),"timestamp":"2025-01-01T00:00:00.000Z","cwd":cwd}),
+                serde_json::json!({"type":"message","id":"u1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":t,"timestamp":1735689601000u64 + k as u64}}),
+            ),
+        )
+        .unwrap();
+    }
+    for cols in ["80", "100", "60"] {
+        let o = Command::new(BIN)
+            .args(["ls", "--all"])
+            .env("PI_CODING_AGENT_DIR", agent)
+            .env("COLUMNS", cols)
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        let out = String::from_utf8(o.stdout).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 1 + titles.len(), "{out}");
+        let starts: Vec<usize> = lines
+            .iter()
+            .map(|l| {
+                let at = l.rfind("/w/projekt-").or_else(|| l.rfind("CWD")).unwrap();
+                UnicodeWidthStr::width(&l[..at])
+            })
+            .collect();
+        assert!(
+            starts.iter().all(|&s| s == starts[0]),
+            "COLUMNS={cols}: CWD starts at {starts:?}\n{out}"
+        );
+        for l in &lines {
+            assert!(
+                UnicodeWidthStr::width(*l) <= cols.parse().unwrap(),
+                "COLUMNS={cols}: too wide: {l}"
+            );
+        }
+    }
+}

@@ -826,3 +826,106 @@ pub fn search(
     hits.truncate(q.limit);
     Ok((hits, stats))
 }
+
+/// The search of [`search`] grouped by session: every session with a hit, each with its
+/// newest hit (no `limit`: `q.limit` is ignored, and no session is left out however many
+/// entries match elsewhere), newest hit first. `on_branch` is not computed (false).
+/// `stop` is asked between files: when it says so the search ends early with what it has
+/// (a browser drops a search once a newer query is typed).
+pub fn search_sessions(
+    files: &[(PathBuf, Option<FileStat>)],
+    q: &Query,
+    summaries: Option<&Summaries>,
+    threads: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<(Vec<Hit>, Stats), QueryError> {
+    let m = Matcher::new(q)?;
+    let mut stats = Stats {
+        files: files.len(),
+        ..Default::default()
+    };
+    let want_cwd = q.cwd.clone();
+    let cwd_ok = move |c: &str| {
+        want_cwd
+            .as_deref()
+            .is_none_or(|w| crate::list::cwd_matches(c, w))
+    };
+    let mut work: Vec<&PathBuf> = Vec::with_capacity(files.len());
+    for (p, st) in files {
+        let Some(st) = st else { continue };
+        match summaries.and_then(|s| s.get_valid(p, st)) {
+            Some(s) => {
+                if !s.is_session()
+                    || !m.may_match(&s)
+                    || !cwd_ok(s.cwd())
+                    || q.since_ms.is_some_and(|since| s.max_ts() < since)
+                {
+                    stats.ruled_out += 1;
+                    continue;
+                }
+                work.push(p);
+            }
+            None => work.push(p),
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found = Mutex::new(Vec::new());
+    let stats_all = Mutex::new(Stats::default());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| {
+                let mut st = Stats::default();
+                let mut mine = Vec::new();
+                BUF.with(|b| {
+                    let mut buf = b.borrow_mut();
+                    loop {
+                        if stop() {
+                            break;
+                        }
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&p) = work.get(i) else {
+                            break;
+                        };
+                        if !read_file(p, &mut buf) {
+                            continue;
+                        }
+                        st.scanned += 1;
+                        st.bytes_scanned += buf.len() as u64;
+                        // The newest hit of this file.
+                        let mut one = Top {
+                            limit: 1,
+                            heap: BinaryHeap::new(),
+                        };
+                        search_buf(
+                            &p.to_string_lossy(),
+                            &buf,
+                            &m,
+                            q,
+                            &cwd_ok,
+                            &mut st,
+                            &mut one,
+                        );
+                        mine.extend(one.heap.into_iter().map(|r| r.0 .0));
+                    }
+                });
+                found.lock().expect("found").append(&mut mine);
+                let mut a = stats_all.lock().expect("stats");
+                a.scanned += st.scanned;
+                a.bytes_scanned += st.bytes_scanned;
+                a.decoded_lines += st.decoded_lines;
+            });
+        }
+    });
+    let st = stats_all.into_inner().expect("stats");
+    stats.scanned = st.scanned;
+    stats.bytes_scanned = st.bytes_scanned;
+    stats.decoded_lines = st.decoded_lines;
+    let mut hits: Vec<Ranked> = found
+        .into_inner()
+        .expect("found")
+        .into_iter()
+        .map(Ranked)
+        .collect();
+    hits.sort_by(|a, b| b.cmp(a));
+    Ok((hits.into_iter().map(|r| r.0).collect(), stats))
+}

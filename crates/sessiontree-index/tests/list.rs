@@ -243,6 +243,102 @@ fn index_agrees_with_a_full_scan_through_changes() {
     assert_eq!(v, scan_json(agent));
 }
 
+/// A session written by `sessiontree import` is recognised by the marks the import leaves
+/// in its entries, in a full scan and in the index (also when the mark only arrives in an
+/// appended part, which the index reads by resuming its stored pass), and `ls --json`
+/// carries it as `importedFrom`; Pi's own sessions, custom entries of other extensions
+/// included, are not marked.
+#[test]
+fn imported_sessions_are_marked_from_the_entries_the_import_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let claude_user = "{\"type\":\"message\",\"id\":\"c1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":1000,\"claudeCode\":{\"uuid\":\"u-1\"}}}\n";
+    let claude = write_session(agent, "/w/a", "claude.jsonl", claude_user);
+    let codex_ctx = "{\"type\":\"custom_message\",\"customType\":\"codex:context\",\"content\":[],\"display\":false,\"id\":\"x0\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\"}\n";
+    let codex = write_session(
+        agent,
+        "/w/a",
+        "codex.jsonl",
+        &(codex_ctx.to_string() + &line("x1", Some("x0"), 2000, "user", "go")),
+    );
+    let tool = "{\"type\":\"message\",\"id\":\"t1\",\"parentId\":\"p1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{\"role\":\"toolResult\",\"toolCallId\":\"call_1\",\"toolName\":\"shell\",\"content\":[],\"details\":{\"source\":\"codex\"},\"isError\":false,\"timestamp\":3000}}\n";
+    let later = write_session(
+        agent,
+        "/w/b",
+        "later.jsonl",
+        &line("p1", None, 2500, "user", "first part: nothing imported yet"),
+    );
+    let pi_ext = "{\"type\":\"custom\",\"customType\":\"my-extension:state\",\"data\":{},\"id\":\"e1\",\"parentId\":\"u1\",\"timestamp\":\"2025-01-01T00:00:00.000Z\"}\n";
+    let pi = write_session(
+        agent,
+        "/w/b",
+        "pi.jsonl",
+        &(line(
+            "u1",
+            None,
+            500,
+            "user",
+            "a Pi session mentioning claudeCode and codex:",
+        ) + pi_ext),
+    );
+    let marks = |v: &[Value]| -> Vec<(String, Option<String>)> {
+        let mut m: Vec<_> = v
+            .iter()
+            .map(|s| {
+                (
+                    s["path"]
+                        .as_str()
+                        .unwrap()
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_string(),
+                    s.get("importedFrom")
+                        .map(|a| a.as_str().unwrap().to_string()),
+                )
+            })
+            .collect();
+        m.sort();
+        m
+    };
+    let ipath = Index::default_path(agent);
+    let mut idx = Index::open(&ipath).unwrap();
+    let (v, _) = index_json(&mut idx, agent);
+    assert_eq!(v, scan_json(agent));
+    let some = |s: &str| Some(s.to_string());
+    assert_eq!(
+        marks(&v),
+        vec![
+            ("claude.jsonl".into(), some("claude-code")),
+            ("codex.jsonl".into(), some("codex")),
+            ("later.jsonl".into(), None),
+            ("pi.jsonl".into(), None),
+        ]
+    );
+    // The mark arrives in an appended part: read from the stored pass state.
+    append(&later, tool);
+    let (v, st) = index_json(&mut idx, agent);
+    assert_eq!(st.appended, 1);
+    assert_eq!(v, scan_json(agent));
+    assert_eq!(marks(&v)[2], ("later.jsonl".into(), some("codex")));
+    let infos = idx
+        .infos(&sessiontree_index::index::all_scope(
+            &agent.join("sessions"),
+        ))
+        .unwrap();
+    let by_name = |n: &str| {
+        infos
+            .iter()
+            .find(|i| i.path.file_name().unwrap() == n)
+            .unwrap()
+            .imported
+            .clone()
+    };
+    assert_eq!(by_name("claude.jsonl"), some("claude-code"));
+    assert_eq!(by_name("pi.jsonl"), None);
+    let _ = (claude, codex, pi);
+}
+
 #[test]
 fn listing_store_is_compacted_and_rebuilt_when_damaged() {
     let dir = tempfile::tempdir().unwrap();

@@ -306,6 +306,36 @@ fn check_all(agent: &Path, summaries: Option<&Summaries>, what: &str) {
             q.text,
             q.mode
         );
+        // Grouped by session: every session with a hit (whatever the limit), with its
+        // newest hit, in the order of the unlimited search.
+        let all = reference(
+            agent,
+            &Query {
+                limit: usize::MAX,
+                ..q.clone()
+            },
+        );
+        let mut seen = std::collections::HashSet::new();
+        let per_session: Vec<(String, String)> = all
+            .into_iter()
+            .filter(|h| seen.insert(h.0.clone()))
+            .map(|h| (h.0, h.1))
+            .collect();
+        for s in [None, summaries] {
+            let (grouped, _) = search::search_sessions(&files, &q, s, 2, &|| false).unwrap();
+            let got: Vec<(String, String)> = grouped
+                .iter()
+                .map(|h| (h.path.clone(), h.entry_id.clone()))
+                .collect();
+            assert_eq!(
+                got,
+                per_session,
+                "{what}: {:?} {:?} by session, summaries: {}",
+                q.text,
+                q.mode,
+                s.is_some()
+            );
+        }
         if let Some(s) = summaries {
             let (with, _) = search::search(&files, &q, Some(s), 2).unwrap();
             assert_eq!(

@@ -48,6 +48,34 @@ pub struct SessionInfo {
     pub all_messages_text: String,
     /// The reference would leave this session out (see the module docs).
     pub reference_drops: bool,
+    /// The agent whose transcript `sessiontree import` converted into this session
+    /// (`claude-code` or `codex`), from the marks the import leaves in entries; see
+    /// [`imported_mark`]. Not one of Pi's fields: written as `importedFrom` when set.
+    pub imported: Option<String>,
+}
+
+/// Which agent an imported entry came from, by what the import writes into it: Claude
+/// Code's ids kept in `message.claudeCode`, Codex's web searches in `message.codex`, the
+/// source named in a tool result's `details.source`, and custom entries typed
+/// `claude-code:*` / `codex:*`. Pi writes none of these.
+pub fn imported_mark(
+    custom_type: Option<&str>,
+    message_key: Option<&str>,
+    source: Option<&str>,
+) -> Option<&'static str> {
+    let by_name = |s: &str| match s {
+        "claude-code" => Some("claude-code"),
+        "codex" => Some("codex"),
+        _ => None,
+    };
+    if let Some(ct) = custom_type {
+        return ct.split_once(':').and_then(|(agent, _)| by_name(agent));
+    }
+    match message_key {
+        Some("claudeCode") => Some("claude-code"),
+        Some("codex") => Some("codex"),
+        _ => source.and_then(by_name),
+    }
 }
 
 fn js_date_json(ms: Option<f64>) -> serde_json::Value {
@@ -83,6 +111,9 @@ impl SessionInfo {
             "allMessagesText".into(),
             self.all_messages_text.clone().into(),
         );
+        if let Some(agent) = &self.imported {
+            m.insert("importedFrom".into(), agent.clone().into());
+        }
         serde_json::Value::Object(m)
     }
 
@@ -116,6 +147,10 @@ impl SessionInfo {
         s(w, &self.first_message)?;
         w.write_all(b",\"allMessagesText\":")?;
         s(w, &self.all_messages_text)?;
+        if let Some(agent) = &self.imported {
+            w.write_all(b",\"importedFrom\":")?;
+            s(w, agent)?;
+        }
         w.write_all(b"}")
     }
 
@@ -285,6 +320,9 @@ pub struct Acc {
     pub reference_drops: bool,
     /// Id of the last entry (the leaf).
     pub leaf: Option<String>,
+    /// The agent an imported session came from (see [`imported_mark`]).
+    #[serde(default)]
+    pub imported: Option<String>,
     /// Collect `all_text`.
     pub with_text: bool,
 }
@@ -398,12 +436,42 @@ impl Acc {
                 }
             }
             "custom_message" => {
+                self.mark_custom(&line);
                 if let (Some(rows), Ok(t)) = (rows, text_of(line.get("content"))) {
                     push_row(rows, &line, "custom", t);
                 }
             }
+            "custom" => self.mark_custom(&line),
             _ => {}
         }
+    }
+
+    /// An import's custom entry (`claude-code:*`, `codex:*`) marks the session.
+    fn mark_custom(&mut self, line: &Line<'_>) {
+        if self.imported.is_none() {
+            if let Some(ct) = line.get_str("customType") {
+                self.imported = imported_mark(Some(&ct), None, None).map(str::to_string);
+            }
+        }
+    }
+
+    /// An import's marks in a message (see [`imported_mark`]); looked for until one is found.
+    fn mark_message(&mut self, line: &Line<'_>, role: &str) {
+        let key = if line.inner("message", "claudeCode").is_some() {
+            Some("claudeCode")
+        } else if line.inner("message", "codex").is_some() {
+            Some("codex")
+        } else {
+            None
+        };
+        let source = if key.is_none() && role == "toolResult" {
+            line.inner("message", "details")
+                .and_then(|d| d.get("source"))
+                .and_then(|s| s.as_str())
+        } else {
+            None
+        };
+        self.imported = imported_mark(None, key, source.as_deref()).map(str::to_string);
     }
 
     fn message(&mut self, line: &Line<'_>, rows: Option<&mut Vec<EntryText>>) {
@@ -422,6 +490,9 @@ impl Acc {
         let Some(role) = line.inner("message", "role").and_then(|r| r.as_str()) else {
             return;
         };
+        if self.imported.is_none() {
+            self.mark_message(line, &role);
+        }
         let content = line.inner("message", "content");
         if content.is_none() {
             return;
@@ -514,6 +585,7 @@ impl Acc {
             },
             all_messages_text: self.all_text,
             reference_drops: self.reference_drops,
+            imported: self.imported,
         })
     }
 }

@@ -17,7 +17,8 @@ use sessiontree::{dirs, Durability, Session, WriteOptions};
 use sessiontree_index::index;
 use sessiontree_index::search::{Mode, Query};
 use sessiontree_index::summary::Summaries;
-use state::{App, Effect, Hits, Job, ListState, TreeState};
+use state::{App, Archived, Effect, Hits, Job, ListState, TreeState};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -32,8 +33,12 @@ pub struct Args {
 /// Messages from the search worker.
 enum Worker {
     Ready,
-    Hits(String, std::result::Result<Hits, String>),
+    /// Hits of a query; `true` when the search is complete, else what it found so far.
+    Hits(String, std::result::Result<Hits, String>, bool),
 }
+
+/// Files one step of the list's search reads before it may report what it found so far.
+const SEARCH_CHUNK: usize = 32;
 
 /// The sessions of the agent dir (`None`) or of a folder, newest first, through the index.
 pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
@@ -57,6 +62,55 @@ pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
         }
     };
     Ok(v)
+}
+
+/// Which of `sessions` a `sessiontree push` from this agent dir has archived, and whether
+/// each file is still what was pushed, from the push's local state
+/// (`<agent dir>/sessiontree-archive/<archive id>.json`, one per archive): no archive is
+/// contacted, only the pushed files are looked at (one `stat` each).
+pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf, Archived> {
+    use sessiontree_archive::state::{FileStamp, State};
+    let mut out: HashMap<PathBuf, Archived> = HashMap::new();
+    let Ok(dir) = std::fs::read_dir(agent.join("sessiontree-archive")) else {
+        return out;
+    };
+    let states: Vec<State> = dir
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_suffix(".json")?;
+            Some(State::load(agent, id))
+        })
+        .filter(|s| !s.pushed.is_empty())
+        .collect();
+    if states.is_empty() {
+        return out;
+    }
+    for s in sessions {
+        let mut best: Option<Archived> = None;
+        for st in &states {
+            let Some((stamp, _, _)) = st.pushed(&s.path) else {
+                continue;
+            };
+            let Ok(meta) = std::fs::metadata(&s.path) else {
+                continue;
+            };
+            let now = FileStamp::of(&meta);
+            let a = Archived {
+                pushed_size: stamp.size,
+                size_now: now.size,
+                changed: *stamp != now,
+            };
+            // Several archives: the one that holds the file as it is wins.
+            if best.is_none_or(|b| b.changed && (!a.changed || a.pushed_size > b.pushed_size)) {
+                best = Some(a);
+            }
+        }
+        if let Some(a) = best {
+            out.insert(s.path.clone(), a);
+        }
+    }
+    out
 }
 
 /// Loads a session for the tree view.
@@ -83,10 +137,87 @@ fn mark(snippet: &str, highlights: &[(usize, usize)]) -> String {
     o
 }
 
-/// The full-text search (the same call as `sessiontree search`), on its own thread:
-/// answers queries, the newest first.
-fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Worker>) {
-    let files = list::all_files_stat(&agent);
+/// The search worker's end of the channels: queries in (each with its generation), hits out.
+pub struct SearchWorker {
+    tx: mpsc::Sender<(u64, String)>,
+    rx: mpsc::Receiver<Worker>,
+    /// The generation of the newest query sent: a search of an older one stops early.
+    newest: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl SearchWorker {
+    /// Starts the full-text search of `files` (the agent dir's sessions, or a folder's) on
+    /// its own thread.
+    pub fn start(agent: PathBuf, files: Option<Vec<PathBuf>>) -> SearchWorker {
+        let (qtx, qrx) = mpsc::channel();
+        let (wtx, wrx) = mpsc::channel();
+        let newest = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let n2 = newest.clone();
+        std::thread::spawn(move || search_worker(agent, files, qrx, wtx, n2));
+        SearchWorker {
+            tx: qtx,
+            rx: wrx,
+            newest,
+        }
+    }
+
+    fn send(&self, q: String) {
+        let g = self
+            .newest
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        let _ = self.tx.send((g, q));
+    }
+}
+
+/// Sessions matching `text`: the search of `sessiontree search` (words, any case, in
+/// message texts), grouped by session (every session with a hit, however many entries
+/// match elsewhere), each with its newest hit's snippet marked. `stop` ends it early.
+pub fn search_sessions(
+    files: &[(PathBuf, Option<list::FileStat>)],
+    summaries: Option<&Summaries>,
+    text: &str,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> std::result::Result<Hits, String> {
+    let query = Query {
+        text: text.to_string(),
+        mode: Mode::Words,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit: usize::MAX,
+    };
+    sessiontree_index::search::search_sessions(files, &query, summaries, 2, stop)
+        .map(|(hits, _)| {
+            hits.into_iter()
+                .map(|h| {
+                    let snip = mark(&h.snippet, &h.highlights);
+                    (h.path, snip)
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}
+
+/// The full-text search on its own thread: answers queries, the newest first (a search
+/// overtaken by a newer query stops and is not answered).
+fn search_worker(
+    agent: PathBuf,
+    files: Option<Vec<PathBuf>>,
+    rx: mpsc::Receiver<(u64, String)>,
+    tx: mpsc::Sender<Worker>,
+    newest: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    let mut files = match files {
+        None => list::all_files_stat(&agent),
+        Some(f) => list::with_stats(f),
+    };
+    // The newest files first: the top of the list fills in first.
+    files.sort_by(|a, b| {
+        let t = |f: &(PathBuf, Option<list::FileStat>)| f.1.as_ref().map_or(0, |s| s.mtime_ns);
+        t(b).cmp(&t(a))
+    });
     let summaries = Summaries::load(&Summaries::path_in(&agent));
     if tx.send(Worker::Ready).is_err() {
         return;
@@ -95,26 +226,45 @@ fn search_worker(agent: PathBuf, rx: mpsc::Receiver<String>, tx: mpsc::Sender<Wo
         while let Ok(newer) = rx.try_recv() {
             q = newer;
         }
-        let query = Query {
-            text: q.clone(),
-            mode: Mode::Words,
-            cwd: None,
-            role: None,
-            since_ms: None,
-            until_ms: None,
-            limit: 2000,
-        };
-        let r = sessiontree_index::search::search(&files, &query, summaries.as_ref(), 2)
-            .map(|(hits, _)| {
-                let mut m = Hits::new();
-                for h in hits {
-                    let snip = mark(&h.snippet, &h.highlights);
-                    m.entry(h.path).or_insert(snip);
+        let (g, text) = q;
+        let stop = || newest.load(std::sync::atomic::Ordering::Relaxed) != g;
+        // In steps of a few files, newest first; what was found so far is reported after
+        // the first step and then every 50 ms, so that the first screen of matches shows
+        // before the last file is read.
+        let mut found = Hits::new();
+        let mut error = None;
+        let mut reported = std::time::Instant::now();
+        for (n, chunk) in files.chunks(SEARCH_CHUNK).enumerate() {
+            if stop() {
+                break;
+            }
+            match search_sessions(chunk, summaries.as_ref(), &text, &stop) {
+                Ok(h) => found.extend(h),
+                Err(e) => {
+                    error = Some(e);
+                    break;
                 }
-                m
-            })
-            .map_err(|e| e.to_string());
-        if tx.send(Worker::Hits(q, r)).is_err() {
+            }
+            let last = (n + 1) * SEARCH_CHUNK >= files.len();
+            // The first step's matches at once (the top of the list), then every 50 ms.
+            if !last && (n == 0 || reported.elapsed() >= Duration::from_millis(50)) && !stop() {
+                reported = std::time::Instant::now();
+                if tx
+                    .send(Worker::Hits(text.clone(), Ok(found.clone()), false))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+        if stop() {
+            continue;
+        }
+        let r = match error {
+            Some(e) => Err(e),
+            None => Ok(found),
+        };
+        if tx.send(Worker::Hits(text, r, true)).is_err() {
             return;
         }
     }
@@ -242,33 +392,30 @@ pub fn run(a: Args) -> Result<()> {
         anyhow::bail!("browse needs a terminal (standard input and output are not both one)");
     }
     // Everything that can fail before the screen is taken, with a plain error.
-    let mut worker: Option<(mpsc::Sender<String>, mpsc::Receiver<Worker>)> = None;
+    let mut worker: Option<SearchWorker> = None;
     let mut app = match &a.path {
         Some(p) if p.is_file() => App::with_tree(open(p)?),
         Some(p) if p.is_dir() => {
             let d = dirs::resolve(&p.to_string_lossy());
             let v = sessions(Some(&d))?;
-            // A folder's sessions are searched by name and first message.
-            App::with_list(ListState::new(v, None, tilde(&d), false))
+            let agent = dirs::agent_dir();
+            let marks = archived(&agent, &v);
+            // The folder's files, searched as the agent dir's are.
+            worker = Some(SearchWorker::start(agent, Some(list::dir_files(&d))));
+            App::with_list(ListState::new(v, None, tilde(&d), false).with_archived(marks))
         }
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
         None => {
             let agent = dirs::agent_dir();
             let v = sessions(None)?;
+            let marks = archived(&agent, &v);
             let cwd = std::env::current_dir()
                 .ok()
                 .map(|c| dirs::resolve(&c.to_string_lossy()));
-            let (qtx, qrx) = mpsc::channel();
-            let (wtx, wrx) = mpsc::channel();
-            let a2 = agent.clone();
-            std::thread::spawn(move || search_worker(a2, qrx, wtx));
-            worker = Some((qtx, wrx));
-            App::with_list(ListState::new(
-                v,
-                cwd,
-                tilde(&agent.join("sessions")),
-                false,
-            ))
+            worker = Some(SearchWorker::start(agent.clone(), None));
+            App::with_list(
+                ListState::new(v, cwd, tilde(&agent.join("sessions")), false).with_archived(marks),
+            )
         }
     };
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
@@ -301,7 +448,7 @@ pub fn run(a: Args) -> Result<()> {
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
-    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
+    worker: Option<&SearchWorker>,
 ) -> Result<Option<PathBuf>> {
     let mut dirty = true;
     loop {
@@ -311,6 +458,19 @@ fn event_loop(
             app.set_page(render::page_for(app, area));
             terminal.draw(|f| render::draw(f, app))?;
             dirty = false;
+        }
+        if app.busy() && !event::poll(Duration::ZERO)? {
+            // A search scanning a large session: a slice of it, then a frame (a key
+            // typed meanwhile is read first and replaces or stops the search).
+            let until = std::time::Instant::now() + Duration::from_millis(30);
+            while app.busy() && std::time::Instant::now() < until {
+                app.tick(state::TICK_SEARCH_BYTES);
+                if event::poll(Duration::ZERO)? {
+                    break;
+                }
+            }
+            dirty = true;
+            continue;
         }
         if event::poll(Duration::from_millis(40))? {
             // Everything already typed, then one frame.
@@ -344,17 +504,18 @@ fn event_loop(
                 return Ok(None);
             }
         }
-        if let Some((qtx, wrx)) = worker {
-            while let Ok(m) = wrx.try_recv() {
+        if let Some(w) = worker {
+            while let Ok(m) = w.rx.try_recv() {
                 dirty = true;
                 match m {
                     Worker::Ready => {
                         if let Effect::Search(q) = app.text_ready() {
-                            let _ = qtx.send(q);
+                            w.send(q);
                         }
                     }
-                    Worker::Hits(q, Ok(h)) => app.hits(q, h),
-                    Worker::Hits(q, Err(e)) => {
+                    Worker::Hits(q, Ok(h), true) => app.hits(q, h),
+                    Worker::Hits(q, Ok(h), false) => app.partial_hits(q, h),
+                    Worker::Hits(q, Err(e), _) => {
                         app.status = Some(format!("search {q:?} failed: {e}"));
                         app.hits(q, Hits::new());
                     }
@@ -365,16 +526,12 @@ fn event_loop(
 }
 
 /// Performs one effect. Returns the file to resume when the user confirmed a resume.
-fn effect(
-    app: &mut App,
-    eff: Effect,
-    worker: Option<&(mpsc::Sender<String>, mpsc::Receiver<Worker>)>,
-) -> Result<Option<PathBuf>> {
+fn effect(app: &mut App, eff: Effect, worker: Option<&SearchWorker>) -> Result<Option<PathBuf>> {
     match eff {
         Effect::None | Effect::Quit => {}
         Effect::Search(q) => {
-            if let Some((qtx, _)) = worker {
-                let _ = qtx.send(q);
+            if let Some(w) = worker {
+                w.send(q);
             }
         }
         Effect::Open(p) => match open(&p) {

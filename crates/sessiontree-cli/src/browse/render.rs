@@ -3,12 +3,13 @@
 //! small one.
 
 use super::rows::{self, fit, width, NONE};
-use super::state::{Action, App, ListState, Modal, TreeState};
+use super::state::{Action, App, Archived, ListState, Modal, TreeState};
 use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
+use sessiontree::list::SessionInfo;
 use sessiontree::LeafArg;
 
 fn dim() -> Style {
@@ -140,6 +141,8 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
         "  (names and first messages until the full-text search is ready)".into()
     } else if l.searching() {
         "  searching…".into()
+    } else if l.partial && l.hits_for == l.query {
+        format!("  {} matching so far, searching…", l.shown.len())
     } else {
         format!("  {} matching", l.shown.len())
     };
@@ -195,12 +198,13 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
             let s = &l.sessions[i];
             let title = s.name.clone().unwrap_or_else(|| s.first_message.clone());
             let fork = if s.is_fork() { "⑂" } else { " " };
-            let head = format!(" {} {:>4}{fork} ", fmt_ms(s.modified_ms), s.message_count);
+            let head = format!(" {} {:>4}{fork}", fmt_ms(s.modified_ms), s.message_count);
+            let (imp, arc) = badges(s, l.archived.get(&s.path));
             let cwd = match s.cwd.strip_prefix(&home) {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
                 _ => s.cwd.clone(),
             };
-            let room = w.saturating_sub(width(&head));
+            let room = w.saturating_sub(width(&head) + 3);
             let cwd_w = if l.only_cwd {
                 0
             } else {
@@ -211,6 +215,9 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
             let pad = title_w.saturating_sub(width(&t));
             let mut spans = vec![
                 Span::styled(head, dim()),
+                imp,
+                arc,
+                Span::raw(" "),
                 Span::styled(
                     t,
                     if s.name.is_some() {
@@ -250,6 +257,43 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
         " ↑↓ move · type to search · Tab this folder/all · Enter tree · Ctrl+R resume · ? keys · Esc quit".into()
     });
     bar(f, row_rect(area, area.height - 1), footer, dim());
+}
+
+/// The two badge cells of a list row: where an imported session came from (`C` Claude
+/// Code, `X` Codex) and whether it is in an archive (`↑` pushed and unchanged since, `+`
+/// pushed and changed since).
+fn badges(s: &SessionInfo, a: Option<&Archived>) -> (Span<'static>, Span<'static>) {
+    let imp = match s.imported.as_deref() {
+        Some("claude-code") => Span::styled("C", Style::default().fg(Color::Magenta)),
+        Some("codex") => Span::styled("X", Style::default().fg(Color::Magenta)),
+        Some(_) => Span::styled("I", Style::default().fg(Color::Magenta)),
+        None => Span::raw(" "),
+    };
+    let arc = match a {
+        Some(a) if a.changed => Span::styled("+", Style::default().fg(Color::Yellow)),
+        Some(_) => Span::styled("↑", Style::default().fg(Color::Green)),
+        None => Span::raw(" "),
+    };
+    (imp, arc)
+}
+
+/// The agent's name for the preview.
+fn agent_name(a: &str) -> &str {
+    match a {
+        "claude-code" => "Claude Code",
+        "codex" => "Codex",
+        other => other,
+    }
+}
+
+fn bytes(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0))
+    }
 }
 
 fn draw_preview(f: &mut Frame, l: &ListState, area: Rect) {
@@ -294,6 +338,32 @@ fn draw_preview(f: &mut Frame, l: &ListState, area: Rect) {
             p.as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| p.to_string()),
+        ));
+    }
+    if let Some(a) = &s.imported {
+        lines.push(field(
+            "imported",
+            format!("from {} (sessiontree import)", agent_name(a)),
+        ));
+    }
+    if let Some(a) = l.archived.get(&s.path) {
+        lines.push(field(
+            "archive",
+            if !a.changed {
+                format!("pushed, unchanged since ({})", bytes(a.size_now))
+            } else if a.size_now > a.pushed_size {
+                format!(
+                    "pushed {} · grown to {}",
+                    bytes(a.pushed_size),
+                    bytes(a.size_now)
+                )
+            } else {
+                format!(
+                    "pushed {} · changed since ({})",
+                    bytes(a.pushed_size),
+                    bytes(a.size_now)
+                )
+            },
         ));
     }
     if let Some(snip) = l.snippet() {
@@ -459,7 +529,14 @@ fn draw_tree(f: &mut Frame, app: &App, t: &TreeState, area: Rect) {
     if let Some(ca) = ctx_area {
         draw_context(f, t, ca);
     }
-    let footer = if let Some(s) = &app.status {
+    let footer = if let Some(sc) = &t.scan {
+        format!(
+            " search: {}▏  searching… {} of {} rows · any key stops",
+            t.query,
+            sc.done.min(sc.total - 1),
+            sc.total - 1
+        )
+    } else if let Some(s) = &app.status {
         s.clone()
     } else if !t.query.is_empty() {
         format!(
@@ -613,6 +690,7 @@ fn draw_modal(f: &mut Frame, m: &Modal, area: Rect) {
             [
                 "Sessions: type to search (full text) · ↑↓ PgUp PgDn Home End",
                 "  Tab this folder / all · Enter open the tree · Ctrl+R resume · Esc quit",
+                "  marks: ⑂ fork · C/X imported from Claude Code/Codex · ↑ pushed · + changed since",
                 "Tree: ↑↓ move · ←→ PgUp PgDn page · Home End",
                 "  Ctrl+← fold segment / to its start / up · Ctrl+→ unfold / next segment",
                 "  Alt+↑ Alt+↓ previous / next sibling branch · Ctrl+G the leaf",

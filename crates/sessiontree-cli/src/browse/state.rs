@@ -12,6 +12,18 @@ use std::path::PathBuf;
 /// Search hits of one query, by session path: the first hit's snippet.
 pub type Hits = HashMap<String, String>;
 
+/// What the local archive state (`sessiontree push`) says about a session file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Archived {
+    /// The file's size when it was last pushed (or found unchanged by a push).
+    pub pushed_size: u64,
+    /// Its size now.
+    pub size_now: u64,
+    /// The file is no longer what was pushed (grown, or rewritten: another size, time
+    /// or inode than the push recorded).
+    pub changed: bool,
+}
+
 pub struct App {
     pub list: ListState,
     pub tree: Option<TreeState>,
@@ -34,6 +46,8 @@ pub struct ListState {
     /// Results of `hits_for` from the full-text index.
     pub hits: Option<Hits>,
     pub hits_for: String,
+    /// `hits` are what the search found so far: more sessions may come.
+    pub partial: bool,
     /// The full-text index is ready; until then typing matches names, first messages and
     /// folders.
     pub text_ready: bool,
@@ -43,6 +57,8 @@ pub struct ListState {
     pub top: usize,
     /// Where the sessions come from, for the title.
     pub source: String,
+    /// Sessions pushed to an archive, by file (from the local archive state).
+    pub archived: HashMap<PathBuf, Archived>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,17 +108,89 @@ pub struct TreeState {
     pub sel: usize,
     pub top: usize,
     pub query: String,
-    /// Per entry, the start of its text in lower case, made when a search first looks at
-    /// the entry (a search scans from the selection and stops at the first hit).
-    pub search_text: std::cell::RefCell<Vec<Option<Box<str>>>>,
+    /// Per entry, whether its text matches `marks_for` (`UNKNOWN` until looked at): a
+    /// search scans from the selection and stops at the first hit; drawn rows fill in
+    /// what they need.
+    marks: std::cell::RefCell<Marks>,
+    /// A search still looking for its hit (a scan goes on across frames: see [`App::tick`]).
+    pub scan: Option<Scan>,
     /// Show the context projection from the selected entry.
     pub context: bool,
     /// Messages scrolled back from the end of the context.
     pub context_scroll: usize,
 }
 
-/// How much of an entry's text the search inside a session looks at.
-pub const SEARCH_CHARS: usize = 2000;
+/// Text bytes a keystroke's search looks at before it hands the rest of its scan to
+/// [`App::tick`] (so that a key is drawn at once even on a 250 MB session).
+pub const KEY_SEARCH_BYTES: usize = 2 << 20;
+/// Text bytes one [`App::tick`] looks at.
+pub const TICK_SEARCH_BYTES: usize = 4 << 20;
+
+const UNKNOWN: u8 = 0;
+const MISS: u8 = 1;
+const HIT: u8 = 2;
+
+/// Search results per entry for one query, and a buffer for lower-casing texts.
+#[derive(Default)]
+struct Marks {
+    query: String,
+    of: Vec<u8>,
+    buf: String,
+    /// The query's longest run of ASCII letters and digits, any case: an entry whose line
+    /// does not hold it cannot match (see [`prefilter`]).
+    pre: Option<regex::bytes::Regex>,
+}
+
+/// A check on an entry's raw line that rules most entries out without decoding them: the
+/// longest run of ASCII letters and digits of the query (two or more), in any case. In a
+/// line without `\u` escapes, such a run of the entry's decoded text is in the line as
+/// is (JSON escapes only stand for other characters), and the texts of messages,
+/// compactions and summaries are joined with separators that are not letters or digits.
+fn prefilter(q: &str) -> Option<regex::bytes::Regex> {
+    let piece = q
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .max_by_key(|p| p.len())
+        .filter(|p| p.len() >= 2)?;
+    regex::bytes::RegexBuilder::new(&regex::escape(piece))
+        .case_insensitive(true)
+        .unicode(false)
+        .build()
+        .ok()
+}
+
+/// A search in progress: the visible rows from `from`, in one direction, wrapping around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scan {
+    pub forward: bool,
+    /// Position in `visible` where the scan started.
+    pub from: usize,
+    /// Rows looked at so far (the next one is `from ± done`).
+    pub done: usize,
+    /// Rows to look at in all.
+    pub total: usize,
+}
+
+/// What a scan step ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    Hit,
+    None,
+    /// The budget ran out first: the scan goes on.
+    Pending,
+}
+
+/// `text` lower-cased into `buf` contains `q` (lower case).
+fn contains_folded(text: &str, q: &str, buf: &mut String) -> bool {
+    buf.clear();
+    for c in text.chars() {
+        if c.is_ascii() {
+            buf.push(c.to_ascii_lowercase());
+        } else {
+            buf.extend(c.to_lowercase());
+        }
+    }
+    memchr::memmem::find(buf.as_bytes(), q.as_bytes()).is_some()
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -189,6 +277,14 @@ pub enum Job {
     },
 }
 
+/// The status line after a search step.
+fn searched(f: Found, query: &str) -> Option<String> {
+    match f {
+        Found::Hit | Found::Pending => None,
+        Found::None => Some(format!("no match for {query:?}")),
+    }
+}
+
 fn ctrl(k: &KeyEvent) -> bool {
     k.modifiers.contains(KeyModifiers::CONTROL)
 }
@@ -217,14 +313,22 @@ impl ListState {
             query: String::new(),
             hits: None,
             hits_for: String::new(),
+            partial: false,
             text_ready,
             shown: Vec::new(),
             sel: 0,
             top: 0,
             source,
+            archived: HashMap::new(),
         };
         l.refilter();
         l
+    }
+
+    /// The archive marks of the listed files (see [`Archived`]).
+    pub fn with_archived(mut self, archived: HashMap<PathBuf, Archived>) -> ListState {
+        self.archived = archived;
+        self
     }
 
     pub fn selected(&self) -> Option<&SessionInfo> {
@@ -329,7 +433,8 @@ impl TreeState {
             sel: 0,
             top: 0,
             query: String::new(),
-            search_text: std::cell::RefCell::new(Vec::new()),
+            marks: std::cell::RefCell::new(Marks::default()),
+            scan: None,
             context: false,
             context_scroll: 0,
         };
@@ -462,29 +567,54 @@ impl TreeState {
         self.top = self.top.min(max_top.max(self.sel.saturating_sub(page - 1)));
     }
 
-    /// Whether an entry's text (its first `SEARCH_CHARS` characters, kind and label
-    /// included, any case) contains `q` (already lower case).
-    fn entry_matches(&self, node: u32, q: &str) -> bool {
-        let mut cache = self.search_text.borrow_mut();
-        if cache.is_empty() {
-            cache.resize(self.loaded.tree.entries().len(), None);
+    /// Whether an entry (its kind, its whole text, its label; any case) contains `q`
+    /// (lower case), and the bytes of text that took to find out (0 when already known).
+    fn entry_matches(&self, node: u32, q: &str) -> (bool, usize) {
+        let mut m = self.marks.borrow_mut();
+        let m = &mut *m;
+        if m.query != q || m.of.len() != self.loaded.tree.entries().len() {
+            m.query = q.to_string();
+            m.of.clear();
+            m.of.resize(self.loaded.tree.entries().len(), UNKNOWN);
+            m.pre = prefilter(q);
         }
-        let slot = &mut cache[node as usize];
-        if slot.is_none() {
-            let t = &self.loaded.tree;
-            let e = t.entry_at(node);
-            let (kind, text) = crate::show::describe(e);
-            let mut s = String::with_capacity(kind.len() + 1 + text.len().min(SEARCH_CHARS));
-            s.push_str(&kind);
-            s.push(' ');
-            s.extend(text.chars().take(SEARCH_CHARS));
-            if let Some(l) = e.id().and_then(|id| t.get_label(id)) {
-                s.push(' ');
-                s.push_str(&sessiontree::json::Raw::trusted(&l.label).js_string());
+        match m.of[node as usize] {
+            HIT => return (true, 0),
+            MISS => return (false, 0),
+            _ => {}
+        }
+        let t = &self.loaded.tree;
+        let e = t.entry_at(node);
+        if let Some(re) = &m.pre {
+            let bulk = matches!(
+                e.entry_type,
+                EntryType::Message
+                    | EntryType::CustomMessage
+                    | EntryType::Compaction
+                    | EntryType::BranchSummary
+            );
+            let line = e.text().as_bytes();
+            if bulk
+                && memchr::memmem::find(line, b"\\u").is_none()
+                && !re.is_match(line)
+                && e.id().and_then(|id| t.get_label(id)).is_none()
+            {
+                m.of[node as usize] = MISS;
+                // A byte checked here costs a fraction of a decoded one.
+                return (false, line.len() / 4 + 1);
             }
-            *slot = Some(s.to_lowercase().into_boxed_str());
         }
-        slot.as_deref().is_some_and(|s| s.contains(q))
+        let (kind, text) = crate::show::describe(e);
+        let mut hit =
+            contains_folded(&kind, q, &mut m.buf) || contains_folded(&text, q, &mut m.buf);
+        if !hit {
+            if let Some(l) = e.id().and_then(|id| t.get_label(id)) {
+                let l = sessiontree::json::Raw::trusted(&l.label).js_string();
+                hit = contains_folded(&l, q, &mut m.buf);
+            }
+        }
+        m.of[node as usize] = if hit { HIT } else { MISS };
+        (hit, text.len().max(1))
     }
 
     pub fn is_hit(&self, row: u32) -> bool {
@@ -493,29 +623,65 @@ impl TreeState {
         }
         let q = self.query.to_lowercase();
         self.entry_matches(self.layout.rows[row as usize].node, &q)
+            .0
     }
 
-    /// Moves to the next (or previous) visible row matching the query, from the selection
-    /// (included when `here`), wrapping around.
-    pub fn next_hit(&mut self, forward: bool, here: bool) -> bool {
+    /// Starts a search for the next (or previous) visible row matching the query, from
+    /// the selection (included when `here`), wrapping around, and runs it for
+    /// `budget` bytes of text. A scan that needs more is left in `scan` for
+    /// [`TreeState::advance`]; it replaces any scan still running (the newest query wins).
+    pub fn next_hit(&mut self, forward: bool, here: bool, budget: usize) -> Found {
+        self.scan = None;
         if self.query.is_empty() || self.visible.is_empty() {
-            return false;
+            return Found::None;
         }
         let n = self.visible.len();
-        let start = if here { 0 } else { 1 };
-        for k in start..=n {
-            let i = if forward {
-                (self.sel + k) % n
+        // Not `here`: from the row after the selection, the selection itself last.
+        self.scan = Some(Scan {
+            forward,
+            from: self.sel,
+            done: usize::from(!here),
+            total: n + 1,
+        });
+        self.advance(budget)
+    }
+
+    /// Continues the scan in progress for about `budget` bytes of text.
+    pub fn advance(&mut self, budget: usize) -> Found {
+        let Some(mut sc) = self.scan else {
+            return Found::None;
+        };
+        let n = self.visible.len();
+        if n == 0 || sc.total != n + 1 {
+            // The rows changed under the scan (a filter, a fold): start it again.
+            let (forward, here) = (sc.forward, sc.done == 0);
+            return self.next_hit(forward, here, budget);
+        }
+        let q = self.query.to_lowercase();
+        let mut spent = 0usize;
+        while sc.done < sc.total {
+            let i = if sc.forward {
+                (sc.from + sc.done) % n
             } else {
-                (self.sel + n * 2 - k) % n
+                (sc.from + n * 2 - sc.done) % n
             };
-            if self.is_hit(self.visible[i]) {
+            sc.done += 1;
+            let (hit, cost) =
+                self.entry_matches(self.layout.rows[self.visible[i] as usize].node, &q);
+            if hit {
+                self.scan = None;
                 self.sel = i;
                 self.center();
-                return true;
+                return Found::Hit;
+            }
+            spent += cost;
+            if spent >= budget && sc.done < sc.total {
+                self.scan = Some(sc);
+                return Found::Pending;
             }
         }
-        false
+        self.scan = None;
+        Found::None
     }
 
     /// The next or previous sibling branch of the selection's segment.
@@ -625,8 +791,19 @@ impl App {
 
     /// Results of the full-text search for `query`.
     pub fn hits(&mut self, query: String, hits: Hits) {
+        self.set_hits(query, hits, false);
+    }
+
+    /// What the full-text search for `query` found so far (the newest sessions' files are
+    /// searched first, so the top of the list fills in first).
+    pub fn partial_hits(&mut self, query: String, hits: Hits) {
+        self.set_hits(query, hits, true);
+    }
+
+    fn set_hits(&mut self, query: String, hits: Hits, partial: bool) {
         self.list.hits = Some(hits);
         self.list.hits_for = query;
+        self.list.partial = partial;
         self.list.refilter();
         self.list.scroll(self.page);
     }
@@ -639,6 +816,27 @@ impl App {
         } else {
             self.list.refilter();
             Effect::Search(self.list.query.clone())
+        }
+    }
+
+    /// A search inside the session is still scanning (call [`App::tick`]).
+    pub fn busy(&self) -> bool {
+        self.tree.as_ref().is_some_and(|t| t.scan.is_some())
+    }
+
+    /// Continues a search still scanning, for `budget` bytes of text.
+    pub fn tick(&mut self, budget: usize) {
+        let page = self.page;
+        if let Some(t) = self.tree.as_mut() {
+            if t.scan.is_some() {
+                let before = t.sel_row();
+                let f = t.advance(budget);
+                self.status = searched(f, &t.query);
+                if t.sel_row() != before {
+                    t.context_scroll = 0;
+                }
+                t.scroll(page);
+            }
         }
     }
 
@@ -748,10 +946,15 @@ impl App {
         };
         let n = t.visible.len();
         let before = t.sel_row();
+        // Any key ends a scan still running; a search key starts its own.
+        t.scan = None;
         let c = ctrl(&k);
         let a = alt(&k);
         match k.code {
-            KeyCode::Esc if !t.query.is_empty() => t.query.clear(),
+            KeyCode::Esc if !t.query.is_empty() => {
+                t.query.clear();
+                t.scan = None;
+            }
             KeyCode::Esc if t.context => t.context = false,
             KeyCode::Esc => {
                 if has_list {
@@ -803,18 +1006,17 @@ impl App {
                 t.rebuild(None);
             }
             KeyCode::Char('n') if c => {
-                if !t.next_hit(true, false) {
-                    self.status = Some("no match".into());
-                }
+                let f = t.next_hit(true, false, KEY_SEARCH_BYTES);
+                self.status = searched(f, &t.query);
             }
             KeyCode::Char('p') if c => {
-                if !t.next_hit(false, false) {
-                    self.status = Some("no match".into());
-                }
+                let f = t.next_hit(false, false, KEY_SEARCH_BYTES);
+                self.status = searched(f, &t.query);
             }
             KeyCode::Char('a') if c => self.modal = Some(Modal::Menu),
             KeyCode::Backspace => {
                 t.query.pop();
+                t.scan = None;
             }
             KeyCode::F(1) => self.modal = Some(Modal::Help),
             _ => {
@@ -824,9 +1026,8 @@ impl App {
                         return Effect::None;
                     }
                     t.query.push(ch);
-                    if !t.next_hit(true, true) {
-                        self.status = Some(format!("no match for {:?}", t.query));
-                    }
+                    let f = t.next_hit(true, true, KEY_SEARCH_BYTES);
+                    self.status = searched(f, &t.query);
                 }
             }
         }

@@ -179,6 +179,7 @@ fn info(n: usize, cwd: &str, name: Option<&str>, first: &str) -> SessionInfo {
         first_message: first.into(),
         all_messages_text: String::new(),
         reference_drops: false,
+        imported: None,
     }
 }
 
@@ -191,12 +192,15 @@ fn list() -> ListState {
                 Some("Orbit drift: explicit Euler"),
                 "The orbit simulator drifts",
             ),
-            info(
-                1,
-                "/home/u/web",
-                None,
-                "Why does the login page flash white?",
-            ),
+            SessionInfo {
+                imported: Some("claude-code".into()),
+                ..info(
+                    1,
+                    "/home/u/web",
+                    None,
+                    "Why does the login page flash white?",
+                )
+            },
             info(
                 2,
                 "/home/u/orbit",
@@ -209,16 +213,41 @@ fn list() -> ListState {
                 Some("会話の要約"),
                 "日本語のメモを整理して",
             ),
-            info(
-                4,
-                "/home/u/web",
-                None,
-                "Bump the dependencies and fix the build",
-            ),
+            SessionInfo {
+                imported: Some("codex".into()),
+                ..info(
+                    4,
+                    "/home/u/web",
+                    None,
+                    "Bump the dependencies and fix the build",
+                )
+            },
         ],
         Some(PathBuf::from("/home/u/orbit")),
         "/home/u/.pi/agent/sessions".into(),
         false,
+    )
+    .with_archived(
+        [
+            (
+                PathBuf::from("/a/sessions/s0.jsonl"),
+                Archived {
+                    pushed_size: 48_000,
+                    size_now: 48_000,
+                    changed: false,
+                },
+            ),
+            (
+                PathBuf::from("/a/sessions/s4.jsonl"),
+                Archived {
+                    pushed_size: 20_000,
+                    size_now: 31_500,
+                    changed: true,
+                },
+            ),
+        ]
+        .into_iter()
+        .collect(),
     )
 }
 
@@ -405,6 +434,92 @@ fn typing_searches_inside_the_session_and_ctrl_n_goes_to_the_next_hit() {
     app.key(key(KeyCode::Esc));
     assert_eq!(app.tree.as_ref().unwrap().query, "");
     assert_eq!(app.key(key(KeyCode::Esc)), Effect::Quit);
+}
+
+/// The search inside a session looks at every character of an entry (it used to stop at
+/// the first 2,000), any case, non-ASCII text included.
+#[test]
+fn search_inside_a_session_reads_whole_entries() {
+    let mut b = Builder::new("long-0001");
+    let long = format!("{} the Needle is here", "filler text ".repeat(800));
+    assert!(long.len() > 9000);
+    b.user("u1", None, "first question")
+        .assistant("a1", Some("u1"), &long)
+        .user("u2", Some("a1"), "Über die ÄNDERUNG sprechen")
+        .assistant("a2", Some("u2"), "short answer");
+    // A foreign writer's escapes: "Ha\u0079stack" is "Haystack" (the check on raw lines
+    // must not rule it out).
+    b.lines.push(
+        r#"{"type":"message","id":"u3","parentId":"a2","timestamp":"2025-11-29T21:10:00.000Z","message":{"role":"user","content":"in the Ha\u0079stack","timestamp":1764450600000}}"#
+            .into(),
+    );
+    let mut app = App::with_tree(tree_of(&b));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "needle is");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("a1"));
+    assert!(!app.busy());
+    app.key(key(KeyCode::Esc));
+    typ(&mut app, "änderung");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u2"));
+    app.key(key(KeyCode::Esc));
+    typ(&mut app, "haystack");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u3"));
+    // A tool name and the kind are searched too ("user" is every user message's kind).
+    app.key(key(KeyCode::Esc));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "user");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("u1"));
+}
+
+/// A session too large for one keystroke's share of the scan: the key returns at once with
+/// the scan pending ("searching…" shown), `tick` carries it on, a newer query replaces it,
+/// any other key stops it, and a query without a hit ends with "no match".
+#[test]
+fn search_on_a_large_session_goes_on_across_frames_and_the_newest_query_wins() {
+    let mut b = Builder::new("big-00001");
+    let chunk = "lorem ipsum dolor sit amet ".repeat(1200); // ~32 KB per entry
+    b.user("r", None, "start");
+    let mut last = "r".to_string();
+    for i in 0..400 {
+        let id = format!("e{i}");
+        let text = if i == 390 {
+            format!("{chunk} the rare word zanzibar")
+        } else {
+            chunk.clone()
+        };
+        b.assistant(&id, Some(&last), &text);
+        last = id;
+    }
+    let mut app = App::with_tree(tree_of(&b));
+    app.key(key(KeyCode::Home));
+    typ(&mut app, "zanz");
+    // ~13 MB of text: more than a key's share (2 MiB).
+    assert!(app.busy());
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("r"));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("searching…"), "{s}");
+    // The newest query wins: the scan of "zanz" is replaced by one of "zanzi".
+    app.key(key(KeyCode::Char('i')));
+    assert_eq!(app.tree.as_ref().unwrap().query, "zanzi");
+    let mut ticks = 0;
+    while app.busy() {
+        app.tick(1 << 18);
+        ticks += 1;
+        assert!(ticks < 100);
+    }
+    assert!(ticks >= 2, "{ticks}");
+    assert_eq!(app.tree.as_ref().unwrap().sel_id(), Some("e390"));
+    assert_eq!(app.status, None);
+    // Another key stops a scan; a query with no hit ends with "no match".
+    typ(&mut app, "q");
+    assert!(app.busy());
+    app.key(key(KeyCode::Up));
+    assert!(!app.busy());
+    app.key(ctrl('n'));
+    while app.busy() {
+        app.tick(TICK_SEARCH_BYTES);
+    }
+    assert_eq!(app.status.as_deref(), Some("no match for \"zanziq\""));
 }
 
 #[test]
@@ -670,4 +785,172 @@ fn search_highlights_become_the_previews_marks() {
         super::mark("日本語 ok", &[(0, 2), (4, 6)]),
         "[[日本]]語 [[ok]]"
     );
+}
+
+#[test]
+fn snapshot_badges_of_imported_and_archived_sessions() {
+    let mut app = App::with_list(list());
+    // s4: imported from Codex, pushed and grown since.
+    app.key(key(KeyCode::End));
+    let s = screen(&mut app, 120, 40);
+    assert!(s.contains("imported  from Codex"), "{s}");
+    assert!(s.contains("pushed 19.5 KiB · grown to 30.8 KiB"), "{s}");
+    insta::assert_snapshot!("list_badges_120x40", s);
+    // s0: pushed, unchanged; s1: imported from Claude Code, not pushed.
+    app.key(key(KeyCode::Home));
+    let s = screen(&mut app, 80, 24);
+    assert!(
+        s.contains("archive   pushed, unchanged since (46.9 KiB)"),
+        "{s}"
+    );
+    app.key(key(KeyCode::Down));
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("imported  from Claude Code"), "{s}");
+    assert!(!s.contains("archive   pushed"), "{s}");
+    insta::assert_snapshot!("list_badges_80x24", s);
+}
+
+/// The archive marks come from the state `sessiontree push` leaves in the agent dir: a
+/// pushed file is marked, a file grown since is marked as changed, a file no push has
+/// seen is not, and several archives' states are read.
+#[test]
+fn archive_marks_come_from_the_local_push_state() {
+    use sessiontree_archive::state::{FileStamp, State};
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let sessions = agent.join("sessions").join("--w--");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let b = compaction_session();
+    let same = b.write(&sessions, "same.jsonl");
+    let grown = b.write(&sessions, "grown.jsonl");
+    let other = b.write(&sessions, "other-archive.jsonl");
+    let never = b.write(&sessions, "never.jsonl");
+    let stamp = |p: &Path| FileStamp::of(&std::fs::metadata(p).unwrap());
+    let mut st = State::load(agent, "archive-one");
+    st.set_pushed(&same, stamp(&same), "", "h1");
+    st.set_pushed(&grown, stamp(&grown), "", "h2");
+    st.save().unwrap();
+    let mut st2 = State::load(agent, "archive-two");
+    st2.set_pushed(&other, stamp(&other), "", "h3");
+    st2.save().unwrap();
+    let size = std::fs::metadata(&grown).unwrap().len();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .unwrap()
+        .write_all(b"{\"type\":\"label\",\"id\":\"zz\",\"parentId\":\"a3\",\"timestamp\":\"2025-11-29T21:10:00.000Z\",\"targetId\":\"a3\",\"label\":\"x\"}\n")
+        .unwrap();
+    let infos: Vec<SessionInfo> = [&same, &grown, &other, &never]
+        .iter()
+        .map(|p| SessionInfo {
+            path: p.to_path_buf(),
+            ..info(0, "/w", None, "x")
+        })
+        .collect();
+    let marks = super::archived(agent, &infos);
+    assert_eq!(marks.len(), 3, "{marks:?}");
+    assert!(!marks[&same].changed);
+    assert!(!marks[&other].changed);
+    let g = marks[&grown];
+    assert!(g.changed);
+    assert_eq!(g.pushed_size, size);
+    assert!(g.size_now > size);
+    assert!(!marks.contains_key(&never));
+    // No archive state at all: nothing marked, nothing created.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(super::archived(empty.path(), &infos).is_empty());
+    assert!(!empty.path().join("sessiontree-archive").exists());
+}
+
+/// The list's search finds every session with a hit: a session whose only (older) hit
+/// comes after 2,000 newer hits elsewhere is listed (the browser used to stop at 2,000
+/// hits), and a folder given as `browse DIR` is searched in full text, not by name.
+#[test]
+fn list_search_finds_every_session_with_a_hit_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut busy = Builder::new("busy-0001");
+    busy.t = T0 + 10_000_000;
+    busy.user("b0", None, "start");
+    let mut last = "b0".to_string();
+    for i in 0..2100 {
+        let id = format!("b{}", i + 1);
+        busy.assistant(&id, Some(&last), &format!("the needle again, number {i}"));
+        last = id;
+    }
+    let busy_p = busy.write(dir.path(), "busy.jsonl");
+    let mut quiet = Builder::new("quiet-001");
+    quiet.user("q1", None, "an old question").assistant(
+        "q2",
+        Some("q1"),
+        "found the Needle in the haystack",
+    );
+    let quiet_p = quiet.write(dir.path(), "quiet.jsonl");
+    let files = sessiontree::list::with_stats(sessiontree::list::dir_files(dir.path()));
+    // What a search limited to 2,000 hits (entries) sees: only the busy session.
+    let q = sessiontree_index::search::Query {
+        text: "needle".into(),
+        mode: sessiontree_index::search::Mode::Words,
+        cwd: None,
+        role: None,
+        since_ms: None,
+        until_ms: None,
+        limit: 2000,
+    };
+    let (limited, _) = sessiontree_index::search::search(&files, &q, None, 2).unwrap();
+    assert!(limited.iter().all(|h| h.path != quiet_p.to_string_lossy()));
+    let hits = super::search_sessions(&files, None, "needle", &|| false).unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert_eq!(
+        hits[&*quiet_p.to_string_lossy()],
+        "found the [[Needle]] in the haystack"
+    );
+    assert!(hits.contains_key(&*busy_p.to_string_lossy()));
+    // Words anywhere in the text, not in the name: nothing named "haystack".
+    let hits = super::search_sessions(&files, None, "haystack needle", &|| false).unwrap();
+    assert_eq!(hits.len(), 1);
+    // A search overtaken by a newer query stops.
+    let stopped = super::search_sessions(&files, None, "needle", &|| true).unwrap();
+    assert!(stopped.is_empty());
+    // The list shows what the search found.
+    let infos = [&busy_p, &quiet_p]
+        .iter()
+        .enumerate()
+        .map(|(n, p)| SessionInfo {
+            path: p.to_path_buf(),
+            ..info(n, "/w", None, "start")
+        })
+        .collect();
+    let mut app = App::with_list(ListState::new(infos, None, "dir".into(), true));
+    assert_eq!(
+        typ(&mut app, "haystack").last(),
+        Some(&Effect::Search("haystack".into()))
+    );
+    app.hits("haystack".into(), hits);
+    assert_eq!(app.list.shown, vec![1]);
+}
+
+/// The list's search reports what it found so far (newest files first) before it is done:
+/// the list fills in, says it is still searching, and the final answer replaces it.
+#[test]
+fn list_search_shows_partial_results_until_the_search_is_done() {
+    let mut app = App::with_list(list());
+    app.text_ready();
+    assert_eq!(
+        typ(&mut app, "drift").last(),
+        Some(&Effect::Search("drift".into()))
+    );
+    let mut first = Hits::new();
+    first.insert("/a/sessions/s0.jsonl".into(), "orbit [[drift]]".into());
+    app.partial_hits("drift".into(), first.clone());
+    assert_eq!(app.list.shown, vec![0]);
+    assert!(!app.list.searching());
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("1 matching so far, searching…"), "{s}");
+    let mut all = first;
+    all.insert("/a/sessions/s3.jsonl".into(), "no [[drift]] here".into());
+    app.hits("drift".into(), all);
+    assert_eq!(app.list.shown, vec![0, 3]);
+    let s = screen(&mut app, 80, 24);
+    assert!(s.contains("2 matching") && !s.contains("so far"), "{s}");
 }

@@ -58,6 +58,8 @@ struct StoredInfo {
     first_message: String,
     #[serde(default, rename = "_drops")]
     drops: bool,
+    #[serde(default, rename = "importedFrom")]
+    imported: Option<String>,
 }
 
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
@@ -78,6 +80,7 @@ fn from_stored(s: &str) -> Option<SessionInfo> {
         first_message: v.first_message,
         all_messages_text: String::new(),
         reference_drops: v.drops,
+        imported: v.imported,
     })
 }
 

@@ -5,7 +5,7 @@ use crate::listing_store::{self, Mismatch, Store};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA_VERSION: &str = "sessiontree-index-10";
+pub const SCHEMA_VERSION: &str = "sessiontree-index-11";
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
