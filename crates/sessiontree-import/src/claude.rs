@@ -30,6 +30,7 @@
 //! Entry ids are derived from the line uuids, so the same line gets the same id in every
 //! file that holds a copy of it.
 
+use crate::lift::Lifted;
 use crate::node::{self, Body, Nodes};
 use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
 use serde_json::{json, Map, Value};
@@ -45,7 +46,8 @@ type Obj = Map<String, Value>;
 /// gives conversions without lines.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
-    let records = read_lines(bytes, &mut problems);
+    let mut lift = Lifted::new(bytes);
+    let records = read_lines(bytes, &mut lift, &mut problems);
     let is_agent_file = file_stem.starts_with("agent-");
     let source_id = records
         .iter()
@@ -63,7 +65,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut out = Vec::new();
     if !is_agent_file {
         let head = Head::of(&main);
-        let mut c = build(main, NAMESPACE);
+        let mut c = build(main, NAMESPACE, &lift);
         c.problems = problems.clone();
         out.push(finish(
             c,
@@ -86,7 +88,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
             format!("{source_id}/sidechains")
         };
         let head = Head::of(&side);
-        let mut c = build(side, NAMESPACE);
+        let mut c = build(side, NAMESPACE, &lift);
         if is_agent_file {
             c.problems = problems;
         }
@@ -186,7 +188,7 @@ impl State {
     }
 }
 
-fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
+fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Built {
     let mut st = State::default();
     let mut summaries: Vec<(Option<String>, String)> = Vec::new();
     let mut title: Option<String> = None;
@@ -208,13 +210,13 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
                         .get("leafUuid")
                         .and_then(Value::as_str)
                         .map(str::to_string);
-                    summaries.push((leaf, s.to_string()));
+                    summaries.push((leaf, lift.restore(s).into_owned()));
                 }
                 continue;
             }
             "custom-title" => {
                 if let Some(s) = o.get("customTitle").and_then(Value::as_str) {
-                    title = Some(s.to_string());
+                    title = Some(lift.restore(s).into_owned());
                 }
                 continue;
             }
@@ -380,7 +382,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
         }
     }
     Built {
-        lines: st.nodes.finish(namespace),
+        lines: st.nodes.finish(namespace, lift),
         name,
         problems: st.problems,
         skipped: st.skipped,

@@ -14,10 +14,12 @@
 //! file appears whole (exclusive create), an existing one is only appended to, under the
 //! writer lock.
 
+use lift::Lifted;
 use std::collections::BTreeMap;
 
 pub mod claude;
 pub mod codex;
+mod lift;
 mod node;
 pub mod write;
 
@@ -172,20 +174,23 @@ pub(crate) fn time_ms(v: Option<&serde_json::Value>) -> Option<i64> {
 /// Splits source bytes into lines (1-based numbers) and parses each; a line that does not
 /// parse, or is not an object, is a problem. A last line without its newline is read if it
 /// parses (an agent may be writing it right now: if it does not parse, it is left for the
-/// next import and not reported).
+/// next import and not reported). Long strings are lifted out first ([`lift`]).
 pub(crate) fn read_lines(
     bytes: &[u8],
+    lift: &mut Lifted<'_>,
     problems: &mut Vec<Problem>,
 ) -> Vec<(usize, serde_json::Map<String, serde_json::Value>)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut n = 0;
+    let mut lifted = Vec::new();
     while start < bytes.len() {
         n += 1;
         let (end, complete) = match memchr_nl(&bytes[start..]) {
             Some(p) => (start + p, true),
             None => (bytes.len(), false),
         };
+        let base = start;
         let mut line = &bytes[start..end];
         start = end + 1;
         if line.last() == Some(&b'\r') {
@@ -194,24 +199,39 @@ pub(crate) fn read_lines(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(line) {
+        let spans_before = lift.span_count();
+        let parsed = if lift.lift_line(base, line, &mut lifted) {
+            serde_json::from_slice::<serde_json::Value>(&lifted)
+        } else {
+            serde_json::from_slice::<serde_json::Value>(line)
+        };
+        if !matches!(parsed, Ok(serde_json::Value::Object(_))) {
+            lift.unlift_from(spans_before);
+        }
+        match parsed {
             Ok(serde_json::Value::Object(m)) => out.push((n, m)),
             Ok(other) => problems.push(Problem {
                 line: n,
                 message: format!("not a JSON object ({})", kind_name(&other)),
             }),
             Err(_) if !complete => {}
-            Err(e) => problems.push(Problem {
-                line: n,
-                message: format!("not valid JSON: {e}"),
-            }),
+            Err(_) => {
+                // The parser's message (and column) for the line as it is in the source.
+                let e = serde_json::from_slice::<serde_json::Value>(line)
+                    .err()
+                    .map_or_else(|| "not valid JSON".to_string(), |e| e.to_string());
+                problems.push(Problem {
+                    line: n,
+                    message: format!("not valid JSON: {e}"),
+                })
+            }
         }
     }
     out
 }
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+    memchr::memchr(b'\n', b)
 }
 
 fn kind_name(v: &serde_json::Value) -> &'static str {
@@ -242,7 +262,8 @@ mod tests {
     #[test]
     fn lines_with_problems() {
         let mut p = Vec::new();
-        let l = read_lines(b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":", &mut p);
+        let src = b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":";
+        let l = read_lines(src, &mut Lifted::new(src), &mut p);
         assert_eq!(l.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(p.iter().map(|x| x.line).collect::<Vec<_>>(), vec![3, 4]);
     }
