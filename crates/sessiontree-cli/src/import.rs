@@ -198,6 +198,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                                 let entries = conv.lines.len();
                                 let conv = Conversion {
                                     lines: Vec::new(),
+                                    body: String::new(),
                                     ..conv
                                 };
                                 done.lock().unwrap().push((
@@ -249,6 +250,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 source,
                 conv: Conversion {
                     lines: Vec::new(),
+                    body: String::new(),
                     ..conv
                 },
                 entries,
@@ -256,6 +258,30 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 parent_session,
             },
         ));
+    }
+    // New files were linked without a folder sync each: one sync per folder now, before
+    // any of them is reported written.
+    if !a.dry_run {
+        let mut folders: Vec<PathBuf> = done
+            .iter()
+            .filter_map(|(_, d)| match &d.result {
+                Ok(o) if o.status == sessiontree_import::Status::Created => {
+                    o.path.parent().map(Path::to_path_buf)
+                }
+                _ => None,
+            })
+            .collect();
+        folders.sort();
+        folders.dedup();
+        for f in folders {
+            if let Err(e) = sessiontree::store::sync_folder(&f) {
+                for (_, d) in done.iter_mut() {
+                    if matches!(&d.result, Ok(o) if o.path.parent() == Some(f.as_path())) {
+                        d.result = Err(format!("{e}"));
+                    }
+                }
+            }
+        }
     }
     done.sort_by_key(|d| d.0);
     let mut errors = errors.into_inner().unwrap();
@@ -354,5 +380,6 @@ fn write_one(
         return Err(EMPTY.into());
     }
     let dir = target_dir(conv, session_dir)?;
-    sessiontree_import::write(conv, &dir, parent_session, dry_run).map_err(|e| e.to_string())
+    sessiontree_import::write_unsynced(conv, &dir, parent_session, dry_run)
+        .map_err(|e| e.to_string())
 }

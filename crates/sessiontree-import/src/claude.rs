@@ -121,6 +121,7 @@ impl Head {
 
 struct Built {
     lines: Vec<crate::Line>,
+    body: String,
     name: Option<String>,
     problems: Vec<Problem>,
     skipped: BTreeMap<String, usize>,
@@ -144,6 +145,7 @@ fn finish(
         parent_source,
         kind,
         lines: b.lines,
+        body: b.body,
         name: b.name,
         problems: b.problems,
         skipped: b.skipped,
@@ -381,8 +383,10 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
             st.nodes.push(Some(last), key, ms, Body::SessionInfo(clean));
         }
     }
+    let (lines, body) = st.nodes.finish(namespace, lift);
     Built {
-        lines: st.nodes.finish(namespace, lift),
+        lines,
+        body,
         name,
         problems: st.problems,
         skipped: st.skipped,

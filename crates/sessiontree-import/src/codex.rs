@@ -105,7 +105,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
             let mut ignored = Vec::new();
             c.prefix = pid.clone();
             // The parent's lines are not lifted: markers name spans of this rollout only.
-            for (line, o) in read_lines(pb, &mut Lifted::off(pb), &mut ignored) {
+            for (line, o) in read_lines(pb, &mut Lifted::off(), &mut ignored) {
                 if line as u64 <= n {
                     c.line(line, o);
                 }
@@ -124,6 +124,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         c.line(line, o);
     }
     c.close();
+    let (lines, body) = c.nodes.finish("codex", &lift);
     let mut all = problems;
     all.extend(c.problems);
     all.sort_by_key(|p| p.line);
@@ -139,7 +140,8 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         } else {
             "main"
         },
-        lines: c.nodes.finish("codex", &lift),
+        lines,
+        body,
         name: None,
         problems: all,
         skipped: c.skipped,

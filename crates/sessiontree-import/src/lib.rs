@@ -23,7 +23,7 @@ mod lift;
 mod node;
 pub mod write;
 
-pub use write::{write, Outcome, Status};
+pub use write::{write, write_unsynced, Outcome, Status};
 
 /// Which agent a transcript comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,12 +49,13 @@ pub struct Problem {
     pub message: String,
 }
 
-/// One Pi entry line, canonical (what `JSON.stringify` writes), without its newline.
+/// One Pi entry: its id, its parent, and where its line is in [`Conversion::body`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
     pub id: String,
     pub parent: Option<String>,
-    pub json: String,
+    /// The line's bytes in the body, without its newline.
+    pub range: std::ops::Range<usize>,
 }
 
 /// A source session converted to Pi entries.
@@ -75,6 +76,8 @@ pub struct Conversion {
     pub kind: &'static str,
     /// Entries in file order; the last one is the source's active leaf.
     pub lines: Vec<Line>,
+    /// The entries' lines, canonical (what `JSON.stringify` writes), each ended by `\n`.
+    pub body: String,
     pub name: Option<String>,
     pub problems: Vec<Problem>,
     /// Source lines deliberately left out, by kind (bookkeeping without a Pi equivalent).
@@ -106,13 +109,15 @@ impl Conversion {
 
     /// [`Conversion::to_bytes`] appended to a buffer.
     pub fn write_bytes(&self, parent_session: Option<&str>, out: &mut Vec<u8>) {
-        out.reserve(self.lines.iter().map(|l| l.json.len() + 1).sum::<usize>() + 256);
+        out.reserve(self.body.len() + 256);
         out.extend_from_slice(self.header_line(parent_session).as_bytes());
         out.push(b'\n');
-        for l in &self.lines {
-            out.extend_from_slice(l.json.as_bytes());
-            out.push(b'\n');
-        }
+        out.extend_from_slice(self.body.as_bytes());
+    }
+
+    /// The line of an entry (canonical JSON, without its newline).
+    pub fn json(&self, line: &Line) -> &str {
+        &self.body[line.range.clone()]
     }
 }
 

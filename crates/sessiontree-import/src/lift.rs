@@ -56,30 +56,36 @@ const PAYLOAD_KEYS: &[&[u8]] = &[
 
 /// The spans lifted out of one source's bytes.
 pub(crate) struct Lifted<'a> {
-    src: &'a [u8],
+    /// The source, when it is UTF-8 throughout (else nothing is lifted).
+    text: &'a str,
     /// `(start, end)` of each lifted string's inside (without quotes) in `src`.
     spans: Vec<(usize, usize)>,
     enabled: bool,
 }
 
 impl<'a> Lifted<'a> {
-    /// A lifter over `src` (disabled when `src` holds the marker's escapes itself).
+    /// A lifter over `src` (disabled when `src` holds the marker's escapes itself; lines
+    /// from the first byte that is not UTF-8 on are parsed as they are).
     pub fn new(src: &'a [u8]) -> Lifted<'a> {
         #[cfg(test)]
         if tests::OFF.with(std::cell::Cell::get) {
-            return Lifted::off(src);
+            return Lifted::off();
         }
+        let valid = match std::str::from_utf8(src) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&src[..e.valid_up_to()]).unwrap_or_default(),
+        };
         Lifted {
-            src,
+            text: valid,
             spans: Vec::new(),
             enabled: memchr::memmem::find(src, MARK).is_none(),
         }
     }
 
-    /// One that lifts nothing (lines of another source than `src`).
-    pub fn off(src: &'a [u8]) -> Lifted<'a> {
+    /// One that lifts nothing (lines of another source).
+    pub fn off() -> Lifted<'a> {
         Lifted {
-            src,
+            text: "",
             spans: Vec::new(),
             enabled: false,
         }
@@ -93,7 +99,7 @@ impl<'a> Lifted<'a> {
         let min_len = MIN_LEN;
         #[cfg(test)]
         let min_len = tests::MIN.with(std::cell::Cell::get);
-        if !self.enabled || line.len() < min_len {
+        if !self.enabled || line.len() < min_len || base + line.len() > self.text.len() {
             return false;
         }
         out.clear();
@@ -123,11 +129,7 @@ impl<'a> Lifted<'a> {
                         }
                         continue;
                     }
-                    if !canonical
-                        || end - start < min_len
-                        || liftable.last() != Some(&true)
-                        || std::str::from_utf8(&line[start..end]).is_err()
-                    {
+                    if !canonical || end - start < min_len || liftable.last() != Some(&true) {
                         continue;
                     }
                     out.extend_from_slice(&line[copied..start]);
@@ -161,16 +163,25 @@ impl<'a> Lifted<'a> {
     }
 
     /// The JSON text `json` with every marker replaced by its span.
+    #[cfg(test)]
     pub fn expand(&self, json: String) -> String {
-        if self.spans.is_empty() {
-            return json;
-        }
+        let mut out = String::new();
+        self.expand_into(&json, &mut out);
+        out
+    }
+
+    /// [`Lifted::expand`], appended to `out`.
+    pub fn expand_into(&self, json: &str, out: &mut String) {
         let b = json.as_bytes();
-        let Some(first) = memchr::memmem::find(b, MARK) else {
-            return json;
+        let first = match self.spans.is_empty() {
+            true => None,
+            false => memchr::memmem::find(b, MARK),
+        };
+        let Some(first) = first else {
+            out.push_str(json);
+            return;
         };
         let finder = memchr::memmem::Finder::new(MARK);
-        let mut out: Vec<u8> = Vec::with_capacity(b.len() + 4096);
         let mut copied = 0;
         let mut at = Some(first);
         while let Some(m) = at {
@@ -185,8 +196,9 @@ impl<'a> Lifted<'a> {
             let close = digits_start + digits;
             match idx.and_then(|k| self.spans.get(k)) {
                 Some(&(s, e)) if b[close..].starts_with(MARK_END) => {
-                    out.extend_from_slice(&b[copied..m]);
-                    out.extend_from_slice(&self.src[s..e]);
+                    // Cut at ASCII bytes (quotes, a marker's backslash): whole characters.
+                    out.push_str(&json[copied..m]);
+                    out.push_str(&self.text[s..e]);
                     copied = close + MARK_END.len();
                 }
                 // Not one of ours (cannot happen: the source holds no marker escapes).
@@ -194,9 +206,7 @@ impl<'a> Lifted<'a> {
             }
             at = finder.find(&b[digits_start..]).map(|p| p + digits_start);
         }
-        out.extend_from_slice(&b[copied..]);
-        // The spans are valid UTF-8 (checked when lifted) and were cut at characters.
-        String::from_utf8(out).expect("spans are UTF-8")
+        out.push_str(&json[copied..]);
     }
 
     /// The text a string stood for, markers replaced by the strings they hold.
@@ -216,7 +226,7 @@ impl<'a> Lifted<'a> {
             ) {
                 (Some(&(a, e)), true) => {
                     out.push_str(&rest[..p]);
-                    let lit = &self.src[a - 1..e + 1];
+                    let lit = &self.text.as_bytes()[a - 1..e + 1];
                     out.push_str(&sessiontree::json::decode_string(lit));
                     rest = &after[digits + 1..];
                 }
