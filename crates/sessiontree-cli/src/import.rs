@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 use sessiontree::dirs;
-use sessiontree_import::{claude, codex, Conversion, Outcome};
-use std::collections::HashMap;
+use sessiontree_import::{claude, codex, copies, Conversion, Outcome};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -159,8 +159,28 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     files.dedup();
     let session_dir = dirs::session_dir_override(a.session_dir.as_deref());
 
+    // Claude Code transcripts that start with the same line as another one: one is a
+    // resume copy of the other, which only the whole set can tell.
+    let mut shared_start: HashSet<&Path> = HashSet::new();
+    if a.agent == AgentArg::Claude {
+        let mut firsts: HashMap<String, Vec<&Path>> = HashMap::new();
+        for f in &files {
+            if stem_of(f).starts_with("agent-") {
+                continue;
+            }
+            let first = std::fs::File::open(f)
+                .ok()
+                .and_then(|r| copies::first_uuid(std::io::BufReader::new(r)));
+            if let Some(u) = first {
+                firsts.entry(u).or_default().push(f);
+            }
+        }
+        shared_start.extend(firsts.into_values().filter(|v| v.len() > 1).flatten());
+    }
+    let copies_seen = Mutex::new(copies::Copies::default());
+
     // Convert (and write what needs no parent) on every core; sessions linked to a parent
-    // (subagents, forks) wait until every parent's path is known.
+    // (subagents, forks, resume copies) wait until every parent's path is known.
     let next = Mutex::new(0usize);
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
@@ -189,18 +209,26 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                         Ok(convs) => {
                             for (k, conv) in convs.into_iter().enumerate() {
                                 let order = i * 4 + k;
-                                if conv.parent_source.is_some() {
+                                let main_claude =
+                                    a.agent == AgentArg::Claude && conv.kind == "main";
+                                if main_claude {
+                                    copies_seen.lock().unwrap().add(&conv);
+                                }
+                                let copy = main_claude
+                                    && (conv.copied || shared_start.contains(path.as_path()));
+                                if conv.parent_source.is_some() || copy {
                                     waiting.lock().unwrap().push((order, path.clone(), conv));
                                     continue;
                                 }
                                 let result =
                                     write_one(&conv, session_dir.as_deref(), None, a.dry_run);
                                 let entries = conv.lines.len();
-                                let conv = Conversion {
+                                let mut conv = Conversion {
                                     lines: Vec::new(),
-                                    body: String::new(),
                                     ..conv
                                 };
+                                // The body's memory serves this thread's next conversion.
+                                sessiontree_import::recycle(std::mem::take(&mut conv.body));
                                 done.lock().unwrap().push((
                                     order,
                                     Done {
@@ -226,12 +254,21 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         }
     }
     let mut waiting = waiting.into_inner().unwrap();
-    waiting.sort_by_key(|w| w.0);
+    // Older sessions first: an original is written before its copies and forks.
+    waiting.sort_by(|x, y| {
+        (&x.2.timestamp, x.2.last_ms, x.0).cmp(&(&y.2.timestamp, y.2.last_ms, y.0))
+    });
+    let copies_seen = copies_seen.into_inner().unwrap();
     for (order, source, conv) in waiting {
-        let parent_id = conv.parent_source.clone().unwrap_or_default();
-        let parent_path = by_source.get(&parent_id).cloned().or_else(|| {
-            let cwd = conv.cwd.clone().unwrap_or_default();
-            sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
+        let parent_id = conv
+            .parent_source
+            .clone()
+            .or_else(|| copies_seen.original_of(&conv).map(str::to_string));
+        let parent_path = parent_id.and_then(|parent_id| {
+            by_source.get(&parent_id).cloned().or_else(|| {
+                let cwd = conv.cwd.clone().unwrap_or_default();
+                sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
+            })
         });
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
         let result = write_one(

@@ -129,8 +129,8 @@ fn import_then_list_search_stats_and_export() {
         .filter(|s| s["parentSessionPath"].is_string())
         .count();
     assert_eq!(
-        forked, 3,
-        "the subagent and the Codex forks name their parent"
+        forked, 4,
+        "the subagent, the Claude resume copy and the Codex forks name their parent"
     );
 
     let hits = h.json(&["search", "coupon", "--json"]);
@@ -230,4 +230,59 @@ fn dry_run_writes_nothing_and_errors_name_the_file() {
     let o = h.run(&["import", "codex", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "nothing to import");
     assert!(String::from_utf8_lossy(&o.stderr).contains("no Codex transcripts under"));
+}
+
+/// Claude Code's resume and fork copies (`--resume` in older releases: a new file with the
+/// whole history; `--fork-session`: a new file starting with the copied context) record no
+/// link to where they came from; the import links each to its original with
+/// `parentSession`, whatever order the files are found in, and not the other way round.
+#[test]
+fn claude_resume_and_fork_copies_are_linked_to_their_original() {
+    let h = Home::new();
+    copy_dir(
+        &fixtures().join("claude-recorded"),
+        &h.root.join("claude/projects/-home-dev-demo"),
+    );
+    let all = h.json(&["import", "claude", "--json"]);
+    let by_id = |id: &str| -> Value {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == id)
+            .unwrap_or_else(|| panic!("{id} in {all:#}"))
+            .clone()
+    };
+    let header = |s: &Value| -> Value {
+        let text = std::fs::read_to_string(s["path"].as_str().unwrap()).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    for (copy, original) in [
+        // --fork-session of the recorded session (Claude Code 2.1.197)
+        (
+            "71c6a3d1-f15a-402a-b68f-a0ec2fccad7a",
+            "8229c4a7-d162-4cc5-9777-fee09e1d4363",
+        ),
+        // a resume copy of the whole history (hand-written, older layout)
+        (
+            "2c9a7e4f-5d1b-4a8e-9f3c-7e6d5b4a3c05",
+            "8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02",
+        ),
+    ] {
+        let (c, o) = (by_id(copy), by_id(original));
+        assert_eq!(c["parentSession"], o["path"], "{copy}");
+        assert_eq!(header(&c)["parentSession"], o["path"], "{copy}");
+        assert!(o.get("parentSession").is_none(), "{original}: {o}");
+        assert!(header(&o).get("parentSession").is_none(), "{original}");
+    }
+    // Sessions that share nothing stay unlinked.
+    assert!(by_id("5d0f7c1e-2b0a-4c61-9f51-0d6a7e3b9a01")
+        .get("parentSession")
+        .is_none());
+
+    // A copy imported without its original: no link, and no error.
+    let alone = Home::new();
+    let only = fixtures().join("claude-recorded/71c6a3d1-f15a-402a-b68f-a0ec2fccad7a.jsonl");
+    let v = alone.json(&["import", "claude", "--json", only.to_str().unwrap()]);
+    assert_eq!(v[0]["status"], "created");
+    assert!(v[0].get("parentSession").is_none(), "{v}");
 }

@@ -65,16 +65,18 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut out = Vec::new();
     if !is_agent_file {
         let head = Head::of(&main);
+        // Lines copied from another session (a resume or fork copy) keep their times, so
+        // the first line with a uuid is older than the copy's own first line.
+        let first_uuid_ms = main
+            .iter()
+            .find(|r| r.1.get("uuid").is_some_and(Value::is_string))
+            .and_then(|r| time_ms(r.1.get("timestamp")));
+        let copied = first_uuid_ms.is_some_and(|t| t < head.first_ms);
         let mut c = build(main, NAMESPACE, &lift);
         c.problems = problems.clone();
-        out.push(finish(
-            c,
-            source_id.clone(),
-            source_id.clone(),
-            None,
-            "main",
-            head,
-        ));
+        let mut conv = finish(c, source_id.clone(), source_id.clone(), None, "main", head);
+        conv.copied = copied;
+        out.push(conv);
     }
     if !side.is_empty() || is_agent_file {
         let agent = side
@@ -120,6 +122,7 @@ impl Head {
 }
 
 struct Built {
+    last_ms: i64,
     lines: Vec<crate::Line>,
     body: String,
     name: Option<String>,
@@ -146,6 +149,8 @@ fn finish(
         kind,
         lines: b.lines,
         body: b.body,
+        last_ms: b.last_ms,
+        copied: false,
         name: b.name,
         problems: b.problems,
         skipped: b.skipped,
@@ -383,8 +388,10 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
             st.nodes.push(Some(last), key, ms, Body::SessionInfo(clean));
         }
     }
+    let last_ms = st.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
     let (lines, body) = st.nodes.finish(namespace, lift);
     Built {
+        last_ms,
         lines,
         body,
         name,

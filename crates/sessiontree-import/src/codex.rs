@@ -124,6 +124,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         c.line(line, o);
     }
     c.close();
+    let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
     let (lines, body) = c.nodes.finish("codex", &lift);
     let mut all = problems;
     all.extend(c.problems);
@@ -142,6 +143,8 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         },
         lines,
         body,
+        last_ms,
+        copied: false,
         name: None,
         problems: all,
         skipped: c.skipped,

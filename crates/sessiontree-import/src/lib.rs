@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 pub mod claude;
 pub mod codex;
+pub mod copies;
 mod lift;
 mod node;
 pub mod write;
@@ -74,6 +75,11 @@ pub struct Conversion {
     pub parent_source: Option<String>,
     /// `main`, `sidechain` (a Claude Code subagent) or `fork`.
     pub kind: &'static str,
+    /// The newest entry time (epoch ms).
+    pub last_ms: i64,
+    /// Starts with lines copied from another session (a Claude Code resume or fork copy,
+    /// which records no link to its original): see [`copies::Copies`].
+    pub copied: bool,
     /// Entries in file order; the last one is the source's active leaf.
     pub lines: Vec<Line>,
     /// The entries' lines, canonical (what `JSON.stringify` writes), each ended by `\n`.
@@ -119,6 +125,28 @@ impl Conversion {
     pub fn json(&self, line: &Line) -> &str {
         &self.body[line.range.clone()]
     }
+}
+
+thread_local! {
+    static BODIES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer for a conversion's body: one given back with [`recycle`] on this thread if
+/// there is one (a fresh one of a file's size would be mapped and zeroed by the kernel).
+pub(crate) fn body_buffer() -> String {
+    BODIES.with(|b| b.borrow_mut().pop()).unwrap_or_default()
+}
+
+/// Gives a conversion's body back once it is written, for the next conversion on this
+/// thread.
+pub fn recycle(mut body: String) {
+    body.clear();
+    BODIES.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < 4 {
+            b.push(body);
+        }
+    });
 }
 
 /// FNV-1a, 64 bits: the deterministic hash behind every derived id.

@@ -79,7 +79,7 @@ impl Nodes {
             }
         }
         let mut out = Vec::with_capacity(self.nodes.len());
-        let mut body = String::new();
+        let mut body = crate::body_buffer();
         for (i, n) in self.nodes.into_iter().enumerate() {
             let id = &ids[i];
             let parent = n.parent.map(|p| ids[p].clone());
