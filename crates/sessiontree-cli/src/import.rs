@@ -189,6 +189,8 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     // meanwhile.
     let threads =
         (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
+    // Many transcripts take a while: a bar on stderr when it is a terminal.
+    let pb = crate::ls::progress_bar(files.len(), "importing transcripts");
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -201,6 +203,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                         i
                     };
                     let Some(path) = files.get(i) else { break };
+                    if let Some(pb) = &pb {
+                        pb.inc(1);
+                    }
                     match convert_file(a.agent, path, &files, &mut buf) {
                         Err(e) => errors
                             .lock()
@@ -246,6 +251,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             });
         }
     });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
     let mut done = done.into_inner().unwrap();
     let mut by_source: HashMap<String, PathBuf> = HashMap::new();
     for (_, d) in &done {

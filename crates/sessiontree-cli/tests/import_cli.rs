@@ -286,3 +286,50 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
     assert_eq!(v[0]["status"], "created");
     assert!(v[0].get("parentSession").is_none(), "{v}");
 }
+
+/// A long import shows a progress bar on a terminal (`script` gives the command one), and
+/// nothing but the written paths when its output is a pipe.
+#[test]
+fn long_imports_show_progress_on_a_terminal_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("projects/-home-dev-many");
+    std::fs::create_dir_all(&src).unwrap();
+    for n in 0..210 {
+        let sid = format!("00000000-0000-4000-8000-{n:012}");
+        let line = |uuid: &str, parent: &str, ty: &str, content: &str| {
+            format!(
+                r#"{{"parentUuid":{parent},"isSidechain":false,"cwd":"/home/dev/many","sessionId":"{sid}","type":"{ty}","message":{{"role":"{ty}","content":"{content}"}},"uuid":"{uuid}","timestamp":"2025-10-02T09:00:0{n2}.000Z"}}"#,
+                n2 = n % 10
+            )
+        };
+        let text = format!(
+            "{}\n",
+            line(&format!("u-{n}"), "null", "user", &format!("question {n}"))
+        );
+        std::fs::write(src.join(format!("{sid}.jsonl")), text).unwrap();
+    }
+    let out = tmp.path().join("out");
+    let cmd = format!(
+        "{BIN} import claude {} --session-dir {}",
+        src.display(),
+        out.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("`script` (util-linux) runs the command on a terminal");
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{shown}");
+    assert!(shown.contains("importing transcripts"), "{shown}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 210);
+
+    let again = Command::new(BIN)
+        .args(["import", "claude", src.to_str().unwrap(), "--session-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 210);
+}
