@@ -104,7 +104,7 @@ fn import_then_list_search_stats_and_export() {
     );
     let o = h.run(&["import", "codex"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o).lines().count(), 6);
+    assert_eq!(stdout(&o).lines().count(), 8);
     // A fork that continues from its parent's first lines holds them: Pi resumes it whole.
     let fork = stdout(&o)
         .lines()
@@ -119,11 +119,11 @@ fn import_then_list_search_stats_and_export() {
 
     let ls = h.json(&["ls", "--all", "--json"]);
     let sessions = ls["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 12);
+    assert_eq!(sessions.len(), 14);
     let names: Vec<&str> = sessions.iter().filter_map(|s| s["name"].as_str()).collect();
     assert!(names.contains(&"Coupon total fix in cart"), "{names:?}");
     let no_index = h.json(&["ls", "--all", "--no-index", "--json"]);
-    assert_eq!(no_index["sessions"].as_array().unwrap().len(), 12);
+    assert_eq!(no_index["sessions"].as_array().unwrap().len(), 14);
     let forked = sessions
         .iter()
         .filter(|s| s["parentSessionPath"].is_string())
@@ -168,7 +168,7 @@ fn import_is_idempotent_and_reports_as_json() {
         .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
         .collect();
     assert_eq!(snapshot.len(), 4);
-    assert_eq!(first.as_array().unwrap().len(), 6);
+    assert_eq!(first.as_array().unwrap().len(), 8);
     for s in first.as_array().unwrap() {
         assert_eq!(s["status"], "created");
         assert!(s["source"].as_str().unwrap().ends_with(".jsonl"));

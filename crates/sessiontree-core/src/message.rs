@@ -355,17 +355,6 @@ impl UserMessage {
             extra: Extra::new(),
         }
     }
-
-    /// Sets `timestamp` (ms since the epoch).
-    pub fn at(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = timestamp_ms;
-        self
-    }
-
-    /// The JSON Pi writes for this message.
-    pub fn to_json(&self) -> Result<Json> {
-        to_json(&Tagged::User(self))
-    }
 }
 
 /// `role: "assistant"`: one reply of the model.
@@ -474,12 +463,6 @@ impl AssistantMessage {
         self
     }
 
-    /// Sets `timestamp` (ms since the epoch).
-    pub fn at(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = timestamp_ms;
-        self
-    }
-
     /// `errorMessage`, when the request failed or was aborted.
     pub fn error_message(&self) -> Option<&str> {
         self.extra.get("errorMessage").and_then(Value::as_str)
@@ -496,11 +479,6 @@ impl AssistantMessage {
             ContentBlock::ToolCall(c) => Some(c),
             _ => None,
         })
-    }
-
-    /// The JSON Pi writes for this message.
-    pub fn to_json(&self) -> Result<Json> {
-        to_json(&Tagged::Assistant(self))
     }
 }
 
@@ -574,17 +552,6 @@ impl ToolResultMessage {
         self.duration_ms = Some(ms);
         self
     }
-
-    /// Sets `timestamp` (ms since the epoch).
-    pub fn at(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = timestamp_ms;
-        self
-    }
-
-    /// The JSON Pi writes for this message.
-    pub fn to_json(&self) -> Result<Json> {
-        to_json(&Tagged::ToolResult(self))
-    }
 }
 
 /// `role: "bashExecution"`: a shell command the user ran with `!` (`!!`: kept out of the
@@ -636,17 +603,6 @@ impl BashExecutionMessage {
             extra: Extra::new(),
         }
     }
-
-    /// Sets `timestamp` (ms since the epoch).
-    pub fn at(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = timestamp_ms;
-        self
-    }
-
-    /// The JSON Pi writes for this message.
-    pub fn to_json(&self) -> Result<Json> {
-        to_json(&Tagged::BashExecution(self))
-    }
 }
 
 /// `role: "custom"`: a message an extension injects into the conversation (sent to the
@@ -687,17 +643,32 @@ impl CustomMessage {
             extra: Extra::new(),
         }
     }
+}
 
-    /// Sets `timestamp` (ms since the epoch).
-    pub fn at(mut self, timestamp_ms: i64) -> Self {
-        self.timestamp = timestamp_ms;
-        self
-    }
+/// `at` and `to_json`, the same for every message type.
+macro_rules! timestamped_message {
+    ($($ty:ident => $tag:ident),* $(,)?) => {$(
+        impl $ty {
+            /// Sets `timestamp` (ms since the epoch).
+            pub fn at(mut self, timestamp_ms: i64) -> Self {
+                self.timestamp = timestamp_ms;
+                self
+            }
 
-    /// The JSON Pi writes for this message.
-    pub fn to_json(&self) -> Result<Json> {
-        to_json(&Tagged::Custom(self))
-    }
+            /// The JSON Pi writes for this message.
+            pub fn to_json(&self) -> Result<Json> {
+                to_json(&Tagged::$tag(self))
+            }
+        }
+    )*};
+}
+
+timestamped_message! {
+    UserMessage => User,
+    AssistantMessage => Assistant,
+    ToolResultMessage => ToolResult,
+    BashExecutionMessage => BashExecution,
+    CustomMessage => Custom,
 }
 
 /// Any stored message: the `message` of a `message` entry (Pi's `AgentMessage`).

@@ -2,17 +2,27 @@
 # Records the fixtures in ../tests/fixtures/{claude,codex}-recorded: runs the real agents
 # (npm @anthropic-ai/claude-code, @openai/codex) against the scripted endpoints in this
 # folder, in a throwaway HOME, and keeps the transcripts and the requests they sent.
-#   record.sh OUT_DIR   (needs node, npm, python3, git; installs the agents into OUT_DIR)
+#   record.sh OUT_DIR [all|claude|codex|codex-compaction]
+#   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
+#   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0, then
 # had their paths renamed to /home/dev/demo and long agent-written texts (attachment
-# listings, base instructions) replaced by placeholders.
+# listings, base instructions) replaced by placeholders. For the codex-compaction part
+# `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded` (and the same for cxr)
+# does that and puts its rollout and resume requests into the fixture set.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+PART=${2:-all}
 cd "$OUT"
-[ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code @openai/codex
+want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+if want claude; then
+  [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
+fi
+[ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
 CLAUDE=$OUT/node_modules/.bin/claude CODEX=$OUT/node_modules/.bin/codex
 
+if want claude; then
 # Claude Code: a tool call, a resume, a subagent, /compact, a --fork-session copy.
 mkdir -p cc/proj && (cd cc/proj && git init -q .)
 python3 "$HERE/scripted_anthropic.py" 18432 "$OUT/cc/requests.jsonl" & S1=$!
@@ -27,7 +37,9 @@ cc "/compact" --resume "$SID" >/dev/null
 cc "After compacting, RUN again" --resume "$SID" >/dev/null
 cc "Forked question" --resume "$SID" --fork-session >/dev/null
 kill $S1
+fi
 
+if want codex; then
 # Codex: a tool call, resumes, a fork.
 mkdir -p cx/proj cx/home/.codex && (cd cx/proj && git init -q .)
 cat > cx/home/.codex/config.toml <<'TOML'
@@ -52,4 +64,47 @@ cx resume "$ID" "Please RUN it again" >/dev/null
 cx resume "$ID" "After compaction question" >/dev/null
 cx fork "$ID" "Forked question" >/dev/null
 kill $S2
-echo "transcripts under $OUT/cc/.claude/projects and $OUT/cx/home/.codex/sessions; requests in $OUT/*/requests.jsonl"
+fi
+
+if want codex-compaction; then
+# Codex compacting: a tool call, a turn whose tool call reports a context over the
+# configured model_auto_compact_token_limit (Codex compacts mid-turn, then continues), a
+# turn after it, a turn reporting a large context again (Codex compacts before the next
+# turn starts), and resumes after each compaction. Twice: in cxc with a provider of its
+# own name (Codex summarizes locally: a summarization request, the summary as a user
+# message) and in cxr with a provider named "OpenAI" (Codex compacts remotely: a request
+# ending with a compaction trigger, answered by one opaque compaction item).
+compacting() { # DIR PORT PROVIDER_NAME
+  local dir=$OUT/$1
+  mkdir -p "$dir/proj" "$dir/home/.codex" && (cd "$dir/proj" && git init -q .)
+  cat > "$dir/home/.codex/config.toml" <<TOML
+model = "gpt-5-codex"
+model_provider = "scripted"
+model_reasoning_effort = "medium"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+model_auto_compact_token_limit = 100000
+[model_providers.scripted]
+name = "$3"
+base_url = "http://127.0.0.1:$2/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_KEY"
+TOML
+  python3 "$HERE/scripted_openai.py" "$2" "$dir/requests.jsonl" & local srv=$!
+  sleep 1
+  run() { (cd "$dir/proj" && HOME=$dir/home CODEX_HOME=$dir/home/.codex SCRIPTED_KEY=x "$CODEX" exec --skip-git-repo-check "$@") >/dev/null; }
+  run "Please RUN the echo command"
+  local id
+  id=$(ls "$dir"/home/.codex/sessions/*/*/*/rollout-*.jsonl | head -1 | sed 's/.*-\([0-9a-f-]\{36\}\)\.jsonl/\1/')
+  run resume "$id" "Please RUN it again with a BIG output"
+  run resume "$id" "What happened after the compaction?"
+  run resume "$id" "Give a BIG answer"
+  run resume "$id" "Does the next turn compact first?"
+  run resume "$id" "Last question"
+  kill $srv
+  "$CODEX" --version > "$dir/codex-version"
+}
+compacting cxc 18434 scripted
+compacting cxr 18435 OpenAI
+fi
+echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc,cxr}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"

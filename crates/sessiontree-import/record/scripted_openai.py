@@ -3,29 +3,51 @@
     python3 scripted_openai.py PORT REQUESTS.jsonl [INPUT_TOKENS]
 
 Logs every request body to REQUESTS.jsonl and answers (SSE) from a script keyed on the last
-user text: "RUN" -> reasoning + a shell tool call, a tool output -> a text, anything else ->
-reasoning + "Answer N to: ..."."""
+user text: "RUN" -> reasoning + a shell tool call, a tool output -> a text, Codex's
+compaction prompt -> "Summary N: ...", a remote compaction request (input ending with a
+`compaction_trigger`) -> one opaque `compaction` item, the summary Codex continues from
+after compacting -> "Continuing from the summary. Reply N.", anything else -> reasoning +
+"Answer N to: ...".
+Each response reports 900 input tokens (INPUT_TOKENS when given); the first response to a
+turn whose user text says "BIG" reports 200,000, so that Codex, configured with a small
+model_auto_compact_token_limit, compacts (mid-turn after a tool call, else before the
+next turn)."""
 import json, sys, threading, itertools
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 LOG = open(sys.argv[2], "a")
 counter = itertools.count(1)
 lock = threading.Lock()
 BIG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+BIG_DONE = set()
 
 def texts(item):
     return "\n".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
 
 def plan(body):
+    """The output items and whether to report a large token usage."""
     items = [i for i in body.get("input", []) if isinstance(i, dict)]
+    out = respond(body, items)
+    users = [texts(i) for i in items if i.get("type") == "message" and i.get("role") == "user"]
+    big = bool(users) and "BIG" in users[-1] and users[-1] not in BIG_DONE
+    if big:
+        BIG_DONE.add(users[-1])
+    return out, big
+
+def respond(body, items):
     n = next(counter)
     tools = [t.get("name") for t in body.get("tools", []) if isinstance(t, dict)]
     last = items[-1] if items else {}
+    if last.get("type") == "compaction_trigger":
+        # Remote compaction (providers named "OpenAI"): one opaque compaction item.
+        return [{"type": "compaction", "id": f"cmp_{n}", "encrypted_content": f"opaque-compaction-{n}"}]
     if last.get("type") in ("function_call_output", "custom_tool_call_output"):
         return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"The command ran. Reply {n}."}]}]
     users = [texts(i) for i in items if i.get("type") == "message" and i.get("role") == "user"]
     text = users[-1] if users else ""
     if "summary" in text.lower() and "checkpoint" in text.lower() or "CONTEXT CHECKPOINT" in text:
         return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Summary {n}: the user ran echo twice."}]}]
+    if text.startswith("Another language model started to solve this problem"):
+        return [{"type": "message", "id": f"msg_{n}", "role": "assistant", "content": [{"type": "output_text", "text": f"Continuing from the summary. Reply {n}."}]}]
     out = [{"type": "reasoning", "id": f"rs_{n}", "summary": [{"type": "summary_text", "text": f"**Planning {n}**"}], "encrypted_content": f"enc{n}"}]
     if "RUN" in text:
         name = next((t for t in ("shell", "shell_command", "exec_command") if t in tools), tools[0] if tools else "shell")
@@ -46,7 +68,7 @@ class H(BaseHTTPRequestHandler):
         except Exception: body = {}
         with lock:
             LOG.write(json.dumps({"path": self.path, "body": body}) + "\n"); LOG.flush()
-        items = plan(body)
+        items, big = plan(body)
         rid = "resp_%d" % next(counter)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -56,7 +78,7 @@ class H(BaseHTTPRequestHandler):
         ev({"type": "response.created", "response": {"id": rid}})
         for it in items:
             ev({"type": "response.output_item.done", "item": it})
-        inp = BIG or 900
+        inp = 200000 if big else (BIG or 900)
         ev({"type": "response.completed", "response": {"id": rid, "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 100}, "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 10}, "total_tokens": inp + 40}}})
 
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()

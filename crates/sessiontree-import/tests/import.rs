@@ -83,6 +83,7 @@ fn import_all(dir: &Path) -> Vec<Imported> {
         ("claude", "claude-recorded"),
         ("claude", "claude-inline"),
         ("codex", "codex"),
+        ("codex", "codex-recorded"),
     ] {
         let mut by_source: HashMap<String, PathBuf> = HashMap::new();
         let mut later = Vec::new();
@@ -409,7 +410,8 @@ fn codex_events(p: &Path) -> Vec<Value> {
                 let s = pl["message"].as_str().unwrap();
                 let mut next = vec![json!({"type": "summary", "text": s})];
                 for it in pl["replacement_history"].as_array().into_iter().flatten() {
-                    if !codex_text(it).ends_with(s) {
+                    // A remote compaction has no readable summary (an opaque item instead).
+                    if s.is_empty() || !codex_text(it).ends_with(s) {
                         next.push(it.clone());
                     }
                 }
@@ -491,7 +493,11 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
         11,
         "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent; inline: 1 session, 1 subagent"
     );
-    assert_eq!(all.iter().filter(|i| i.agent == "codex").count(), 4);
+    assert_eq!(
+        all.iter().filter(|i| i.agent == "codex").count(),
+        8,
+        "4 rollouts; recorded: 3 sessions, 1 fork"
+    );
     for i in &all {
         let l = sessiontree::load(&i.path).unwrap();
         assert!(
@@ -978,10 +984,19 @@ fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
 }
 
 /// Rollouts written by Codex CLI 0.171.0 (against a scripted model on 127.0.0.1: tool
-/// calls, resumes, a fork that continues from its parent's first lines) and the inputs it
-/// sent to the model when it resumed them: the import of the rollout as it was just before
-/// each resume holds that input's conversation (context blocks, user texts, assistant
-/// texts, tool calls with ids and arguments, outputs, responses), in order.
+/// calls, resumes, a fork that continues from its parent's first lines, automatic
+/// compactions in the middle of a turn and before a turn, summarized locally and remotely)
+/// and the inputs it sent to the
+/// model when it resumed them: the import of the rollout as it was just before each resume
+/// holds that input's conversation (context blocks, user texts, assistant texts, tool calls
+/// with ids and arguments, outputs, responses, the compaction summary), in order.
+///
+/// One difference is Pi's format itself: after a compaction Codex sends the history it
+/// kept (`replacement_history`: earlier user messages, fresh context blocks) with the
+/// summary last (a user message when Codex summarized locally, an opaque `compaction` item
+/// when the provider compacted remotely), while Pi always sends a compaction's summary
+/// first; so the summary is compared at the head of the history, everything else in
+/// Codex's order.
 #[test]
 fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
     let dir = fixtures().join("codex-recorded");
@@ -1026,6 +1041,13 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
         let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
         let got = pi_events(&our_context(&o.path));
+        // The summaries of the compactions before the resume, as Codex sends them.
+        let summaries: Vec<Value> = lines[..cut]
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["type"] == "compacted")
+            .map(|v| v["payload"]["message"].clone())
+            .collect();
         let mut expected = Vec::new();
         let mut in_response = false;
         for it in r["input"].as_array().unwrap() {
@@ -1041,6 +1063,12 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
                 "message" if expected.is_empty() && it["role"] == "developer" => {
                     expected.push(json!(["instructions"]))
                 }
+                "message" if it["role"] == "user" && summaries.contains(&json!(codex_text(it))) => {
+                    expected.push(json!(["summary", codex_text(it)]))
+                }
+                // A remote compaction's summary: encrypted, readable only by the model's
+                // server; Codex records an empty message for it.
+                "compaction" => expected.push(json!(["summary", ""])),
                 "message" => {
                     let t = codex_text(it);
                     let label = match it["role"].as_str().unwrap() {
@@ -1069,6 +1097,20 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
             Some(json!(["user", prompt])),
             "the input ends with the new prompt"
         );
+        // Only the newest summary is sent; Pi sends it first, after the instructions.
+        let at: Vec<usize> = (0..expected.len())
+            .filter(|&i| expected[i][0] == "summary")
+            .collect();
+        assert!(at.len() <= 1, "{rel}: {} summaries sent", at.len());
+        if let Some(&i) = at.first() {
+            assert_eq!(
+                expected[i][1],
+                *summaries.last().unwrap(),
+                "{rel}: Codex sent the newest summary"
+            );
+            let s = expected.remove(i);
+            expected.insert(usize::from(expected[0] == json!(["instructions"])), s);
+        }
         assert_eq!(
             serde_json::to_string_pretty(&got).unwrap(),
             serde_json::to_string_pretty(&expected).unwrap(),

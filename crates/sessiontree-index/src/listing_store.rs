@@ -149,9 +149,9 @@ impl Store {
     /// Maps the store for reading (ranges up to its current length).
     pub fn map(&self) -> std::io::Result<memmap2::Mmap> {
         // SAFETY: read-only and private; the store is never truncated or written in place
-        // (appends past the mapped length are not seen). Only the kernel reads the mapped
-        // bytes (vectored writes): a page that vanished anyway would fail the write with
-        // EFAULT, not fault this process.
+        // by sessiontree (appends past the mapped length are not seen; compaction writes a
+        // new file and renames it over). Readers check every range against its checksum
+        // before the kernel writes it out with vectored writes.
         unsafe { memmap2::Mmap::map(&self.file) }
     }
 }

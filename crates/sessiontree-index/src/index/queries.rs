@@ -240,16 +240,18 @@ impl Index {
         };
         let map = self.store.map().map_err(store_err)?;
         let bytes: &[u8] = &map;
+        if let Some(n) = first_damaged(bytes, &ranges) {
+            return Err(damaged_err(&format!(
+                "the listing of {}",
+                paths[n].display()
+            )));
+        }
         let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(ranges.len() * 2);
-        for (n, &(o, l, sum)) in ranges.iter().enumerate() {
-            let b = bytes
-                .get(o as usize..(o + l) as usize)
-                .filter(|b| checksum(b) == sum)
-                .ok_or_else(|| damaged_err(&format!("the listing of {}", paths[n].display())))?;
+        for (n, &(o, l, _)) in ranges.iter().enumerate() {
             if n > 0 {
                 slices.push(std::io::IoSlice::new(b","));
             }
-            slices.push(std::io::IoSlice::new(b));
+            slices.push(std::io::IoSlice::new(&bytes[o as usize..(o + l) as usize]));
         }
         crate::context::write_all_vectored(w, &mut slices)
             .map_err(crate::error::io(Path::new("<stdout>")))?;
@@ -308,6 +310,48 @@ impl Index {
     }
 }
 
+/// The first of `ranges` (offset, length, checksum) of `bytes` that is out of bounds or fails
+/// its checksum. Warm `ls --json` spends most of its time here (every stored listing is
+/// read once), so big batches are checked on every core: the checksum is bound by memory
+/// reads, and one core does not saturate them.
+fn first_damaged(bytes: &[u8], ranges: &[(u64, u64, u64)]) -> Option<usize> {
+    let bad = |(o, l, sum): (u64, u64, u64)| {
+        (o as usize)
+            .checked_add(l as usize)
+            .and_then(|end| bytes.get(o as usize..end))
+            .is_none_or(|b| checksum(b) != sum)
+    };
+    let total = ranges.iter().fold(0u64, |a, r| a.saturating_add(r.1));
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads < 2 || total < 4 << 20 {
+        return ranges.iter().position(|&r| bad(r));
+    }
+    // Contiguous groups of about equal bytes, one per thread.
+    let per = total.div_ceil(threads as u64);
+    let mut bounds = vec![0];
+    let mut acc = 0;
+    for (i, r) in ranges.iter().enumerate() {
+        acc = r.1.saturating_add(acc);
+        if acc >= per.saturating_mul(bounds.len() as u64) && i + 1 < ranges.len() {
+            bounds.push(i + 1);
+        }
+    }
+    bounds.push(ranges.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (w[0], w[1]);
+                s.spawn(move || ranges[a..b].iter().position(|&r| bad(r)).map(|i| a + i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().ok().flatten())
+            .min()
+    })
+}
+
 /// Refreshes the index for `files` and returns their listings as a full scan would
 /// ([`list::finish`] order: the given candidate order, then newest first). Listings that
 /// fail their checksums are read again from their files.
@@ -362,4 +406,36 @@ pub fn listed(
         })
         .collect();
     Ok((list::finish(infos, opts), st))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Many ranges over more bytes than the parallel threshold: each damage is found, and
+    /// the first damaged range is the one named, whichever thread checked it.
+    #[test]
+    fn first_damaged_names_the_first_bad_range_single_and_multi_threaded() {
+        for (count, len) in [(10usize, 100usize), (3000, 3000)] {
+            let mut bytes = Vec::new();
+            let mut ranges = Vec::new();
+            for k in 0..count {
+                let o = bytes.len();
+                bytes.extend((0..len).map(|i| (i * 7 + k) as u8));
+                ranges.push((o as u64, len as u64, checksum(&bytes[o..])));
+            }
+            assert_eq!(first_damaged(&bytes, &ranges), None);
+            for bad in [count - 1, count / 2, 0] {
+                let mut b = bytes.clone();
+                b[bad * len + len / 3] ^= 1;
+                assert_eq!(first_damaged(&b, &ranges), Some(bad), "{count}x{len}");
+                // A later damage too: still the first one is named.
+                b[(count - 1) * len] ^= 4;
+                assert_eq!(first_damaged(&b, &ranges), Some(bad), "{count}x{len}");
+            }
+            let mut r = ranges.clone();
+            r[count / 3].1 = u64::MAX - 5;
+            assert_eq!(first_damaged(&bytes, &r), Some(count / 3), "out of bounds");
+        }
+    }
 }
