@@ -18,7 +18,8 @@ use std::collections::HashMap;
 /// Where each Claude Code entry is held: Pi entry id -> the sessions holding it.
 #[derive(Default)]
 pub struct Copies {
-    holders: HashMap<String, Vec<Key>>,
+    sessions: Vec<Key>,
+    holders: HashMap<String, Vec<u32>>,
 }
 
 /// A session's place in the "older than" order.
@@ -40,12 +41,10 @@ fn key(c: &Conversion) -> Key {
 impl Copies {
     /// Registers the entries of a Claude Code main session (before its lines are dropped).
     pub fn add(&mut self, c: &Conversion) {
-        let k = key(c);
+        let n = self.sessions.len() as u32;
+        self.sessions.push(key(c));
         for l in &c.lines {
-            self.holders
-                .entry(l.id.clone())
-                .or_default()
-                .push(k.clone());
+            self.holders.entry(l.id.clone()).or_default().push(n);
         }
     }
 
@@ -56,6 +55,7 @@ impl Copies {
         self.holders
             .get(&c.lines.first()?.id)?
             .iter()
+            .map(|&n| &self.sessions[n as usize])
             .filter(|k| k.session_id != me.session_id && **k < me)
             .max()
             .map(|k| k.session_id.as_str())
