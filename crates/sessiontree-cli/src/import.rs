@@ -149,7 +149,14 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     };
     let mut files = Vec::new();
     let mut failed = false;
+    // The agent's own folder missing (never used on this machine, or another config dir)
+    // is "nothing found", said plainly; a PATH given that does not exist is an error.
+    let mut no_default_folder = false;
     for r in &roots {
+        if a.paths.is_empty() && !r.exists() {
+            no_default_folder = true;
+            continue;
+        }
         if let Err(e) = collect(r, &mut files) {
             eprintln!("sessiontree: {}: {e}", r.display());
             failed = true;
@@ -393,14 +400,23 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     if a.json {
         out.line(&serde_json::to_string_pretty(&json_out)?)?;
     }
-    if !failed && !any {
+    let agent_name = match a.agent {
+        AgentArg::Claude => "Claude Code",
+        AgentArg::Codex => "Codex",
+    };
+    if no_default_folder && !any {
+        let (var, home) = match a.agent {
+            AgentArg::Claude => ("$CLAUDE_CONFIG_DIR/projects", "~/.claude/projects"),
+            AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
+        };
+        eprintln!(
+            "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",
+            roots[0].display()
+        );
+    } else if !failed && !any {
         let where_: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
         eprintln!(
-            "sessiontree: no {} transcripts under {}",
-            match a.agent {
-                AgentArg::Claude => "Claude Code",
-                AgentArg::Codex => "Codex",
-            },
+            "sessiontree: no {agent_name} transcripts under {}",
             where_.join(", ")
         );
     }

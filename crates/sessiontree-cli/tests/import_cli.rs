@@ -333,3 +333,41 @@ fn long_imports_show_progress_on_a_terminal_only() {
     assert_eq!(String::from_utf8_lossy(&again.stderr), "");
     assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 210);
 }
+
+/// Without Claude Code's or Codex's folder (never used here, or another config dir), the
+/// import finds nothing (exit 1) and says which folder it looked for and how to point it
+/// elsewhere; a PATH that does not exist is an error (exit 2) naming it.
+#[test]
+fn a_missing_agent_folder_is_nothing_found_and_says_where_it_looked() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (agent, folder, var) in [
+        ("claude", ".claude/projects", "$CLAUDE_CONFIG_DIR"),
+        ("codex", ".codex/sessions", "$CODEX_HOME"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["import", agent])
+            .env("HOME", tmp.path())
+            .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&tmp.path().join(folder).display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("does not exist") && err.contains(var), "{err}");
+        assert!(o.stdout.is_empty());
+    }
+    let missing = tmp.path().join("nowhere.jsonl");
+    let o = Command::new(BIN)
+        .args(["import", "claude", missing.to_str().unwrap()])
+        .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(missing.to_str().unwrap()));
+}
