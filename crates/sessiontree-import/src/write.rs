@@ -56,7 +56,7 @@ pub fn write(
     Ok(out)
 }
 
-/// [`write`] without the folder's fsync after creating a file: the new file's content is on
+/// [`write()`] without the folder's fsync after creating a file: the new file's content is on
 /// disk before its name appears, but the name is durable only after
 /// [`store::sync_folder`]`(dir)`, which the caller does once for a batch of files (before
 /// it reports them written).
