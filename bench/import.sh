@@ -18,21 +18,29 @@ echo "sources: $(find "$DATA/src" -name '*.jsonl' | wc -l) files, $(du -sm "$DAT
 export CLAUDE_CONFIG_DIR=$DATA/src/claude CODEX_HOME=$DATA/src/codex
 export PI_CODING_AGENT_DIR=$DATA/agent
 RUNS=${RUNS:-3}
-row() { printf '%-46s %8.3f s %9d KiB\n' "$1" "$2" "$3" >&2; }
-times=""
+export MEASURE_CPU=1
+# Wall time, CPU time (user + sys: the machine may be shared) and peak RSS.
+row() { printf '%-46s %8.3f s wall %8.3f s cpu %9d KiB\n' "$1" "$2" "$3" "$4" >&2; }
+add() { python3 -c "print(f'{$1+$2:.4f}')"; }
+echo "load before: $(uptime)" >&2
+times="" cpus=""
 for r in $(seq "$RUNS"); do
   rm -rf "$DATA/agent"
   sync
-  read -r a ra < <(python3 bench/measure.py 0 "$BIN" import claude)
-  read -r b rb < <(python3 bench/measure.py 0 "$BIN" import codex)
-  t=$(python3 -c "print(f'{$a+$b:.4f}')")
-  row "import claude + codex (run $r)" "$t" "$(( ra > rb ? ra : rb ))"
+  read -r a ra ca < <(python3 bench/measure.py 0 "$BIN" import claude)
+  read -r b rb cb < <(python3 bench/measure.py 0 "$BIN" import codex)
+  t=$(add "$a" "$b")
+  c=$(add "$ca" "$cb")
+  row "import claude + codex (run $r)" "$t" "$c" "$(( ra > rb ? ra : rb ))"
   times="$times $t"
+  cpus="$cpus $c"
 done
 best_import=$(python3 -c "print(min(map(float, '$times'.split())))")
+best_cpu=$(python3 -c "print(min(map(float, '$cpus'.split())))")
 echo "result: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
-read -r again ragain < <(python3 bench/measure.py "$RUNS" "$BIN" import claude)
-row "import claude again (nothing to add)" "$again" "$ragain"
-read -r ls rls < <(python3 bench/measure.py "$RUNS" "$BIN" ls --all --no-index --json)
-row "ls --all --no-index --json over the result" "$ls" "$rls"
-python3 -c "print(f'import / ls = {$best_import/$ls:.2f} (target <= 3)')" >&2
+read -r again ragain cagain < <(python3 bench/measure.py "$RUNS" "$BIN" import claude)
+row "import claude again (nothing to add)" "$again" "$cagain" "$ragain"
+read -r ls rls cls < <(python3 bench/measure.py "$RUNS" "$BIN" ls --all --no-index --json)
+row "ls --all --no-index --json over the result" "$ls" "$cls" "$rls"
+echo "load after: $(uptime)" >&2
+python3 -c "print(f'import / ls = {$best_import/$ls:.2f} wall, {$best_cpu/$cls:.2f} cpu (target <= 3)')" >&2

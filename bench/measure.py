@@ -2,8 +2,9 @@
 """Times a whole process: `python3 bench/measure.py RUNS CMD...` runs CMD once to warm up,
 then RUNS times with stdout to /dev/null (RUNS 0: one run, no warm-up, for what is only
 cold once), and prints `MEDIAN_SECONDS MAX_RSS_KIB`
-(wall time from perf_counter around the process, peak RSS from wait4). Exit status 1 of
-CMD (nothing found) counts as success; any other failure is printed and exits 2."""
+(wall time from perf_counter around the process, peak RSS from wait4). With
+MEASURE_CPU=1 a third column is the median CPU time (user + sys, from wait4). Exit status 1
+of CMD (nothing found) counts as success; any other failure is printed and exits 2."""
 import os
 import statistics
 import subprocess
@@ -15,7 +16,14 @@ def measure(cmd, runs):
     """(median wall seconds, max peak RSS in KiB, last stderr) of `cmd` run `runs` times
     after a warm-up run (`runs` 0: once, no warm-up); `None` times when it failed (exit
     status other than 0 and 1)."""
-    walls, rss, err = [], [], ""
+    return measure_cpu(cmd, runs)[:3]
+
+
+def measure_cpu(cmd, runs):
+    """[`measure`] and, last, the median CPU seconds (user + sys) of `cmd`
+    run `runs` times after a warm-up run (`runs` 0: once, no warm-up); `None` times when it
+    failed (exit status other than 0 and 1)."""
+    walls, rss, cpu, err = [], [], [], ""
     for k in range(runs + 1 if runs > 0 else 1):
         with open(os.devnull, "w") as sink:
             t0 = time.perf_counter()
@@ -25,19 +33,23 @@ def measure(cmd, runs):
             err = p.stderr.read().decode(errors="replace")
             p.stderr.close()
         if os.waitstatus_to_exitcode(status) not in (0, 1):
-            return None, None, err
+            return None, None, err, None
         if k > 0 or runs == 0:
             walls.append(wall)
             rss.append(ru.ru_maxrss)
-    return statistics.median(walls), max(rss), err
+            cpu.append(ru.ru_utime + ru.ru_stime)
+    return statistics.median(walls), max(rss), err, statistics.median(cpu)
 
 
 def main():
-    wall, rss, err = measure(sys.argv[2:], int(sys.argv[1]))
+    wall, rss, err, cpu = measure_cpu(sys.argv[2:], int(sys.argv[1]))
     if wall is None:
         sys.stderr.write(err)
         sys.exit(2)
-    print(f"{wall:.4f} {rss}")
+    if os.environ.get("MEASURE_CPU") == "1":
+        print(f"{wall:.4f} {rss} {cpu:.4f}")
+    else:
+        print(f"{wall:.4f} {rss}")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 use sessiontree::dirs;
-use sessiontree_import::{claude, codex, Conversion, Outcome};
-use std::collections::HashMap;
+use sessiontree_import::{claude, codex, copies, Conversion, Outcome};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -149,7 +149,14 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     };
     let mut files = Vec::new();
     let mut failed = false;
+    // The agent's own folder missing (never used on this machine, or another config dir)
+    // is "nothing found", said plainly; a PATH given that does not exist is an error.
+    let mut no_default_folder = false;
     for r in &roots {
+        if a.paths.is_empty() && !r.exists() {
+            no_default_folder = true;
+            continue;
+        }
         if let Err(e) = collect(r, &mut files) {
             eprintln!("sessiontree: {}: {e}", r.display());
             failed = true;
@@ -159,8 +166,28 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     files.dedup();
     let session_dir = dirs::session_dir_override(a.session_dir.as_deref());
 
+    // Claude Code transcripts that start with the same line as another one: one is a
+    // resume copy of the other, which only the whole set can tell.
+    let mut shared_start: HashSet<&Path> = HashSet::new();
+    if a.agent == AgentArg::Claude {
+        let mut firsts: HashMap<String, Vec<&Path>> = HashMap::new();
+        for f in &files {
+            if stem_of(f).starts_with("agent-") {
+                continue;
+            }
+            let first = std::fs::File::open(f)
+                .ok()
+                .and_then(|r| copies::first_uuid(std::io::BufReader::new(r)));
+            if let Some(u) = first {
+                firsts.entry(u).or_default().push(f);
+            }
+        }
+        shared_start.extend(firsts.into_values().filter(|v| v.len() > 1).flatten());
+    }
+    let copies_seen = Mutex::new(copies::Copies::default());
+
     // Convert (and write what needs no parent) on every core; sessions linked to a parent
-    // (subagents, forks) wait until every parent's path is known.
+    // (subagents, forks, resume copies) wait until every parent's path is known.
     let next = Mutex::new(0usize);
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
@@ -169,6 +196,8 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     // meanwhile.
     let threads =
         (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
+    // Many transcripts take a while: a bar on stderr when it is a terminal.
+    let pb = crate::ls::progress_bar(files.len(), "importing transcripts");
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -181,6 +210,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                         i
                     };
                     let Some(path) = files.get(i) else { break };
+                    if let Some(pb) = &pb {
+                        pb.inc(1);
+                    }
                     match convert_file(a.agent, path, &files, &mut buf) {
                         Err(e) => errors
                             .lock()
@@ -189,17 +221,26 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                         Ok(convs) => {
                             for (k, conv) in convs.into_iter().enumerate() {
                                 let order = i * 4 + k;
-                                if conv.parent_source.is_some() {
+                                let main_claude =
+                                    a.agent == AgentArg::Claude && conv.kind == "main";
+                                if main_claude {
+                                    copies_seen.lock().unwrap().add(&conv);
+                                }
+                                let copy = main_claude
+                                    && (conv.copied || shared_start.contains(path.as_path()));
+                                if conv.parent_source.is_some() || copy {
                                     waiting.lock().unwrap().push((order, path.clone(), conv));
                                     continue;
                                 }
                                 let result =
                                     write_one(&conv, session_dir.as_deref(), None, a.dry_run);
                                 let entries = conv.lines.len();
-                                let conv = Conversion {
+                                let mut conv = Conversion {
                                     lines: Vec::new(),
                                     ..conv
                                 };
+                                // The body's memory serves this thread's next conversion.
+                                sessiontree_import::recycle(std::mem::take(&mut conv.body));
                                 done.lock().unwrap().push((
                                     order,
                                     Done {
@@ -217,6 +258,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             });
         }
     });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
     let mut done = done.into_inner().unwrap();
     let mut by_source: HashMap<String, PathBuf> = HashMap::new();
     for (_, d) in &done {
@@ -225,12 +269,21 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         }
     }
     let mut waiting = waiting.into_inner().unwrap();
-    waiting.sort_by_key(|w| w.0);
+    // Older sessions first: an original is written before its copies and forks.
+    waiting.sort_by(|x, y| {
+        (&x.2.timestamp, x.2.last_ms, x.0).cmp(&(&y.2.timestamp, y.2.last_ms, y.0))
+    });
+    let copies_seen = copies_seen.into_inner().unwrap();
     for (order, source, conv) in waiting {
-        let parent_id = conv.parent_source.clone().unwrap_or_default();
-        let parent_path = by_source.get(&parent_id).cloned().or_else(|| {
-            let cwd = conv.cwd.clone().unwrap_or_default();
-            sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
+        let parent_id = conv
+            .parent_source
+            .clone()
+            .or_else(|| copies_seen.original_of(&conv).map(str::to_string));
+        let parent_path = parent_id.and_then(|parent_id| {
+            by_source.get(&parent_id).cloned().or_else(|| {
+                let cwd = conv.cwd.clone().unwrap_or_default();
+                sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
+            })
         });
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
         let result = write_one(
@@ -249,6 +302,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 source,
                 conv: Conversion {
                     lines: Vec::new(),
+                    body: String::new(),
                     ..conv
                 },
                 entries,
@@ -256,6 +310,30 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 parent_session,
             },
         ));
+    }
+    // New files were linked without a folder sync each: one sync per folder now, before
+    // any of them is reported written.
+    if !a.dry_run {
+        let mut folders: Vec<PathBuf> = done
+            .iter()
+            .filter_map(|(_, d)| match &d.result {
+                Ok(o) if o.status == sessiontree_import::Status::Created => {
+                    o.path.parent().map(Path::to_path_buf)
+                }
+                _ => None,
+            })
+            .collect();
+        folders.sort();
+        folders.dedup();
+        for f in folders {
+            if let Err(e) = sessiontree::store::sync_folder(&f) {
+                for (_, d) in done.iter_mut() {
+                    if matches!(&d.result, Ok(o) if o.path.parent() == Some(f.as_path())) {
+                        d.result = Err(format!("{e}"));
+                    }
+                }
+            }
+        }
     }
     done.sort_by_key(|d| d.0);
     let mut errors = errors.into_inner().unwrap();
@@ -322,14 +400,23 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     if a.json {
         out.line(&serde_json::to_string_pretty(&json_out)?)?;
     }
-    if !failed && !any {
+    let agent_name = match a.agent {
+        AgentArg::Claude => "Claude Code",
+        AgentArg::Codex => "Codex",
+    };
+    if no_default_folder && !any {
+        let (var, home) = match a.agent {
+            AgentArg::Claude => ("$CLAUDE_CONFIG_DIR/projects", "~/.claude/projects"),
+            AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
+        };
+        eprintln!(
+            "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",
+            roots[0].display()
+        );
+    } else if !failed && !any {
         let where_: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
         eprintln!(
-            "sessiontree: no {} transcripts under {}",
-            match a.agent {
-                AgentArg::Claude => "Claude Code",
-                AgentArg::Codex => "Codex",
-            },
+            "sessiontree: no {agent_name} transcripts under {}",
             where_.join(", ")
         );
     }
@@ -354,5 +441,6 @@ fn write_one(
         return Err(EMPTY.into());
     }
     let dir = target_dir(conv, session_dir)?;
-    sessiontree_import::write(conv, &dir, parent_session, dry_run).map_err(|e| e.to_string())
+    sessiontree_import::write_unsynced(conv, &dir, parent_session, dry_run)
+        .map_err(|e| e.to_string())
 }

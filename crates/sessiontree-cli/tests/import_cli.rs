@@ -148,8 +148,8 @@ fn import_then_list_search_stats_and_export() {
         .filter(|s| s["parentSessionPath"].is_string())
         .count();
     assert_eq!(
-        forked, 3,
-        "the subagent and the Codex forks name their parent"
+        forked, 4,
+        "the subagent, the Claude resume copy and the Codex forks name their parent"
     );
 
     let hits = h.json(&["search", "coupon", "--json"]);
@@ -249,4 +249,144 @@ fn dry_run_writes_nothing_and_errors_name_the_file() {
     let o = h.run(&["import", "codex", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "nothing to import");
     assert!(String::from_utf8_lossy(&o.stderr).contains("no Codex transcripts under"));
+}
+
+/// Claude Code's resume and fork copies (`--resume` in older releases: a new file with the
+/// whole history; `--fork-session`: a new file starting with the copied context) record no
+/// link to where they came from; the import links each to its original with
+/// `parentSession`, whatever order the files are found in, and not the other way round.
+#[test]
+fn claude_resume_and_fork_copies_are_linked_to_their_original() {
+    let h = Home::new();
+    copy_dir(
+        &fixtures().join("claude-recorded"),
+        &h.root.join("claude/projects/-home-dev-demo"),
+    );
+    let all = h.json(&["import", "claude", "--json"]);
+    let by_id = |id: &str| -> Value {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["sessionId"] == id)
+            .unwrap_or_else(|| panic!("{id} in {all:#}"))
+            .clone()
+    };
+    let header = |s: &Value| -> Value {
+        let text = std::fs::read_to_string(s["path"].as_str().unwrap()).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    for (copy, original) in [
+        // --fork-session of the recorded session (Claude Code 2.1.197)
+        (
+            "71c6a3d1-f15a-402a-b68f-a0ec2fccad7a",
+            "8229c4a7-d162-4cc5-9777-fee09e1d4363",
+        ),
+        // a resume copy of the whole history (hand-written, older layout)
+        (
+            "2c9a7e4f-5d1b-4a8e-9f3c-7e6d5b4a3c05",
+            "8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02",
+        ),
+    ] {
+        let (c, o) = (by_id(copy), by_id(original));
+        assert_eq!(c["parentSession"], o["path"], "{copy}");
+        assert_eq!(header(&c)["parentSession"], o["path"], "{copy}");
+        assert!(o.get("parentSession").is_none(), "{original}: {o}");
+        assert!(header(&o).get("parentSession").is_none(), "{original}");
+    }
+    // Sessions that share nothing stay unlinked.
+    assert!(by_id("5d0f7c1e-2b0a-4c61-9f51-0d6a7e3b9a01")
+        .get("parentSession")
+        .is_none());
+
+    // A copy imported without its original: no link, and no error.
+    let alone = Home::new();
+    let only = fixtures().join("claude-recorded/71c6a3d1-f15a-402a-b68f-a0ec2fccad7a.jsonl");
+    let v = alone.json(&["import", "claude", "--json", only.to_str().unwrap()]);
+    assert_eq!(v[0]["status"], "created");
+    assert!(v[0].get("parentSession").is_none(), "{v}");
+}
+
+/// A long import shows a progress bar on a terminal (`script` gives the command one), and
+/// nothing but the written paths when its output is a pipe.
+#[test]
+fn long_imports_show_progress_on_a_terminal_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("projects/-home-dev-many");
+    std::fs::create_dir_all(&src).unwrap();
+    for n in 0..210 {
+        let sid = format!("00000000-0000-4000-8000-{n:012}");
+        let line = |uuid: &str, parent: &str, ty: &str, content: &str| {
+            format!(
+                r#"{{"parentUuid":{parent},"isSidechain":false,"cwd":"/home/dev/many","sessionId":"{sid}","type":"{ty}","message":{{"role":"{ty}","content":"{content}"}},"uuid":"{uuid}","timestamp":"2025-10-02T09:00:0{n2}.000Z"}}"#,
+                n2 = n % 10
+            )
+        };
+        let text = format!(
+            "{}\n",
+            line(&format!("u-{n}"), "null", "user", &format!("question {n}"))
+        );
+        std::fs::write(src.join(format!("{sid}.jsonl")), text).unwrap();
+    }
+    let out = tmp.path().join("out");
+    let cmd = format!(
+        "{BIN} import claude {} --session-dir {}",
+        src.display(),
+        out.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("`script` (util-linux) runs the command on a terminal");
+    let shown = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{shown}");
+    assert!(shown.contains("importing transcripts"), "{shown}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 210);
+
+    let again = Command::new(BIN)
+        .args(["import", "claude", src.to_str().unwrap(), "--session-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8_lossy(&again.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 210);
+}
+
+/// Without Claude Code's or Codex's folder (never used here, or another config dir), the
+/// import finds nothing (exit 1) and says which folder it looked for and how to point it
+/// elsewhere; a PATH that does not exist is an error (exit 2) naming it.
+#[test]
+fn a_missing_agent_folder_is_nothing_found_and_says_where_it_looked() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (agent, folder, var) in [
+        ("claude", ".claude/projects", "$CLAUDE_CONFIG_DIR"),
+        ("codex", ".codex/sessions", "$CODEX_HOME"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["import", agent])
+            .env("HOME", tmp.path())
+            .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&tmp.path().join(folder).display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("does not exist") && err.contains(var), "{err}");
+        assert!(o.stdout.is_empty());
+    }
+    let missing = tmp.path().join("nowhere.jsonl");
+    let o = Command::new(BIN)
+        .args(["import", "claude", missing.to_str().unwrap()])
+        .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(missing.to_str().unwrap()));
 }

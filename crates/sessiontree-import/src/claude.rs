@@ -30,6 +30,7 @@
 //! Entry ids are derived from the line uuids, so the same line gets the same id in every
 //! file that holds a copy of it.
 
+use crate::lift::Lifted;
 use crate::node::{self, Body, Nodes};
 use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
 use serde_json::{json, Map, Value};
@@ -45,7 +46,8 @@ type Obj = Map<String, Value>;
 /// gives conversions without lines.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
-    let records = read_lines(bytes, &mut problems);
+    let mut lift = Lifted::new(bytes);
+    let records = read_lines(bytes, &mut lift, &mut problems);
     let is_agent_file = file_stem.starts_with("agent-");
     let source_id = records
         .iter()
@@ -63,16 +65,18 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut out = Vec::new();
     if !is_agent_file {
         let head = Head::of(&main);
-        let mut c = build(main, NAMESPACE);
+        // Lines copied from another session (a resume or fork copy) keep their times, so
+        // the first line with a uuid is older than the copy's own first line.
+        let first_uuid_ms = main
+            .iter()
+            .find(|r| r.1.get("uuid").is_some_and(Value::is_string))
+            .and_then(|r| time_ms(r.1.get("timestamp")));
+        let copied = first_uuid_ms.is_some_and(|t| t < head.first_ms);
+        let mut c = build(main, NAMESPACE, &lift);
         c.problems = problems.clone();
-        out.push(finish(
-            c,
-            source_id.clone(),
-            source_id.clone(),
-            None,
-            "main",
-            head,
-        ));
+        let mut conv = finish(c, source_id.clone(), source_id.clone(), None, "main", head);
+        conv.copied = copied;
+        out.push(conv);
     }
     if !side.is_empty() || is_agent_file {
         let agent = side
@@ -86,7 +90,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
             format!("{source_id}/sidechains")
         };
         let head = Head::of(&side);
-        let mut c = build(side, NAMESPACE);
+        let mut c = build(side, NAMESPACE, &lift);
         if is_agent_file {
             c.problems = problems;
         }
@@ -118,7 +122,9 @@ impl Head {
 }
 
 struct Built {
+    last_ms: i64,
     lines: Vec<crate::Line>,
+    body: String,
     name: Option<String>,
     problems: Vec<Problem>,
     skipped: BTreeMap<String, usize>,
@@ -142,6 +148,9 @@ fn finish(
         parent_source,
         kind,
         lines: b.lines,
+        body: b.body,
+        last_ms: b.last_ms,
+        copied: false,
         name: b.name,
         problems: b.problems,
         skipped: b.skipped,
@@ -186,7 +195,7 @@ impl State {
     }
 }
 
-fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
+fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Built {
     let mut st = State::default();
     let mut summaries: Vec<(Option<String>, String)> = Vec::new();
     let mut title: Option<String> = None;
@@ -208,13 +217,13 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
                         .get("leafUuid")
                         .and_then(Value::as_str)
                         .map(str::to_string);
-                    summaries.push((leaf, s.to_string()));
+                    summaries.push((leaf, lift.restore(s).into_owned()));
                 }
                 continue;
             }
             "custom-title" => {
                 if let Some(s) = o.get("customTitle").and_then(Value::as_str) {
-                    title = Some(s.to_string());
+                    title = Some(lift.restore(s).into_owned());
                 }
                 continue;
             }
@@ -379,8 +388,12 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str) -> Built {
             st.nodes.push(Some(last), key, ms, Body::SessionInfo(clean));
         }
     }
+    let last_ms = st.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
+    let (lines, body) = st.nodes.finish(namespace, lift);
     Built {
-        lines: st.nodes.finish(namespace),
+        last_ms,
+        lines,
+        body,
         name,
         problems: st.problems,
         skipped: st.skipped,

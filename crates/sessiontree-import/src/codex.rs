@@ -24,6 +24,7 @@
 //!   entries, less the message that repeats the summary.
 //! * other response items -> `custom` entries holding the item.
 
+use crate::lift::Lifted;
 use crate::node::{self, Body, Nodes};
 use crate::{read_lines, time_ms, Agent, Conversion, Problem};
 use serde_json::{json, Map, Value};
@@ -55,7 +56,8 @@ pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
 /// whose first lines come first, with the ids they get in the parent's own import.
 pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
     let mut problems = Vec::new();
-    let records = read_lines(bytes, &mut problems);
+    let mut lift = Lifted::new(bytes);
+    let records = read_lines(bytes, &mut lift, &mut problems);
     let meta = records
         .iter()
         .find(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
@@ -89,6 +91,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         instructions: None,
         last_assistant: None,
         prefix: session_id.clone(),
+        lift: &lift,
     };
     let mut rest = records.into_iter().peekable();
     // The fork's own session_meta first: it names the session.
@@ -101,7 +104,8 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         (Some(n), Some(pb), Some(pid)) => {
             let mut ignored = Vec::new();
             c.prefix = pid.clone();
-            for (line, o) in read_lines(pb, &mut ignored) {
+            // The parent's lines are not lifted: markers name spans of this rollout only.
+            for (line, o) in read_lines(pb, &mut Lifted::off(), &mut ignored) {
                 if line as u64 <= n {
                     c.line(line, o);
                 }
@@ -120,6 +124,8 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         c.line(line, o);
     }
     c.close();
+    let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
+    let (lines, body) = c.nodes.finish("codex", &lift);
     let mut all = problems;
     all.extend(c.problems);
     all.sort_by_key(|p| p.line);
@@ -135,7 +141,10 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         } else {
             "main"
         },
-        lines: c.nodes.finish("codex"),
+        lines,
+        body,
+        last_ms,
+        copied: false,
         name: None,
         problems: all,
         skipped: c.skipped,
@@ -158,7 +167,7 @@ struct Open {
     has_tool: bool,
 }
 
-struct Converter {
+struct Converter<'a> {
     nodes: Nodes,
     leaf: Option<usize>,
     provider: String,
@@ -181,6 +190,8 @@ struct Converter {
     prefix: String,
     /// The base instructions (sent with every request; kept across compactions).
     instructions: Option<String>,
+    /// The long strings of this rollout, for the places that look inside one.
+    lift: &'a Lifted<'a>,
 }
 
 fn texts(content: Option<&Value>) -> Vec<String> {
@@ -212,7 +223,7 @@ fn effort_level(e: &str) -> String {
     }
 }
 
-impl Converter {
+impl Converter<'_> {
     fn skip(&mut self, what: &str) {
         *self.skipped.entry(what.to_string()).or_default() += 1;
     }
@@ -375,8 +386,12 @@ impl Converter {
                 self.user_turns.clear();
                 // The history Codex continues from; the summary itself is the compaction.
                 let summary_text = payload.get("message").and_then(Value::as_str).unwrap_or("");
+                let summary_text = self.lift.restore(summary_text);
                 for (i, item) in history.unwrap_or_default().iter().enumerate() {
-                    let t = texts(item.get("content")).join("\n");
+                    let t = self
+                        .lift
+                        .restore(&texts(item.get("content")).join("\n"))
+                        .into_owned();
                     if !summary_text.is_empty() && t.trim_end().ends_with(summary_text.trim_end()) {
                         continue;
                     }
@@ -479,7 +494,7 @@ impl Converter {
                         self.close();
                         let blocks = user_content(p.get("content"));
                         let all_text = texts(p.get("content")).join("\n");
-                        if role != "user" || injected(&all_text) {
+                        if role != "user" || injected(&self.lift.restore(&all_text)) {
                             let custom_type = if role == "user" {
                                 "codex:context"
                             } else {
@@ -526,7 +541,7 @@ impl Converter {
                 let block = json!({
                     "type": "thinking",
                     "thinking": parts.join("\n\n"),
-                    "thinkingSignature": node::canonical(&p),
+                    "thinkingSignature": node::canonical(&self.lift.restore_value(&p)),
                 });
                 self.push_block(key, ms, block, false);
             }
@@ -586,7 +601,7 @@ impl Converter {
                         let c = match o.get("content") {
                             Some(Value::String(s)) => vec![node::text(s)],
                             Some(a @ Value::Array(_)) => user_content(Some(a)),
-                            _ => vec![node::text(&node::canonical(&o))],
+                            _ => vec![node::text(&node::canonical(&self.lift.restore_value(&o)))],
                         };
                         (c, o.get("success").and_then(Value::as_bool) == Some(false))
                     }

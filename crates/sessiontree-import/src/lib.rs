@@ -14,14 +14,17 @@
 //! file appears whole (exclusive create), an existing one is only appended to, under the
 //! writer lock.
 
+use lift::Lifted;
 use std::collections::BTreeMap;
 
 pub mod claude;
 pub mod codex;
+pub mod copies;
+mod lift;
 mod node;
 pub mod write;
 
-pub use write::{write, Outcome, Status};
+pub use write::{write, write_unsynced, Outcome, Status};
 
 /// Which agent a transcript comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,12 +50,13 @@ pub struct Problem {
     pub message: String,
 }
 
-/// One Pi entry line, canonical (what `JSON.stringify` writes), without its newline.
+/// One Pi entry: its id, its parent, and where its line is in [`Conversion::body`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Line {
     pub id: String,
     pub parent: Option<String>,
-    pub json: String,
+    /// The line's bytes in the body, without its newline.
+    pub range: std::ops::Range<usize>,
 }
 
 /// A source session converted to Pi entries.
@@ -71,8 +75,15 @@ pub struct Conversion {
     pub parent_source: Option<String>,
     /// `main`, `sidechain` (a Claude Code subagent) or `fork`.
     pub kind: &'static str,
+    /// The newest entry time (epoch ms).
+    pub last_ms: i64,
+    /// Starts with lines copied from another session (a Claude Code resume or fork copy,
+    /// which records no link to its original): see [`copies::Copies`].
+    pub copied: bool,
     /// Entries in file order; the last one is the source's active leaf.
     pub lines: Vec<Line>,
+    /// The entries' lines, canonical (what `JSON.stringify` writes), each ended by `\n`.
+    pub body: String,
     pub name: Option<String>,
     pub problems: Vec<Problem>,
     /// Source lines deliberately left out, by kind (bookkeeping without a Pi equivalent).
@@ -104,14 +115,38 @@ impl Conversion {
 
     /// [`Conversion::to_bytes`] appended to a buffer.
     pub fn write_bytes(&self, parent_session: Option<&str>, out: &mut Vec<u8>) {
-        out.reserve(self.lines.iter().map(|l| l.json.len() + 1).sum::<usize>() + 256);
+        out.reserve(self.body.len() + 256);
         out.extend_from_slice(self.header_line(parent_session).as_bytes());
         out.push(b'\n');
-        for l in &self.lines {
-            out.extend_from_slice(l.json.as_bytes());
-            out.push(b'\n');
-        }
+        out.extend_from_slice(self.body.as_bytes());
     }
+
+    /// The line of an entry (canonical JSON, without its newline).
+    pub fn json(&self, line: &Line) -> &str {
+        &self.body[line.range.clone()]
+    }
+}
+
+thread_local! {
+    static BODIES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer for a conversion's body: one given back with [`recycle`] on this thread if
+/// there is one (a fresh one of a file's size would be mapped and zeroed by the kernel).
+pub(crate) fn body_buffer() -> String {
+    BODIES.with(|b| b.borrow_mut().pop()).unwrap_or_default()
+}
+
+/// Gives a conversion's body back once it is written, for the next conversion on this
+/// thread.
+pub fn recycle(mut body: String) {
+    body.clear();
+    BODIES.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < 4 {
+            b.push(body);
+        }
+    });
 }
 
 /// FNV-1a, 64 bits: the deterministic hash behind every derived id.
@@ -172,20 +207,23 @@ pub(crate) fn time_ms(v: Option<&serde_json::Value>) -> Option<i64> {
 /// Splits source bytes into lines (1-based numbers) and parses each; a line that does not
 /// parse, or is not an object, is a problem. A last line without its newline is read if it
 /// parses (an agent may be writing it right now: if it does not parse, it is left for the
-/// next import and not reported).
+/// next import and not reported). Long strings are lifted out first ([`lift`]).
 pub(crate) fn read_lines(
     bytes: &[u8],
+    lift: &mut Lifted<'_>,
     problems: &mut Vec<Problem>,
 ) -> Vec<(usize, serde_json::Map<String, serde_json::Value>)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut n = 0;
+    let mut lifted = Vec::new();
     while start < bytes.len() {
         n += 1;
         let (end, complete) = match memchr_nl(&bytes[start..]) {
             Some(p) => (start + p, true),
             None => (bytes.len(), false),
         };
+        let base = start;
         let mut line = &bytes[start..end];
         start = end + 1;
         if line.last() == Some(&b'\r') {
@@ -194,24 +232,39 @@ pub(crate) fn read_lines(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        match serde_json::from_slice::<serde_json::Value>(line) {
+        let spans_before = lift.span_count();
+        let parsed = if lift.lift_line(base, line, &mut lifted) {
+            serde_json::from_slice::<serde_json::Value>(&lifted)
+        } else {
+            serde_json::from_slice::<serde_json::Value>(line)
+        };
+        if !matches!(parsed, Ok(serde_json::Value::Object(_))) {
+            lift.unlift_from(spans_before);
+        }
+        match parsed {
             Ok(serde_json::Value::Object(m)) => out.push((n, m)),
             Ok(other) => problems.push(Problem {
                 line: n,
                 message: format!("not a JSON object ({})", kind_name(&other)),
             }),
             Err(_) if !complete => {}
-            Err(e) => problems.push(Problem {
-                line: n,
-                message: format!("not valid JSON: {e}"),
-            }),
+            Err(_) => {
+                // The parser's message (and column) for the line as it is in the source.
+                let e = serde_json::from_slice::<serde_json::Value>(line)
+                    .err()
+                    .map_or_else(|| "not valid JSON".to_string(), |e| e.to_string());
+                problems.push(Problem {
+                    line: n,
+                    message: format!("not valid JSON: {e}"),
+                })
+            }
         }
     }
     out
 }
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
+    memchr::memchr(b'\n', b)
 }
 
 fn kind_name(v: &serde_json::Value) -> &'static str {
@@ -242,7 +295,8 @@ mod tests {
     #[test]
     fn lines_with_problems() {
         let mut p = Vec::new();
-        let l = read_lines(b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":", &mut p);
+        let src = b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":";
+        let l = read_lines(src, &mut Lifted::new(src), &mut p);
         assert_eq!(l.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(p.iter().map(|x| x.line).collect::<Vec<_>>(), vec![3, 4]);
     }

@@ -1,6 +1,7 @@
 //! The Pi entries a converter builds, before ids are fixed: a tree of nodes in file
 //! order, each with a key (its identity in the source) from which its id is derived.
 
+use crate::lift::Lifted;
 use crate::{fnv, Line};
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
@@ -60,8 +61,8 @@ impl Nodes {
     }
 
     /// Fixes ids (derived from `namespace` and each key, in file order, redrawn on a
-    /// collision) and writes every entry as Pi writes it.
-    pub fn finish(self, namespace: &str) -> Vec<Line> {
+    /// collision) and writes every entry as Pi writes it, lifted strings put back.
+    pub fn finish(self, namespace: &str, lift: &Lifted<'_>) -> (Vec<Line>, String) {
         let mut used: HashSet<String> = HashSet::with_capacity(self.nodes.len());
         let mut ids: Vec<String> = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
@@ -78,6 +79,7 @@ impl Nodes {
             }
         }
         let mut out = Vec::with_capacity(self.nodes.len());
+        let mut body = crate::body_buffer();
         for (i, n) in self.nodes.into_iter().enumerate() {
             let id = &ids[i];
             let parent = n.parent.map(|p| ids[p].clone());
@@ -159,13 +161,16 @@ impl Nodes {
                     }
                 }
             }
+            let start = body.len();
+            lift.expand_into(&canonical(&Value::Object(o)), &mut body);
             out.push(Line {
                 id: id.clone(),
                 parent,
-                json: canonical(&Value::Object(o)),
+                range: start..body.len(),
             });
+            body.push('\n');
         }
-        out
+        (out, body)
     }
 }
 

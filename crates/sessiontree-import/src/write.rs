@@ -14,10 +14,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     /// A new file (with `--dry-run`: would be).
@@ -53,6 +49,23 @@ pub fn write(
     parent_session: Option<&str>,
     dry_run: bool,
 ) -> Result<Outcome> {
+    let out = write_unsynced(conv, dir, parent_session, dry_run)?;
+    if out.status == Status::Created && !dry_run {
+        store::sync_folder(dir)?;
+    }
+    Ok(out)
+}
+
+/// [`write()`] without the folder's fsync after creating a file: the new file's content is on
+/// disk before its name appears, but the name is durable only after
+/// [`store::sync_folder`]`(dir)`, which the caller does once for a batch of files (before
+/// it reports them written).
+pub fn write_unsynced(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+) -> Result<Outcome> {
     let path = dir.join(conv.file_name());
     if !path.exists() {
         if dry_run {
@@ -66,14 +79,10 @@ pub fn write(
             path: dir.to_path_buf(),
             source: e,
         })?;
-        // One buffer per thread, reused: a fresh allocation of a file's size would be
-        // mapped and zeroed by the kernel for every file.
-        let created = SCRATCH.with(|scratch| {
-            let mut bytes = scratch.borrow_mut();
-            bytes.clear();
-            conv.write_bytes(parent_session, &mut bytes);
-            store::create_exclusive(&path, &[&bytes])
-        });
+        let mut header = conv.header_line(parent_session);
+        header.push('\n');
+        let created =
+            store::create_exclusive_unsynced(&path, &[header.as_bytes(), conv.body.as_bytes()]);
         match created {
             Ok(()) => {
                 return Ok(Outcome {
@@ -107,7 +116,7 @@ pub fn write(
     let mut ids: HashSet<&str> = HashSet::new();
     for l in &conv.lines {
         if !tree.contains(&l.id) {
-            bytes.extend_from_slice(l.json.as_bytes());
+            bytes.extend_from_slice(conv.json(l).as_bytes());
             bytes.push(b'\n');
             added += 1;
             ids.insert(&l.id);
@@ -149,7 +158,7 @@ pub fn write(
                         .map(|t| t.into_owned())
                 })
                 .or_else(|| {
-                    serde_json::from_str::<serde_json::Value>(&want.json)
+                    serde_json::from_str::<serde_json::Value>(conv.json(want))
                         .ok()
                         .and_then(|v| {
                             v.get("timestamp")

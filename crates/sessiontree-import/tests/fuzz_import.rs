@@ -118,10 +118,11 @@ fn generate(r: &mut Rng, lines: &[String], ids: &[String]) -> Vec<u8> {
 fn check(c: &Conversion, input: &[u8]) {
     let mut seen: HashSet<&str> = HashSet::new();
     for (n, l) in c.lines.iter().enumerate() {
-        let canon = sessiontree::json::canonicalize(l.json.as_bytes())
-            .unwrap_or_else(|e| panic!("line {n} is not JSON ({e:?}): {}", l.json));
-        assert_eq!(canon, l.json, "line {n} is not what JSON.stringify writes");
-        let v: serde_json::Value = serde_json::from_str(&l.json).unwrap();
+        let json = c.json(l);
+        let canon = sessiontree::json::canonicalize(json.as_bytes())
+            .unwrap_or_else(|e| panic!("line {n} is not JSON ({e:?}): {json}"));
+        assert_eq!(canon, json, "line {n} is not what JSON.stringify writes");
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(v["id"].as_str(), Some(l.id.as_str()), "line {n}: id");
         assert_eq!(
             v["parentId"].as_str(),

@@ -81,6 +81,7 @@ fn import_all(dir: &Path) -> Vec<Imported> {
     for (agent, folder) in [
         ("claude", "claude"),
         ("claude", "claude-recorded"),
+        ("claude", "claude-inline"),
         ("codex", "codex"),
         ("codex", "codex-recorded"),
     ] {
@@ -238,8 +239,14 @@ fn read_jsonl(p: &Path) -> Vec<Value> {
 /// Claude Code's rule: the newest message is the leaf; walk `parentUuid` to the root (a
 /// compaction boundary is a root); send user and assistant lines, the compact summary
 /// included, transcript-only lines left out.
-fn claude_events(p: &Path) -> Vec<Value> {
-    let lines = read_jsonl(p);
+/// `side`: the subagent's lines of a file (all of an `agent-*` file, the `isSidechain`
+/// ones of a main file), else the main conversation's.
+fn claude_events(p: &Path, side: bool) -> Vec<Value> {
+    let agent_file = stem(p).starts_with("agent-");
+    let lines: Vec<Value> = read_jsonl(p)
+        .into_iter()
+        .filter(|l| agent_file || (l["isSidechain"] == true) == side)
+        .collect();
     let by_uuid: HashMap<&str, &Value> = lines
         .iter()
         .filter_map(|l| Some((l["uuid"].as_str()?, l)))
@@ -483,8 +490,8 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
     let all = import_all(tmp.path());
     assert_eq!(
         all.iter().filter(|i| i.agent == "claude").count(),
-        9,
-        "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent"
+        11,
+        "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent; inline: 1 session, 1 subagent"
     );
     assert_eq!(
         all.iter().filter(|i| i.agent == "codex").count(),
@@ -512,7 +519,7 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
             );
         }
         let expected = match i.agent {
-            "claude" => claude_events(&i.source),
+            "claude" => claude_events(&i.source, i.conv.kind == "sidechain"),
             _ => codex_events(&i.source),
         };
         let got = pi_events(&our_context(&i.path));
@@ -1110,4 +1117,59 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
             "{rel} before {prompt:?} ({occurrence})"
         );
     }
+}
+
+/// Older Claude Code releases wrote a subagent's lines (`isSidechain: true`) into the main
+/// transcript, between the Task call and its result. They become their own session, linked
+/// to the main one, and stay out of the main conversation.
+#[test]
+fn inline_sidechain_lines_become_a_subagent_session_of_their_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = import_all(tmp.path());
+    let mine: Vec<&Imported> = all
+        .iter()
+        .filter(|i| i.source.to_string_lossy().contains("claude-inline"))
+        .collect();
+    assert_eq!(mine.len(), 2);
+    let main = mine.iter().find(|i| i.conv.kind == "main").unwrap();
+    let side = mine.iter().find(|i| i.conv.kind == "sidechain").unwrap();
+    assert_eq!(main.conv.session_id, "4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07");
+    assert_eq!(
+        side.conv.parent_source.as_deref(),
+        Some(main.conv.source_session_id.as_str())
+    );
+    assert_ne!(side.conv.session_id, main.conv.session_id);
+    let header = |p: &Path| -> Value {
+        let text = std::fs::read_to_string(p).unwrap();
+        serde_json::from_str(text.lines().next().unwrap()).unwrap()
+    };
+    assert_eq!(
+        header(&side.path)["parentSession"],
+        json!(main.path.to_string_lossy())
+    );
+    assert!(header(&main.path).get("parentSession").is_none());
+    // The subagent's search is in its session only; the main one has the Task call and its
+    // result, and is named by the summary.
+    assert!(!main.conv.body.contains("toolu_inl_grep"));
+    assert!(side.conv.body.contains("toolu_inl_grep"));
+    assert!(main.conv.body.contains("toolu_inl_task"));
+    assert_eq!(
+        main.conv.name.as_deref(),
+        Some("Coupon total lookup with a subagent")
+    );
+    let ctx = pi_events(&our_context(&side.path));
+    assert_eq!(
+        ctx.first(),
+        Some(&json!([
+            "user",
+            "Search the cart module for where the coupon total is computed and report file and line."
+        ]))
+    );
+    assert_eq!(
+        ctx.last(),
+        Some(&json!([
+            "assistant",
+            "The coupon total is computed in cart/total.py at line 42 (apply_coupon)."
+        ]))
+    );
 }

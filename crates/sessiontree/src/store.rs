@@ -59,6 +59,11 @@ impl Default for WriteOptions {
 }
 
 /// fsyncs a folder, so that a created or renamed file's name is durable.
+/// fsyncs a folder: names linked, renamed or removed in it are durable afterwards.
+pub fn sync_folder(dir: &Path) -> Result<()> {
+    sync_dir(dir)
+}
+
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let d = File::open(dir).map_err(io(dir))?;
     d.sync_all().map_err(io(dir))
@@ -393,11 +398,20 @@ pub fn replace_carrying(
 /// Creates `path` with `content`, failing if it exists. The file appears whole or not at
 /// all: it is written to a temporary name and linked into place.
 pub fn create_exclusive(path: &Path, content: &[&[u8]]) -> Result<()> {
+    create_exclusive_unsynced(path, content)?;
+    sync_dir(&parent_of(path))
+}
+
+/// [`create_exclusive`] without the folder's fsync: the file's content is on disk before
+/// its name appears (so it still appears whole or not at all), but the name itself is
+/// durable only once the caller calls [`sync_folder`] on its folder. For writers of many
+/// new files (import), one folder sync per batch instead of one per file.
+pub fn create_exclusive_unsynced(path: &Path, content: &[&[u8]]) -> Result<()> {
     let tmp = write_temp(path, content)?;
     let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
-        Ok(()) => sync_dir(&parent_of(path)),
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::Exists {
             path: path.to_path_buf(),
         }),

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 mod owned;
 pub use canon::decode_units;
 pub use canon::{canonicalize, write_js_string, write_js_string_to};
+pub use fast::find_string_stop;
 pub use owned::Json;
 pub use scan::{Kind, Member, ScanError, Scanned, Span};
 

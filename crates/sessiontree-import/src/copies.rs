@@ -1,0 +1,81 @@
+//! Claude Code resume and fork copies. `claude --resume` in older releases and
+//! `--fork-session` write a new transcript that starts with lines copied from the session
+//! it continues (same uuids and times, its own session id), and record no link to it. Pi
+//! links a session to the one it came from with the header's `parentSession`; this finds
+//! that session among those imported together, the same way on every run:
+//!
+//! * the copy's first entry (same uuid, so the same Pi id) is held by its original;
+//! * of the sessions holding it, the original is the newest that is older than the copy,
+//!   ordered by (first time, newest time, session id) — a copy is made after its original
+//!   started, and when both start with the same lines, the original ends first;
+//! * a copy is recognised before it is written (its file shows it: [`Conversion::copied`],
+//!   lines older than the file's own first line), or because another transcript starts
+//!   with the same line ([`first_uuid`] over every file first).
+
+use crate::Conversion;
+use std::collections::HashMap;
+
+/// Where each Claude Code entry is held: Pi entry id -> the sessions holding it.
+#[derive(Default)]
+pub struct Copies {
+    sessions: Vec<Key>,
+    holders: HashMap<String, Vec<u32>>,
+}
+
+/// A session's place in the "older than" order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    first: String,
+    last_ms: i64,
+    session_id: String,
+}
+
+fn key(c: &Conversion) -> Key {
+    Key {
+        first: c.timestamp.clone(),
+        last_ms: c.last_ms,
+        session_id: c.session_id.clone(),
+    }
+}
+
+impl Copies {
+    /// Registers the entries of a Claude Code main session (before its lines are dropped).
+    pub fn add(&mut self, c: &Conversion) {
+        let n = self.sessions.len() as u32;
+        self.sessions.push(key(c));
+        for l in &c.lines {
+            self.holders.entry(l.id.clone()).or_default().push(n);
+        }
+    }
+
+    /// The session id of the session `c` was copied from, if one imported with it holds
+    /// `c`'s first entry and is older.
+    pub fn original_of(&self, c: &Conversion) -> Option<&str> {
+        let me = key(c);
+        self.holders
+            .get(&c.lines.first()?.id)?
+            .iter()
+            .map(|&n| &self.sessions[n as usize])
+            .filter(|k| k.session_id != me.session_id && **k < me)
+            .max()
+            .map(|k| k.session_id.as_str())
+    }
+}
+
+/// The uuid of the first main-conversation line of a Claude Code transcript (reading only
+/// as far as that line).
+pub fn first_uuid(reader: impl std::io::BufRead) -> Option<String> {
+    for line in reader.split(b'\n').take(1000) {
+        let line = line.ok()?;
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(&line) else {
+            continue;
+        };
+        if o.get("isSidechain").and_then(serde_json::Value::as_bool) == Some(true) {
+            continue;
+        }
+        if let Some(u) = o.get("uuid").and_then(serde_json::Value::as_str) {
+            return Some(u.to_string());
+        }
+    }
+    None
+}
