@@ -90,6 +90,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         seen_meta: false,
         instructions: None,
         last_assistant: None,
+        context_tokens: 0.0,
         prefix: session_id.clone(),
         lift: &lift,
     };
@@ -186,6 +187,9 @@ struct Converter<'a> {
     seen_meta: bool,
     /// The last assistant message and whether a token count gave it its usage.
     last_assistant: Option<(usize, bool)>,
+    /// The context size of the newest request (`last_token_usage.total_tokens` of the newest
+    /// `token_count`): a compaction's `tokensBefore`.
+    context_tokens: f64,
     /// Entry keys are `<prefix>:<line>`: the session whose rollout the line is from.
     prefix: String,
     /// The base instructions (sent with every request; kept across compactions).
@@ -374,7 +378,7 @@ impl Converter<'_> {
                     ms,
                     Body::Compaction {
                         summary,
-                        tokens_before: 0.0,
+                        tokens_before: self.context_tokens,
                         details: Some(details),
                         first_kept: None,
                         system_message: self
@@ -424,6 +428,12 @@ impl Converter<'_> {
         match ty {
             "token_count" => {
                 let last = p.get("info").and_then(|i| i.get("last_token_usage"));
+                if let Some(t) = last
+                    .and_then(|u| u.get("total_tokens"))
+                    .and_then(Value::as_f64)
+                {
+                    self.context_tokens = t;
+                }
                 match (last, self.last_assistant) {
                     (Some(u), Some((n, false))) => {
                         let g = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);

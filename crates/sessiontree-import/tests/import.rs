@@ -1173,3 +1173,52 @@ fn inline_sidechain_lines_become_a_subagent_session_of_their_own() {
         ]))
     );
 }
+
+/// A Codex compaction keeps how big the context was when Codex compacted: the newest
+/// request's `last_token_usage.total_tokens` before the `compacted` line becomes the Pi
+/// compaction's `tokensBefore` (0 only where no token count came before it).
+#[test]
+fn codex_compactions_keep_the_context_size_they_replaced() {
+    let mut checked = 0;
+    for dir in ["codex", "codex-recorded"] {
+        for p in files(&fixtures().join(dir)) {
+            let source = read_jsonl(&p);
+            let mut expected = Vec::new();
+            let mut last = 0.0;
+            for l in &source {
+                let pl = &l["payload"];
+                if l["type"] == "event_msg" && pl["type"] == "token_count" {
+                    if let Some(t) = pl["info"]["last_token_usage"]["total_tokens"].as_f64() {
+                        last = t;
+                    }
+                }
+                if l["type"] == "compacted" {
+                    expected.push(last);
+                }
+            }
+            let convs = convert("codex", &p);
+            let got: Vec<f64> = convs
+                .iter()
+                .flat_map(|c| {
+                    c.lines
+                        .iter()
+                        .map(|l| serde_json::from_str::<Value>(c.json(l)).unwrap())
+                        .filter(|v| v["type"] == "compaction")
+                        .map(|v| v["tokensBefore"].as_f64().unwrap())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            // A fork repeats its parent's compactions first; the file's own are the last.
+            assert!(
+                got.ends_with(&expected),
+                "{}: {got:?} vs {expected:?}",
+                p.display()
+            );
+            checked += expected.iter().filter(|&&t| t > 0.0).count();
+        }
+    }
+    assert!(
+        checked >= 2,
+        "recorded compactions with a token count: {checked}"
+    );
+}
