@@ -686,17 +686,7 @@ fn flush(
         .collect();
     let mut grew: HashMap<i64, i64> = HashMap::new(); // version -> session
     if !grown.is_empty() {
-        let (mut vpks, mut froms) = (Vec::new(), Vec::new());
-        for p in &grown {
-            if let Op::Append { version_pk, from } = p.op {
-                vpks.push(version_pk);
-                froms.push(from);
-            }
-        }
-        let lens: Vec<i64> = grown.iter().map(|p| p.content.len() as i64).collect();
-        let hashes: Vec<&[u8]> = grown.iter().map(|p| p.hash.as_slice()).collect();
-        let srcs: Vec<i64> = grown.iter().map(|p| p.src_length).collect();
-        let infos: Vec<String> = grown.iter().map(|p| p.info.to_string()).collect();
+        let u = Appended::of(grown.iter().copied());
         // Conditional on the length this push saw: two pushes racing cannot both append.
         let rows = tx.query_typed(
             "UPDATE sessiontree.versions v
@@ -706,17 +696,14 @@ fn flush(
                   AS u(pk, old, len, hash, src, info)
              WHERE v.pk = u.pk AND v.length = u.old
              RETURNING v.pk, v.session_pk",
-            &[
-                (&vpks, Type::INT8_ARRAY),
-                (&froms, Type::INT8_ARRAY),
-                (&lens, Type::INT8_ARRAY),
-                (&hashes, Type::BYTEA_ARRAY),
-                (&srcs, Type::INT8_ARRAY),
-                (&infos, Type::TEXT_ARRAY),
-            ],
+            &u.params(),
         )?;
         grew = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        if let Some(p) = grown.iter().zip(&vpks).find(|(_, v)| !grew.contains_key(v)) {
+        if let Some(p) = grown
+            .iter()
+            .zip(&u.vpks)
+            .find(|(_, v)| !grew.contains_key(v))
+        {
             return Err(Error::msg(format!(
                 "{}: the archive's copy changed during this push (another push from this machine?); push again",
                 p.0.path.display()
@@ -805,26 +792,62 @@ fn flush(
         .collect())
 }
 
+/// The columns of the conditional version update of an append (`$1`..`$6`: version, length
+/// the push saw, new length, hash, source length, listing), from the planned appends.
+struct Appended<'a> {
+    vpks: Vec<i64>,
+    froms: Vec<i64>,
+    lens: Vec<i64>,
+    hashes: Vec<&'a [u8]>,
+    srcs: Vec<i64>,
+    infos: Vec<String>,
+}
+
+impl<'a> Appended<'a> {
+    fn of(planned: impl Iterator<Item = &'a Planned>) -> Self {
+        let mut u = Appended {
+            vpks: Vec::new(),
+            froms: Vec::new(),
+            lens: Vec::new(),
+            hashes: Vec::new(),
+            srcs: Vec::new(),
+            infos: Vec::new(),
+        };
+        for p in planned {
+            if let Op::Append { version_pk, from } = p.op {
+                u.vpks.push(version_pk);
+                u.froms.push(from);
+                u.lens.push(p.content.len() as i64);
+                u.hashes.push(p.hash.as_slice());
+                u.srcs.push(p.src_length);
+                u.infos.push(p.info.to_string());
+            }
+        }
+        u
+    }
+
+    fn params(&self) -> [(&(dyn postgres::types::ToSql + Sync), Type); 6] {
+        [
+            (&self.vpks, Type::INT8_ARRAY),
+            (&self.froms, Type::INT8_ARRAY),
+            (&self.lens, Type::INT8_ARRAY),
+            (&self.hashes, Type::BYTEA_ARRAY),
+            (&self.srcs, Type::INT8_ARRAY),
+            (&self.infos, Type::TEXT_ARRAY),
+        ]
+    }
+}
+
 /// Appends to a few versions (the push after an entry was added) in one statement, so one
 /// round trip: the conditional version update, the new chunks and the new search texts, the
 /// latter two only for the versions the update matched.
 fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done> {
-    let (mut vpks, mut froms) = (Vec::new(), Vec::new());
-    for p in batch.iter() {
-        if let Op::Append { version_pk, from } = p.op {
-            vpks.push(version_pk);
-            froms.push(from);
-        }
-    }
-    let lens: Vec<i64> = batch.iter().map(|p| p.content.len() as i64).collect();
-    let hashes: Vec<&[u8]> = batch.iter().map(|p| p.hash.as_slice()).collect();
-    let srcs: Vec<i64> = batch.iter().map(|p| p.src_length).collect();
-    let infos: Vec<String> = batch.iter().map(|p| p.info.to_string()).collect();
+    let mut u = Appended::of(batch.iter());
     let mut ch: (Vec<i64>, Vec<i64>, Vec<&[u8]>) = Default::default();
     let mut tx: (Vec<i64>, Vec<i64>, Vec<&str>, Vec<&str>) = Default::default();
     let (mut ts, mut body, mut tri): (Vec<Option<String>>, Vec<&str>, Vec<String>) =
         Default::default();
-    for (p, (v, from)) in batch.iter().zip(vpks.iter().zip(&froms)) {
+    for (p, (v, from)) in batch.iter().zip(u.vpks.iter().zip(&u.froms)) {
         for (off, data) in chunks(&p.content[*from as usize..], *from) {
             ch.0.push(*v);
             ch.1.push(off);
@@ -840,6 +863,19 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
             tri.push(crate::trigram::to_pg_array(&t.tri));
         }
     }
+    let rest: [(&(dyn postgres::types::ToSql + Sync), Type); 10] = [
+        (&ch.0, Type::INT8_ARRAY),
+        (&ch.1, Type::INT8_ARRAY),
+        (&ch.2, Type::BYTEA_ARRAY),
+        (&tx.0, Type::INT8_ARRAY),
+        (&tx.1, Type::INT8_ARRAY),
+        (&tx.2, Type::TEXT_ARRAY),
+        (&tx.3, Type::TEXT_ARRAY),
+        (&ts, Type::TEXT_ARRAY),
+        (&body, Type::TEXT_ARRAY),
+        (&tri, Type::TEXT_ARRAY),
+    ];
+    let params = [&u.params()[..], &rest[..]].concat();
     // Conditional on the length this push saw: two pushes racing cannot both append.
     let rows = archive.client.query_typed(
         "WITH u AS (SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[],
@@ -860,25 +896,9 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                             $15::text[], $16::text[]) AS t(v, o, i, r, t, b, tri)
                 JOIN up ON up.pk = t.v)
          SELECT pk FROM up",
-        &[
-            (&vpks, Type::INT8_ARRAY),
-            (&froms, Type::INT8_ARRAY),
-            (&lens, Type::INT8_ARRAY),
-            (&hashes, Type::BYTEA_ARRAY),
-            (&srcs, Type::INT8_ARRAY),
-            (&infos, Type::TEXT_ARRAY),
-            (&ch.0, Type::INT8_ARRAY),
-            (&ch.1, Type::INT8_ARRAY),
-            (&ch.2, Type::BYTEA_ARRAY),
-            (&tx.0, Type::INT8_ARRAY),
-            (&tx.1, Type::INT8_ARRAY),
-            (&tx.2, Type::TEXT_ARRAY),
-            (&tx.3, Type::TEXT_ARRAY),
-            (&ts, Type::TEXT_ARRAY),
-            (&body, Type::TEXT_ARRAY),
-            (&tri, Type::TEXT_ARRAY),
-        ],
+        &params,
     )?;
+    let vpks = std::mem::take(&mut u.vpks);
     let matched: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
     let mut done = Vec::new();
     let mut changed = None;
