@@ -9,7 +9,7 @@
 //! costs about as much CPU as everything else in a push together (it examines every
 //! character through the locale), while here it is a few milliseconds per megabyte.
 //!
-//! The codes are part of the archive's format: changing [`fold`] or [`code`] needs a
+//! The codes are part of the archive's format: changing [`fold`] or `code` (the hash of a trigram) needs a
 //! migration that recomputes them.
 
 /// Lowercases character by character (no context rules such as the Greek final sigma), so
