@@ -692,6 +692,40 @@ fn branch_ids(buf: &[u8]) -> rustc_hash::FxHashSet<String> {
     on
 }
 
+/// The files `q` may find something in, each with the newest entry time it may hold
+/// (infinite without a valid summary: anything is possible there), in `files`' order. A
+/// summary rules a file out when it is no session, lacks the query's trigrams, has a cwd
+/// `cwd_ok` refuses, or ends before `since`; `stats.ruled_out` counts those. The one rule [`search`] and
+/// [`search_sessions`] both apply.
+fn files_to_read<'a>(
+    files: &'a [(PathBuf, Option<FileStat>)],
+    q: &Query,
+    m: &Matcher,
+    cwd_ok: &dyn Fn(&str) -> bool,
+    summaries: Option<&Summaries>,
+    stats: &mut Stats,
+) -> Vec<(&'a PathBuf, f64)> {
+    let mut work = Vec::with_capacity(files.len());
+    for (p, st) in files {
+        let Some(st) = st else { continue };
+        match summaries.and_then(|s| s.get_valid(p, st)) {
+            Some(s) => {
+                if !s.is_session()
+                    || !m.may_match(&s)
+                    || !cwd_ok(s.cwd())
+                    || q.since_ms.is_some_and(|since| s.max_ts() < since)
+                {
+                    stats.ruled_out += 1;
+                    continue;
+                }
+                work.push((p, s.max_ts()));
+            }
+            None => work.push((p, f64::INFINITY)),
+        }
+    }
+    work
+}
+
 /// Searches `files` (session files; others are skipped) on `threads` threads. With
 /// `summaries`, files they rule out are not read and files whose entries are all older than
 /// the newest `limit` hits found are not read; the hits are the same either way.
@@ -712,26 +746,9 @@ pub fn search(
             .as_deref()
             .is_none_or(|w| crate::list::cwd_matches(c, w))
     };
-    // The work list: (file, newest possible entry time), newest first; files without a
-    // valid summary first (anything is possible there).
-    let mut work: Vec<(&PathBuf, f64)> = Vec::with_capacity(files.len());
-    for (p, st) in files {
-        let Some(st) = st else { continue };
-        match summaries.and_then(|s| s.get_valid(p, st)) {
-            Some(s) => {
-                if !s.is_session() || !m.may_match(&s) || !cwd_ok(s.cwd()) {
-                    stats.ruled_out += 1;
-                    continue;
-                }
-                if q.since_ms.is_some_and(|since| s.max_ts() < since) {
-                    stats.ruled_out += 1;
-                    continue;
-                }
-                work.push((p, s.max_ts()));
-            }
-            None => work.push((p, f64::INFINITY)),
-        }
-    }
+    // The work list, newest first; files without a valid summary first (anything is
+    // possible there).
+    let mut work = files_to_read(files, q, &m, &cwd_ok, summaries, &mut stats);
     work.sort_by(|a, b| b.1.total_cmp(&a.1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let top = Mutex::new(Top {
@@ -850,24 +867,10 @@ pub fn search_sessions(
             .as_deref()
             .is_none_or(|w| crate::list::cwd_matches(c, w))
     };
-    let mut work: Vec<&PathBuf> = Vec::with_capacity(files.len());
-    for (p, st) in files {
-        let Some(st) = st else { continue };
-        match summaries.and_then(|s| s.get_valid(p, st)) {
-            Some(s) => {
-                if !s.is_session()
-                    || !m.may_match(&s)
-                    || !cwd_ok(s.cwd())
-                    || q.since_ms.is_some_and(|since| s.max_ts() < since)
-                {
-                    stats.ruled_out += 1;
-                    continue;
-                }
-                work.push(p);
-            }
-            None => work.push(p),
-        }
-    }
+    let work: Vec<&PathBuf> = files_to_read(files, q, &m, &cwd_ok, summaries, &mut stats)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found = Mutex::new(Vec::new());
     let stats_all = Mutex::new(Stats::default());
