@@ -97,21 +97,8 @@ fn generate(r: &mut Rng, lines: &[String], ids: &[String]) -> Vec<u8> {
     if r.pick(2) == 0 {
         buf.push(b'\n');
     }
-    for _ in 0..r.pick(5) {
-        if buf.is_empty() {
-            break;
-        }
-        let i = r.pick(buf.len());
-        match r.pick(5) {
-            0 => buf[i] = r.next() as u8,
-            1 => buf.truncate(i),
-            2 => buf.insert(i, b'\n'),
-            3 => {
-                buf.remove(i);
-            }
-            _ => buf[i] ^= 1 << r.pick(8),
-        }
-    }
+    let times = r.pick(5);
+    r.damage(&mut buf, times);
     buf
 }
 

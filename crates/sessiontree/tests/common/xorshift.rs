@@ -22,4 +22,24 @@ impl Rng {
     pub fn pick(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
+
+    /// Damages `buf` `times` times at random places: a random byte, a cut, an inserted
+    /// newline, a removed byte or a flipped bit (the fuzz tests' mutations).
+    pub fn damage(&mut self, buf: &mut Vec<u8>, times: usize) {
+        for _ in 0..times {
+            if buf.is_empty() {
+                break;
+            }
+            let i = self.pick(buf.len());
+            match self.pick(5) {
+                0 => buf[i] = self.next() as u8,
+                1 => buf.truncate(i),
+                2 => buf.insert(i, b'\n'),
+                3 => {
+                    buf.remove(i);
+                }
+                _ => buf[i] ^= 1 << self.pick(8),
+            }
+        }
+    }
 }
