@@ -224,9 +224,10 @@ impl Cluster {
         format!("postgresql://{user}@127.0.0.1:{}/{db}{extra}", self.port)
     }
 
-    /// Runs SQL with plain psql as `user`; the rows, `|`-separated, one per line.
-    pub fn psql(&self, user: &str, db: &str, sql: &str) -> Result<String, String> {
-        let o = Command::new(self.bin.join("psql"))
+    /// Plain psql as `user` over the unix socket (no password), unaligned and tuples only,
+    /// stopping at the first error.
+    fn run_psql(&self, user: &str, db: &str, sql: &str) -> std::process::Output {
+        Command::new(self.bin.join("psql"))
             .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
             .args(["-h", self.dir.path().to_str().unwrap()])
             .args([
@@ -241,7 +242,12 @@ impl Cluster {
             ])
             .env_remove("PGPASSWORD")
             .output()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// Runs SQL with plain psql as `user`; the rows, `|`-separated, one per line.
+    pub fn psql(&self, user: &str, db: &str, sql: &str) -> Result<String, String> {
+        let o = self.run_psql(user, db, sql);
         if o.status.success() {
             Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
         } else {
@@ -251,22 +257,7 @@ impl Cluster {
 
     /// Like [`Cluster::psql`], but what psql printed on stderr too (notices), after stdout.
     pub fn psql_with_notices(&self, user: &str, db: &str, sql: &str) -> Result<String, String> {
-        let o = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", self.dir.path().to_str().unwrap()])
-            .args([
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                user,
-                "-d",
-                db,
-                "-c",
-                sql,
-            ])
-            .env_remove("PGPASSWORD")
-            .output()
-            .unwrap();
+        let o = self.run_psql(user, db, sql);
         let all = format!(
             "{}\n{}",
             String::from_utf8_lossy(&o.stdout),
