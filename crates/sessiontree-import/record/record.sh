@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Records the fixtures in ../tests/fixtures/{claude,codex}-recorded: runs the real agents
-# (npm @anthropic-ai/claude-code, @openai/codex) against the scripted endpoints in this
-# folder, in a throwaway HOME, and keeps the transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|codex|codex-compaction]
+# Records the fixtures in ../tests/fixtures/{claude-recorded,claude-attachments,codex-recorded}: runs
+# the real agents (npm @anthropic-ai/claude-code, @openai/codex) against the scripted
+# endpoints in this folder, in a throwaway HOME, and keeps the transcripts and the requests
+# they sent.
+#   record.sh OUT_DIR [all|claude|claude-attachments|codex|codex-compaction]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
-# The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0, then
-# had their paths renamed to /home/dev/demo and long agent-written texts (attachment
-# listings, base instructions) replaced by placeholders. For the codex-compaction part
-# `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded` (and the same for cxr)
-# does that and puts its rollout and resume requests into the fixture set.
+# The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0.
+# Claude Code parts: `claude_fixture.py OUT_DIR/cc ../tests/fixtures/claude-recorded` (and
+# OUT_DIR/ca for ../tests/fixtures/claude-attachments) renames the paths to /home/dev/demo
+# and keeps every text as Claude Code wrote and sent it: the attachment lines (agent and
+# skill listings, hook output, files named with @, plan mode) and the system messages it
+# rendered from them, the oracle for how the import makes them reach the model. The Codex
+# fixtures had long agent-written texts (base instructions) replaced by placeholders; for
+# the codex-compaction part `codex_fixture.py OUT_DIR/cxc ../tests/fixtures/codex-recorded`
+# (and the same for cxr) does that and puts its rollout and resume requests into the
+# fixture set.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 PART=${2:-all}
 cd "$OUT"
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
-if want claude; then
+if want claude || want claude-attachments; then
   [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
 fi
-[ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
+if want codex || want codex-compaction; then
+  [ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
+fi
 CLAUDE=$OUT/node_modules/.bin/claude CODEX=$OUT/node_modules/.bin/codex
 
 if want claude; then
@@ -37,6 +45,39 @@ cc "/compact" --resume "$SID" >/dev/null
 cc "After compacting, RUN again" --resume "$SID" >/dev/null
 cc "Forked question" --resume "$SID" --fork-session >/dev/null
 kill $S1
+fi
+
+if want claude-attachments; then
+# Claude Code's attachment lines, with hooks that add context at session start (and again
+# on each resume), on every prompt, after each Bash call (two) and each Read call; a file read by a tool and then
+# changed on disk; a file named with @; a turn in plan mode. Each step resumes the session.
+mkdir -p ca/proj ca/.claude && (cd ca/proj && git init -q . && printf 'first line\n' > notes.txt)
+cat > ca/.claude/settings.json <<'JSON'
+{"hooks": {
+  "SessionStart": [{"hooks": [{"type": "command", "command": "echo 'Session start hook: the demo project keeps its notes in notes.txt.'"}]}],
+  "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo 'Prompt hook: answer briefly.'"}]}],
+  "PostToolUse": [
+    {"matcher": "Bash", "hooks": [
+      {"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"Tool hook: the echo ran in the demo project.\"}}'"},
+      {"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PostToolUse\", \"additionalContext\": \"Second tool hook: nothing to add.\"}}'"}]},
+    {"matcher": "Read", "hooks": [{"type": "command", "command": "echo 'Read hook: plain output.'"}]}]
+}}
+JSON
+python3 "$HERE/scripted_anthropic.py" 18436 "$OUT/ca/requests.jsonl" "$OUT/ca/proj" & S3=$!
+export ANTHROPIC_BASE_URL=http://127.0.0.1:18436 ANTHROPIC_API_KEY=sk-ant-scripted
+export DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+sleep 1
+ca() { (cd "$OUT/ca/proj" && HOME=$OUT/ca "$CLAUDE" -p "$@" --allowedTools Bash Read --output-format json); }
+SID=$(ca "Please RUN the echo command" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session_id"])')
+ca "Please READ the notes" --resume "$SID" >/dev/null
+printf 'first line\nsecond line, added outside\n' > ca/proj/notes.txt
+ca "What changed in the notes?" --resume "$SID" >/dev/null
+ca "Look at @notes.txt please" --resume "$SID" >/dev/null
+ca "Plan the next step" --resume "$SID" --permission-mode plan >/dev/null
+ca "Out of plan mode now" --resume "$SID" >/dev/null
+ca "Last question" --resume "$SID" >/dev/null
+kill $S3
+"$CLAUDE" --version > ca/claude-version
 fi
 
 if want codex; then

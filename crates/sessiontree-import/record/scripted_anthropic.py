@@ -1,13 +1,15 @@
 """A scripted Anthropic Messages endpoint for recording Claude Code transcripts.
 
-    python3 scripted_anthropic.py PORT REQUESTS.jsonl
+    python3 scripted_anthropic.py PORT REQUESTS.jsonl [PROJECT_DIR]
 
 Logs every request body to REQUESTS.jsonl and answers from a script keyed on the last user
-text: "DELEGATE" -> an Agent tool call, "RUN" -> thinking + text + a Bash tool call, a tool
-result -> a text; anything else -> "Answer N to: ...". Streams (SSE) when asked to."""
+text: "DELEGATE" -> an Agent tool call, "RUN" -> thinking + text + a Bash tool call, "READ"
+-> a Read tool call of PROJECT_DIR/notes.txt, a tool result -> a text; anything else ->
+"Answer N to: ...". Streams (SSE) when asked to."""
 import json, sys, threading, itertools
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 LOG = open(sys.argv[2], "a")
+PROJECT = sys.argv[3] if len(sys.argv) > 3 else "."
 counter = itertools.count(1)
 lock = threading.Lock()
 
@@ -31,6 +33,8 @@ def plan(body):
     if "RUN" in text and "Bash" in tools:
         return [("thinking", f"I should run a command ({n})."), ("text", "Running it."),
                 ("tool_use", {"id": f"toolu_fake{n:04d}", "name": "Bash", "input": {"command": "echo hello-from-tool", "description": "Echo"}})], "tool_use"
+    if "READ" in text and "Read" in tools:
+        return [("text", "Reading it."), ("tool_use", {"id": f"toolu_fake{n:04d}", "name": "Read", "input": {"file_path": f"{PROJECT}/notes.txt"}})], "tool_use"
     return [("text", f"Answer {n} to: {text[-60:]}")], "end_turn"
 
 class H(BaseHTTPRequestHandler):
