@@ -278,8 +278,8 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
     for (copy, original) in [
         // --fork-session of the recorded session (Claude Code 2.1.197)
         (
-            "71c6a3d1-f15a-402a-b68f-a0ec2fccad7a",
-            "8229c4a7-d162-4cc5-9777-fee09e1d4363",
+            "cb94987c-b200-4f6e-9102-ef6dd61e0d01",
+            "2eb18699-69bc-4917-863b-8879884dd4b1",
         ),
         // a resume copy of the whole history (hand-written, older layout)
         (
@@ -300,7 +300,7 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
 
     // A copy imported without its original: no link, and no error.
     let alone = Home::new();
-    let only = fixtures().join("claude-recorded/71c6a3d1-f15a-402a-b68f-a0ec2fccad7a.jsonl");
+    let only = fixtures().join("claude-recorded/cb94987c-b200-4f6e-9102-ef6dd61e0d01.jsonl");
     let v = alone.json(&["import", "claude", "--json", only.to_str().unwrap()]);
     assert_eq!(v[0]["status"], "created");
     assert!(v[0].get("parentSession").is_none(), "{v}");

@@ -181,7 +181,7 @@ fn run(agent: &str, lines: &[String], seed: u64, convert: &dyn Fn(&[u8]) -> Vec<
 
 #[test]
 fn claude_converter_survives_generated_transcripts() {
-    let lines = fixture_lines(&["claude", "claude-recorded"]);
+    let lines = fixture_lines(&["claude", "claude-recorded", "claude-attachments"]);
     run("claude", &lines, 0x5EED_C1A0_0000_0001, &|b| {
         claude::convert(b, "fuzz")
     });
