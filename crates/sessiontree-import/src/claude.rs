@@ -20,6 +20,9 @@
 //!   follows, so the compaction keeps from the segment's head, or nothing without one.
 //! * other `system` lines and lines of unknown types with a `uuid` -> `custom` entries
 //!   holding the whole line (never in the model's context; they keep the tree's shape).
+//! * `attachment` lines (newer releases: listings, hook output, files named with @, ...):
+//!   the kinds Claude Code sends to the model -> a Pi `system` message with the text it
+//!   sends (rendered as Claude Code renders them); the others -> `custom` entries.
 //! * `progress` lines are dropped; lines that name them as parent hang on their parent.
 //! * `summary` (with `leafUuid`) and `custom-title` lines -> the session name.
 //! * Lines without a `uuid` (`file-history-snapshot`, `queue-operation`, ...) are counted
@@ -252,6 +255,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
             }
             "assistant" => assistant(&mut st, line, &mut o, uuid, parent_uuid, ms),
             "user" => user(&mut st, line, &mut o, uuid, parent_uuid, ms),
+            "attachment" => attachment(&mut st, &mut o, uuid, parent_uuid, ms, lift),
             "system" if o.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
                 let logical =
                     parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(Value::as_str));
@@ -743,4 +747,136 @@ fn user(
         Body::Message(m)
     };
     Some(st.nodes.push(cur, key, ms, body))
+}
+
+/// An `attachment` line (newer releases): context Claude Code adds around a prompt or a tool
+/// call. The kinds Claude Code sends to the model are rendered as it renders them (Claude
+/// Code 2.1.197, recorded) into a Pi `system` message; it sends them as `system` messages
+/// too, holding them back until its next assistant message and joining neighbours with a
+/// blank line, which is what Pi's Anthropic conversion does with system messages. The line's
+/// `attachment` object is kept in `claudeCode`. Kinds it does not send (hook results of
+/// other events, listings it renders from state the line does not hold, ...) stay `custom`
+/// entries, outside the context, as before.
+fn attachment(
+    st: &mut State,
+    o: &mut Obj,
+    uuid: &str,
+    parent_uuid: Option<&str>,
+    ms: i64,
+    lift: &Lifted<'_>,
+) -> Option<usize> {
+    let parent = st.resolve(parent_uuid);
+    let text = o.get("attachment").and_then(|a| attachment_text(a, lift));
+    let body = match text {
+        Some(text) => {
+            let mut m = Map::new();
+            m.insert("role".into(), json!("system"));
+            m.insert("content".into(), Value::String(text));
+            m.insert("timestamp".into(), json!(ms));
+            let kept = o.remove("attachment").unwrap_or(Value::Null);
+            m.insert(
+                "claudeCode".into(),
+                json!({"uuid": uuid, "attachment": kept}),
+            );
+            Body::Message(m)
+        }
+        None => Body::Custom {
+            custom_type: "claude-code:attachment".into(),
+            data: Value::Object(std::mem::take(o)),
+        },
+    };
+    Some(st.nodes.push(parent, uuid.to_string(), ms, body))
+}
+
+/// The text Claude Code sends for an attachment, or `None` for a kind it does not send (or
+/// one whose rendering is not known). Strings may hold lifted spans: they are joined as they
+/// are (a span stays whole inside a longer string) and restored only to look inside.
+fn attachment_text(a: &Value, lift: &Lifted<'_>) -> Option<String> {
+    let s = |k: &str| a.get(k).and_then(Value::as_str);
+    let yes = |k: &str| a.get(k).and_then(Value::as_bool) == Some(true);
+    // A string, or an array of strings, as its pieces.
+    fn lines(v: Option<&Value>) -> Option<Vec<&str>> {
+        match v? {
+            Value::String(t) => Some(vec![t.as_str()]),
+            Value::Array(x) => x.iter().map(Value::as_str).collect(),
+            _ => None,
+        }
+    }
+    match s("type")? {
+        // Hook output reaches the model for the events whose stdout is context.
+        "hook_success" => {
+            let event = s("hookEvent")?;
+            let content = s("content").filter(|c| !c.is_empty())?;
+            if !matches!(event, "SessionStart" | "UserPromptSubmit") {
+                return None;
+            }
+            Some(format!("{} hook success: {content}", s("hookName")?))
+        }
+        "hook_additional_context" => {
+            let content = lines(a.get("content")).filter(|c| !c.is_empty())?;
+            Some(format!(
+                "{} hook additional context: {}",
+                s("hookName")?,
+                content.join("\n")
+            ))
+        }
+        // The first listing of a session (a later delta also names removed types; not
+        // recorded yet).
+        "agent_listing_delta" if yes("isInitial") => {
+            let added = lines(a.get("addedLines")).filter(|c| !c.is_empty())?;
+            let removed = a.get("removedTypes").and_then(Value::as_array);
+            if removed.is_some_and(|r| !r.is_empty()) {
+                return None;
+            }
+            let mut t = format!(
+                "Available agent types for the Agent tool:\n{}",
+                added.join("\n")
+            );
+            if yes("showConcurrencyNote") {
+                t.push_str(
+                    "\n\nWhen you launch multiple agents for independent work, send them in a \
+                     single message with multiple tool uses so they run concurrently.",
+                );
+            }
+            Some(t)
+        }
+        "skill_listing" if yes("isInitial") => {
+            let content = s("content").filter(|c| !c.is_empty())?;
+            Some(format!(
+                "The following skills are available for use with the Skill tool:\n\n{content}"
+            ))
+        }
+        // A file named with @ in a prompt: sent as if the Read tool had read it whole.
+        "file" => {
+            let c = a.get("content")?;
+            let f = c.get("file")?;
+            let n = |k: &str| f.get(k).and_then(Value::as_u64);
+            let whole = n("startLine") == Some(1)
+                && n("numLines").is_some()
+                && n("numLines") == n("totalLines");
+            if c.get("type").and_then(Value::as_str) != Some("text") || !whole {
+                return None;
+            }
+            let path = s("filename")?;
+            let text = lift.restore(f.get("content")?.as_str()?);
+            let mut t = format!(
+                "Called the Read tool with the following input: {}\n\
+                 Result of calling the Read tool:\n",
+                json!({"file_path": path})
+            );
+            for (i, l) in text.split('\n').enumerate() {
+                if i > 0 {
+                    t.push('\n');
+                }
+                t.push_str(&format!("{}\t{l}", i + 1));
+            }
+            Some(t)
+        }
+        "plan_mode_exit" if a.get("planExists").and_then(Value::as_bool) == Some(false) => Some(
+            "## Exited Plan Mode\n\nYou have exited plan mode. You can now make edits, run \
+             tools, and take actions."
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
