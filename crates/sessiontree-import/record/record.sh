@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Records the fixtures in ../tests/fixtures/{claude-recorded,claude-attachments,codex-recorded}: runs
-# the real agents (npm @anthropic-ai/claude-code, @openai/codex) against the scripted
-# endpoints in this folder, in a throwaway HOME, and keeps the transcripts and the requests
-# they sent.
+# Records the fixtures in ../tests/fixtures/{claude-recorded,claude-attachments,
+# codex-recorded}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
+# against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
+# transcripts and the requests they sent.
 #   record.sh OUT_DIR [all|claude|claude-attachments|codex|codex-compaction]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
