@@ -33,15 +33,12 @@
 //! Entry ids are derived from the line uuids, so the same line gets the same id in every
 //! file that holds a copy of it.
 
-use crate::lift::Lifted;
+use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
 use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
 const NAMESPACE: &str = "claude";
-
-type Obj = Map<String, Value>;
 
 /// Converts one transcript file. `file_stem` is the file name without `.jsonl` (the
 /// session id, or `agent-<id>` for a subagent). Gives the main session and, when the file
@@ -49,17 +46,16 @@ type Obj = Map<String, Value>;
 /// gives conversions without lines.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
-    let mut lift = Lifted::new(bytes);
-    let records = read_lines(bytes, &mut lift, &mut problems);
+    let records = read_lines(bytes, &mut problems);
     let is_agent_file = file_stem.starts_with("agent-");
     let source_id = records
         .iter()
-        .find_map(|r| r.1.get("sessionId").and_then(Value::as_str))
+        .find_map(|r| r.1.get("sessionId").and_then(V::as_str))
         .unwrap_or(file_stem)
         .to_string();
     let (mut main, mut side): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
     for r in records {
-        if is_agent_file || r.1.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+        if is_agent_file || r.1.get("isSidechain").and_then(V::as_bool) == Some(true) {
             side.push(r);
         } else {
             main.push(r);
@@ -72,10 +68,10 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
         // the first line with a uuid is older than the copy's own first line.
         let first_uuid_ms = main
             .iter()
-            .find(|r| r.1.get("uuid").is_some_and(Value::is_string))
+            .find(|r| r.1.get("uuid").is_some_and(V::is_string))
             .and_then(|r| time_ms(r.1.get("timestamp")));
         let copied = first_uuid_ms.is_some_and(|t| t < head.first_ms);
-        let mut c = build(main, NAMESPACE, &lift);
+        let mut c = build(main, NAMESPACE);
         c.problems = problems.clone();
         let mut conv = finish(c, source_id.clone(), source_id.clone(), None, "main", head);
         conv.copied = copied;
@@ -84,7 +80,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     if !side.is_empty() || is_agent_file {
         let agent = side
             .iter()
-            .find_map(|r| r.1.get("agentId").and_then(Value::as_str))
+            .find_map(|r| r.1.get("agentId").and_then(V::as_str))
             .map(str::to_string)
             .unwrap_or_else(|| file_stem.trim_start_matches("agent-").to_string());
         let sid = if is_agent_file {
@@ -93,7 +89,7 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
             format!("{source_id}/sidechains")
         };
         let head = Head::of(&side);
-        let mut c = build(side, NAMESPACE, &lift);
+        let mut c = build(side, NAMESPACE);
         if is_agent_file {
             c.problems = problems;
         }
@@ -110,7 +106,7 @@ struct Head {
 }
 
 impl Head {
-    fn of(records: &[(usize, Obj)]) -> Head {
+    fn of(records: &[(usize, Obj<'_>)]) -> Head {
         Head {
             first_ms: records
                 .iter()
@@ -118,7 +114,7 @@ impl Head {
                 .unwrap_or(0),
             cwd: records
                 .iter()
-                .find_map(|r| r.1.get("cwd").and_then(Value::as_str))
+                .find_map(|r| r.1.get("cwd").and_then(V::as_str))
                 .map(str::to_string),
         }
     }
@@ -161,24 +157,24 @@ fn finish(
 }
 
 #[derive(Default)]
-struct Group {
+struct Group<'a> {
     uuids: Vec<String>,
-    usage: Option<Value>,
+    usage: Option<V<'a>>,
     stop: Option<String>,
     error: bool,
     request_id: Option<String>,
-    other_blocks: Vec<Value>,
+    other_blocks: Vec<V<'a>>,
 }
 
 #[derive(Default)]
-struct State {
-    nodes: Nodes,
+struct State<'a> {
+    nodes: Nodes<'a>,
     /// uuid -> the node it stands for (`None`: a dropped line at the root).
     map: HashMap<String, Option<usize>>,
     tool_names: HashMap<String, String>,
     /// message.id -> its assistant node.
     by_message_id: HashMap<String, usize>,
-    groups: HashMap<usize, Group>,
+    groups: HashMap<usize, Group<'a>>,
     /// assistant node -> the last tool result chained after it.
     last_result: HashMap<usize, usize>,
     /// tool result node -> its assistant node.
@@ -188,7 +184,7 @@ struct State {
     problems: Vec<Problem>,
 }
 
-impl State {
+impl State<'_> {
     fn resolve(&self, parent: Option<&str>) -> Option<usize> {
         parent.and_then(|p| self.map.get(p).copied().flatten())
     }
@@ -198,7 +194,7 @@ impl State {
     }
 }
 
-fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Built {
+fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
     let mut st = State::default();
     let mut summaries: Vec<(Option<String>, String)> = Vec::new();
     let mut title: Option<String> = None;
@@ -207,32 +203,25 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
         .find_map(|r| time_ms(r.1.get("timestamp")))
         .unwrap_or(0);
     for (line, mut o) in records {
-        let ty = o
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let ty = o.get("type").and_then(V::as_str).unwrap_or("").to_string();
         let ty = ty.as_str();
         match ty {
             "summary" => {
-                if let Some(s) = o.get("summary").and_then(Value::as_str) {
-                    let leaf = o
-                        .get("leafUuid")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    summaries.push((leaf, lift.restore(s).into_owned()));
+                if let Some(s) = o.get("summary").and_then(V::as_str) {
+                    let leaf = o.get("leafUuid").and_then(V::as_str).map(str::to_string);
+                    summaries.push((leaf, s.to_string()));
                 }
                 continue;
             }
             "custom-title" => {
-                if let Some(s) = o.get("customTitle").and_then(Value::as_str) {
-                    title = Some(lift.restore(s).into_owned());
+                if let Some(s) = o.get("customTitle").and_then(V::as_str) {
+                    title = Some(s.to_string());
                 }
                 continue;
             }
             _ => {}
         }
-        let Some(uuid) = o.get("uuid").and_then(Value::as_str).map(str::to_string) else {
+        let Some(uuid) = o.get("uuid").and_then(V::as_str).map(str::to_string) else {
             st.skip(if ty.is_empty() { "untyped" } else { ty });
             continue;
         };
@@ -243,10 +232,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
         }
         let ms = time_ms(o.get("timestamp")).unwrap_or(last_ms);
         last_ms = ms;
-        let parent_uuid = o
-            .get("parentUuid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
+        let parent_uuid = o.get("parentUuid").and_then(V::as_str).map(str::to_string);
         let parent_uuid = parent_uuid.as_deref();
         let node = match ty {
             "progress" => {
@@ -255,23 +241,25 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
             }
             "assistant" => assistant(&mut st, line, &mut o, uuid, parent_uuid, ms),
             "user" => user(&mut st, line, &mut o, uuid, parent_uuid, ms),
-            "attachment" => attachment(&mut st, &mut o, uuid, parent_uuid, ms, lift),
-            "system" if o.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
+            "attachment" => attachment(&mut st, &mut o, uuid, parent_uuid, ms),
+            "system" if o.get("subtype").and_then(V::as_str) == Some("compact_boundary") => {
                 let logical =
-                    parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(Value::as_str));
+                    parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(V::as_str));
                 let parent = st.resolve(logical);
-                let meta = o.get("compactMetadata").cloned().unwrap_or(Value::Null);
-                let tokens = meta.get("preTokens").and_then(Value::as_f64).unwrap_or(0.0);
-                let mut details = json!({"source": "claude-code", "uuid": uuid});
+                let meta = o.get("compactMetadata").cloned().unwrap_or(V::Null);
+                let tokens = meta.get("preTokens").and_then(V::as_f64).unwrap_or(0.0);
+                let mut details = Obj::with_capacity(3);
+                details.push_new("source", V::from("claude-code"));
+                details.push_new("uuid", V::from(uuid.to_string()));
                 if !meta.is_null() {
-                    details["compactMetadata"] = meta.clone();
+                    details.push_new("compactMetadata", meta.clone());
                 }
                 // A preserved segment (newer releases keep the last messages before the
                 // boundary and send them after the summary): Pi keeps from its head.
                 let head = meta
                     .get("preservedSegment")
                     .and_then(|p| p.get("headUuid"))
-                    .and_then(Value::as_str)
+                    .and_then(V::as_str)
                     .and_then(|h| st.map.get(h).copied().flatten());
                 let first_kept = head.filter(|&h| {
                     let mut cur = parent;
@@ -295,7 +283,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
                     Body::Compaction {
                         summary: String::new(),
                         tokens_before: tokens,
-                        details: Some(details),
+                        details: Some(V::Obj(details)),
                         first_kept,
                         system_message: None,
                     },
@@ -316,7 +304,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
                     ms,
                     Body::Custom {
                         custom_type,
-                        data: Value::Object(std::mem::take(&mut o)),
+                        data: V::Obj(std::mem::take(&mut o)),
                     },
                 ))
             }
@@ -327,10 +315,10 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
     let groups = std::mem::take(&mut st.groups);
     for (n, g) in groups {
         if let Body::Message(m) = &mut st.nodes.nodes[n].body {
-            let has_tool = m
-                .get("content")
-                .and_then(Value::as_array)
-                .is_some_and(|c| c.iter().any(|b| b.get("type") == Some(&json!("toolCall"))));
+            let has_tool = m.get("content").and_then(V::as_array).is_some_and(|c| {
+                c.iter()
+                    .any(|b| b.get("type").and_then(V::as_str) == Some("toolCall"))
+            });
             let stop = if g.error {
                 "error"
             } else {
@@ -343,37 +331,38 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
                 }
             };
             m.insert(
-                "usage".into(),
+                "usage",
                 g.usage
                     .unwrap_or_else(|| node::usage(0.0, 0.0, 0.0, 0.0, None)),
             );
-            m.insert("stopReason".into(), json!(stop));
+            m.insert("stopReason", V::from(stop));
             if g.error {
                 let text: Vec<&str> = m
                     .get("content")
-                    .and_then(Value::as_array)
+                    .and_then(V::as_array)
                     .map(|c| {
                         c.iter()
-                            .filter_map(|b| b.get("text").and_then(Value::as_str))
+                            .filter_map(|b| b.get("text").and_then(V::as_str))
                             .collect()
                     })
                     .unwrap_or_default();
-                m.insert("errorMessage".into(), json!(text.join("\n")));
+                m.insert("errorMessage", V::from(text.join("\n")));
             } else {
-                m.shift_remove("errorMessage");
+                m.remove("errorMessage");
             }
-            let ts = m.shift_remove("timestamp");
+            let ts = m.remove("timestamp");
             if let Some(ts) = ts {
-                m.insert("timestamp".into(), ts);
+                m.insert("timestamp", ts);
             }
-            let mut src = json!({"uuids": g.uuids});
+            let mut src = Obj::with_capacity(3);
+            src.push_new("uuids", V::Arr(g.uuids.into_iter().map(V::from).collect()));
             if let Some(r) = g.request_id {
-                src["requestId"] = json!(r);
+                src.push_new("requestId", V::from(r));
             }
             if !g.other_blocks.is_empty() {
-                src["otherBlocks"] = Value::Array(g.other_blocks);
+                src.push_new("otherBlocks", V::Arr(g.other_blocks));
             }
-            m.insert("claudeCode".into(), src);
+            m.insert("claudeCode", V::Obj(src));
         }
     }
     // The name: a title the person gave, else the newest summary of a leaf in this file.
@@ -393,7 +382,7 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
         }
     }
     let last_ms = st.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
-    let (lines, body) = st.nodes.finish(namespace, lift);
+    let (lines, body) = st.nodes.finish(namespace);
     Built {
         last_ms,
         lines,
@@ -404,8 +393,8 @@ fn build(records: Vec<(usize, Obj)>, namespace: &str, lift: &Lifted<'_>) -> Buil
     }
 }
 
-fn usage_of(u: &Value) -> Option<Value> {
-    let n = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+fn usage_of(u: &V<'_>) -> Option<V<'static>> {
+    let n = |k: &str| u.get(k).and_then(V::as_f64).unwrap_or(0.0);
     u.is_object().then(|| {
         node::usage(
             n("input_tokens"),
@@ -417,17 +406,17 @@ fn usage_of(u: &Value) -> Option<Value> {
     })
 }
 
-fn assistant(
-    st: &mut State,
+fn assistant<'a>(
+    st: &mut State<'a>,
     line: usize,
-    o: &mut Obj,
+    o: &mut Obj<'a>,
     uuid: &str,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
     let parent = st.resolve(parent_uuid);
     // The content is moved out of the line, not copied.
-    let content = match o.get_mut("message").and_then(Value::as_object_mut) {
+    let content = match o.get_mut("message").and_then(V::as_object_mut) {
         Some(m) => m.get_mut("content").map(std::mem::take),
         None => {
             st.problems.push(Problem {
@@ -437,43 +426,45 @@ fn assistant(
             return parent;
         }
     };
-    let Some(msg) = o.get("message").and_then(Value::as_object) else {
+    let Some(msg) = o.get("message").and_then(V::as_object) else {
         return parent;
     };
-    let msg_id = msg.get("id").and_then(Value::as_str).map(str::to_string);
+    let msg_id = msg.get("id").and_then(V::as_str).map(str::to_string);
     let mut blocks = Vec::new();
     let mut other = Vec::new();
     match content {
-        Some(Value::String(s)) => blocks.push(node::text_owned(s)),
-        Some(Value::Array(a)) => {
+        Some(V::Str(s)) => blocks.push(node::text(s)),
+        Some(V::Arr(a)) => {
             for mut b in a {
-                match b.get("type").and_then(Value::as_str) {
-                    Some("text") => blocks.push(node::text_owned(take_str(&mut b, "text"))),
+                match b.get("type").and_then(V::as_str) {
+                    Some("text") => blocks.push(node::text(take_str(&mut b, "text"))),
                     Some("thinking") => {
-                        let mut t =
-                            json!({"type": "thinking", "thinking": take_str(&mut b, "thinking")});
-                        if let Some(s) = b.get("signature").and_then(Value::as_str) {
-                            t["thinkingSignature"] = json!(s);
+                        let mut t = Obj::with_capacity(3);
+                        t.push_new("type", V::from("thinking"));
+                        t.push_new("thinking", V::Str(take_str(&mut b, "thinking")));
+                        if let Some(V::Str(s)) = b.get_mut("signature").map(std::mem::take) {
+                            t.push_new("thinkingSignature", V::Str(s));
                         }
-                        blocks.push(t);
+                        blocks.push(V::Obj(t));
                     }
-                    Some("redacted_thinking") => blocks.push(json!({
+                    Some("redacted_thinking") => blocks.push(obj! {
                         "type": "thinking",
                         "thinking": "",
                         "thinkingSignature": take_str(&mut b, "data"),
-                        "redacted": true
-                    })),
+                        "redacted": true,
+                    }),
                     Some("tool_use") => {
                         let id = take_str(&mut b, "id");
                         let name = take_str(&mut b, "name");
-                        st.tool_names.insert(id.clone(), name.clone());
+                        st.tool_names
+                            .insert(id.as_str().to_string(), name.as_str().to_string());
                         let args = match b.get_mut("input").map(std::mem::take) {
-                            Some(v @ Value::Object(_)) => v,
-                            Some(v) => json!({"input": v}),
-                            None => json!({}),
+                            Some(v @ V::Obj(_)) => v,
+                            Some(v) => obj! {"input": v},
+                            None => V::Obj(Obj::new()),
                         };
                         blocks.push(
-                            json!({"type": "toolCall", "id": id, "name": name, "arguments": args}),
+                            obj! {"type": "toolCall", "id": id, "name": name, "arguments": args},
                         );
                     }
                     _ => other.push(b),
@@ -482,7 +473,7 @@ fn assistant(
         }
         _ => {}
     }
-    let error = o.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+    let error = o.get("isApiErrorMessage").and_then(V::as_bool) == Some(true);
     // Another line of a response already seen: hang it on that message.
     if let Some(mid) = &msg_id {
         if let Some(&g) = st.by_message_id.get(mid) {
@@ -490,7 +481,7 @@ fn assistant(
                 parent == Some(g) || parent.is_some_and(|p| st.result_owner.get(&p) == Some(&g));
             if continues {
                 if let Body::Message(m) = &mut st.nodes.nodes[g].body {
-                    if let Some(Value::Array(c)) = m.get_mut("content") {
+                    if let Some(V::Arr(c)) = m.get_mut("content") {
                         c.extend(blocks);
                     }
                 }
@@ -501,7 +492,7 @@ fn assistant(
                 if let Some(u) = msg.get("usage").and_then(usage_of) {
                     grp.usage = Some(u);
                 }
-                if let Some(s) = msg.get("stop_reason").and_then(Value::as_str) {
+                if let Some(s) = msg.get("stop_reason").and_then(V::as_str) {
                     grp.stop = Some(s.to_string());
                 }
                 grp.error |= error;
@@ -509,20 +500,23 @@ fn assistant(
             }
         }
     }
-    let model = msg.get("model").and_then(Value::as_str).unwrap_or("");
-    let mut m = Map::new();
-    m.insert("role".into(), json!("assistant"));
-    m.insert("content".into(), Value::Array(blocks));
-    m.insert("api".into(), json!("anthropic-messages"));
-    m.insert("provider".into(), json!("anthropic"));
-    m.insert("model".into(), json!(model));
+    let model = match msg.get("model") {
+        Some(V::Str(s)) => s.clone(),
+        _ => S::from(""),
+    };
+    let mut m = Obj::with_capacity(10);
+    m.push_new("role", V::from("assistant"));
+    m.push_new("content", V::Arr(blocks));
+    m.push_new("api", V::from("anthropic-messages"));
+    m.push_new("provider", V::from("anthropic"));
+    m.push_new("model", V::Str(model));
     if let Some(mid) = &msg_id {
-        m.insert("responseId".into(), json!(mid));
+        m.push_new("responseId", V::from(mid.clone()));
     }
-    m.insert("usage".into(), Value::Null);
-    m.insert("stopReason".into(), Value::Null);
-    m.insert("errorMessage".into(), Value::Null);
-    m.insert("timestamp".into(), json!(ms));
+    m.push_new("usage", V::Null);
+    m.push_new("stopReason", V::Null);
+    m.push_new("errorMessage", V::Null);
+    m.push_new("timestamp", V::from(ms));
     let n = st
         .nodes
         .push(parent, uuid.to_string(), ms, Body::Message(m));
@@ -532,13 +526,10 @@ fn assistant(
     grp.usage = msg.get("usage").and_then(usage_of);
     grp.stop = msg
         .get("stop_reason")
-        .and_then(Value::as_str)
+        .and_then(V::as_str)
         .map(str::to_string);
     grp.error = error;
-    grp.request_id = o
-        .get("requestId")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    grp.request_id = o.get("requestId").and_then(V::as_str).map(str::to_string);
     if let Some(mid) = msg_id {
         st.by_message_id.insert(mid, n);
     }
@@ -546,35 +537,29 @@ fn assistant(
 }
 
 /// Moves a string member out of a JSON object ("" when it is not a string).
-fn take_str(b: &mut Value, k: &str) -> String {
-    match b.get_mut(k) {
-        Some(Value::String(s)) => std::mem::take(s),
-        _ => String::new(),
+fn take_str<'a>(b: &mut V<'a>, k: &str) -> S<'a> {
+    match b.get_mut(k).map(std::mem::take) {
+        Some(V::Str(s)) => s,
+        _ => S::from(""),
     }
 }
 
 /// User-side content blocks (text, images) as Pi blocks.
-fn user_blocks(blocks: &[&Value]) -> Vec<Value> {
+fn user_blocks<'a>(blocks: Vec<V<'a>>) -> Vec<V<'a>> {
     let mut out = Vec::new();
-    for b in blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => out.push(node::text(
-                b.get("text").and_then(Value::as_str).unwrap_or(""),
-            )),
+    for mut b in blocks {
+        match b.get("type").and_then(V::as_str) {
+            Some("text") => out.push(node::text(take_str(&mut b, "text"))),
             Some("image") => {
-                let src = b.get("source");
-                let data = src.and_then(|s| s.get("data")).and_then(Value::as_str);
-                let mime = src
-                    .and_then(|s| s.get("media_type"))
-                    .and_then(Value::as_str);
+                let src = b.get_mut("source");
+                let mut src = src.map(std::mem::take).unwrap_or_default();
+                let data = src.get_mut("data").map(std::mem::take);
+                let mime = src.get_mut("media_type").map(std::mem::take);
                 match (data, mime) {
-                    (Some(d), Some(m)) => out.push(node::image(d, m)),
+                    (Some(V::Str(d)), Some(V::Str(m))) => out.push(node::image(d, m)),
                     _ => {
-                        let url = src
-                            .and_then(|s| s.get("url"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        out.push(node::text(&format!("[image: {url}]")));
+                        let url = src.get("url").and_then(V::as_str).unwrap_or("");
+                        out.push(node::text(format!("[image: {url}]")));
                     }
                 }
             }
@@ -585,35 +570,35 @@ fn user_blocks(blocks: &[&Value]) -> Vec<Value> {
     out
 }
 
-fn text_of(content: &Value) -> String {
+fn text_of(content: &V<'_>) -> String {
     match content {
-        Value::String(s) => s.clone(),
-        Value::Array(a) => a
+        V::Str(s) => s.as_str().to_string(),
+        V::Arr(a) => a
             .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .filter_map(|b| b.get("text").and_then(V::as_str))
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
     }
 }
 
-fn user(
-    st: &mut State,
+fn user<'a>(
+    st: &mut State<'a>,
     line: usize,
-    o: &mut Obj,
+    o: &mut Obj<'a>,
     uuid: &str,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
     let parent = st.resolve(parent_uuid);
-    if !o.get("message").is_some_and(Value::is_object) {
+    if !o.get("message").is_some_and(V::is_object) {
         st.problems.push(Problem {
             line,
             message: "user line without a message object".into(),
         });
         return parent;
     }
-    let flag = |o: &Obj, k: &str| o.get(k).and_then(Value::as_bool) == Some(true);
+    let flag = |o: &Obj<'_>, k: &str| o.get(k).and_then(V::as_bool) == Some(true);
     let compaction = parent.filter(|p| st.compactions.contains_key(p));
     if flag(o, "isCompactSummary") {
         if let Some(c) = compaction {
@@ -624,8 +609,8 @@ fn user(
             } = &mut st.nodes.nodes[c].body
             {
                 *summary = text;
-                if let Some(d) = details {
-                    d["summaryUuid"] = json!(uuid);
+                if let Some(V::Obj(d)) = details {
+                    d.insert("summaryUuid", V::from(uuid.to_string()));
                 }
             }
             return Some(c);
@@ -633,7 +618,7 @@ fn user(
     }
     // Shown to the person, never sent to the model: kept whole, outside the context.
     if flag(o, "isVisibleInTranscriptOnly") || flag(o, "isCompactSummary") {
-        let data = Value::Object(std::mem::take(o));
+        let data = V::Obj(std::mem::take(o));
         return Some(st.nodes.push(
             parent,
             uuid.to_string(),
@@ -650,13 +635,13 @@ fn user(
         .get_mut("message")
         .and_then(|m| m.get_mut("content"))
         .map(std::mem::take)
-        .unwrap_or(Value::Null);
+        .unwrap_or(V::Null);
     let mut tool_use_result = o.remove("toolUseResult");
-    let is_array = matches!(content, Value::Array(_));
-    let (results, rest): (Vec<Value>, Vec<Value>) = match content {
-        Value::Array(a) => a
+    let is_array = matches!(content, V::Arr(_));
+    let (results, rest): (Vec<V<'a>>, Vec<V<'a>>) = match content {
+        V::Arr(a) => a
             .into_iter()
-            .partition(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")),
+            .partition(|b| b.get("type").and_then(V::as_str) == Some("tool_result")),
         other => (Vec::new(), vec![other]),
     };
     let mut cur = parent;
@@ -676,28 +661,32 @@ fn user(
             }
         }
         let call_id = take_str(&mut r, "tool_use_id");
-        let tool_name = st.tool_names.get(&call_id).cloned().unwrap_or_default();
-        let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let tool_name = st
+            .tool_names
+            .get(call_id.as_str())
+            .cloned()
+            .unwrap_or_default();
+        let is_error = r.get("is_error").and_then(V::as_bool).unwrap_or(false);
         let content = match r.get_mut("content").map(std::mem::take) {
-            Some(Value::String(s)) => vec![node::text_owned(s)],
-            Some(Value::Array(a)) => user_blocks(&a.iter().collect::<Vec<_>>()),
+            Some(V::Str(s)) => vec![node::text(s)],
+            Some(V::Arr(a)) => user_blocks(a),
             _ => Vec::new(),
         };
-        let mut details = Map::new();
-        details.insert("uuid".into(), json!(uuid));
+        let mut details = Obj::with_capacity(2);
+        details.push_new("uuid", V::from(uuid.to_string()));
         if i + 1 == n_results {
             if let Some(t) = tool_use_result.take() {
-                details.insert("toolUseResult".into(), t);
+                details.push_new("toolUseResult", t);
             }
         }
-        let mut m = Map::new();
-        m.insert("role".into(), json!("toolResult"));
-        m.insert("toolCallId".into(), Value::String(call_id));
-        m.insert("toolName".into(), Value::String(tool_name));
-        m.insert("content".into(), Value::Array(content));
-        m.insert("details".into(), Value::Object(details));
-        m.insert("isError".into(), Value::Bool(is_error));
-        m.insert("timestamp".into(), json!(ms));
+        let mut m = Obj::with_capacity(7);
+        m.push_new("role", V::from("toolResult"));
+        m.push_new("toolCallId", V::Str(call_id));
+        m.push_new("toolName", V::from(tool_name));
+        m.push_new("content", V::Arr(content));
+        m.push_new("details", V::Obj(details));
+        m.push_new("isError", V::Bool(is_error));
+        m.push_new("timestamp", V::from(ms));
         let key = if i == 0 {
             uuid.to_string()
         } else {
@@ -714,16 +703,16 @@ fn user(
         return cur;
     }
     let pi_content = if is_array {
-        let blocks = user_blocks(&rest.iter().collect::<Vec<_>>());
+        let blocks = user_blocks(rest);
         if blocks.is_empty() {
             st.skip("unsupported user blocks");
             return cur;
         }
-        Value::Array(blocks)
+        V::Arr(blocks)
     } else {
         match rest.into_iter().next() {
-            Some(s @ Value::String(_)) => s,
-            _ => json!([]),
+            Some(s @ V::Str(_)) => s,
+            _ => V::Arr(Vec::new()),
         }
     };
     let key = if n_results == 0 {
@@ -736,14 +725,14 @@ fn user(
             custom_type: "claude-code:meta".into(),
             content: pi_content,
             display: false,
-            details: Some(json!({"uuid": uuid})),
+            details: Some(obj! {"uuid": uuid.to_string()}),
         }
     } else {
-        let mut m = Map::new();
-        m.insert("role".into(), json!("user"));
-        m.insert("content".into(), pi_content);
-        m.insert("timestamp".into(), json!(ms));
-        m.insert("claudeCode".into(), json!({"uuid": uuid}));
+        let mut m = Obj::with_capacity(4);
+        m.push_new("role", V::from("user"));
+        m.push_new("content", pi_content);
+        m.push_new("timestamp", V::from(ms));
+        m.push_new("claudeCode", obj! {"uuid": uuid.to_string()});
         Body::Message(m)
     };
     Some(st.nodes.push(cur, key, ms, body))
@@ -755,50 +744,48 @@ fn user(
 /// too, holding them back until its next assistant message and joining neighbours with a
 /// blank line, which is what Pi's Anthropic conversion does with system messages. The line's
 /// `attachment` object is kept in `claudeCode`. Kinds it does not send (hook results of
-/// other events, listings it renders from state the line does not hold, ...) stay `custom`
-/// entries, outside the context, as before.
-fn attachment(
-    st: &mut State,
-    o: &mut Obj,
+/// other events, reminders it writes from its own instructions, ...) stay `custom` entries,
+/// outside the context, as before.
+fn attachment<'a>(
+    st: &mut State<'a>,
+    o: &mut Obj<'a>,
     uuid: &str,
     parent_uuid: Option<&str>,
     ms: i64,
-    lift: &Lifted<'_>,
 ) -> Option<usize> {
     let parent = st.resolve(parent_uuid);
-    let text = o.get("attachment").and_then(|a| attachment_text(a, lift));
+    let text = o.get("attachment").and_then(attachment_text);
     let body = match text {
         Some(text) => {
-            let mut m = Map::new();
-            m.insert("role".into(), json!("system"));
-            m.insert("content".into(), Value::String(text));
-            m.insert("timestamp".into(), json!(ms));
-            let kept = o.remove("attachment").unwrap_or(Value::Null);
-            m.insert(
-                "claudeCode".into(),
-                json!({"uuid": uuid, "attachment": kept}),
+            let kept = o.remove("attachment").unwrap_or(V::Null);
+            let mut m = Obj::with_capacity(4);
+            m.push_new("role", V::from("system"));
+            m.push_new("content", V::from(text));
+            m.push_new("timestamp", V::from(ms));
+            m.push_new(
+                "claudeCode",
+                obj! {"uuid": uuid.to_string(), "attachment": kept},
             );
             Body::Message(m)
         }
         None => Body::Custom {
             custom_type: "claude-code:attachment".into(),
-            data: Value::Object(std::mem::take(o)),
+            data: V::Obj(std::mem::take(o)),
         },
     };
     Some(st.nodes.push(parent, uuid.to_string(), ms, body))
 }
 
 /// The text Claude Code sends for an attachment, or `None` for a kind it does not send (or
-/// one whose rendering is not known). Strings may hold lifted spans: they are joined as they
-/// are (a span stays whole inside a longer string) and restored only to look inside.
-fn attachment_text(a: &Value, lift: &Lifted<'_>) -> Option<String> {
-    let s = |k: &str| a.get(k).and_then(Value::as_str);
-    let yes = |k: &str| a.get(k).and_then(Value::as_bool) == Some(true);
+/// one whose rendering is not known).
+fn attachment_text(a: &V<'_>) -> Option<String> {
+    let s = |k: &str| a.get(k).and_then(V::as_str);
+    let yes = |k: &str| a.get(k).and_then(V::as_bool) == Some(true);
     // A string, or an array of strings, as its pieces.
-    fn lines(v: Option<&Value>) -> Option<Vec<&str>> {
+    fn lines<'v>(v: Option<&'v V<'_>>) -> Option<Vec<&'v str>> {
         match v? {
-            Value::String(t) => Some(vec![t.as_str()]),
-            Value::Array(x) => x.iter().map(Value::as_str).collect(),
+            V::Str(t) => Some(vec![t.as_str()]),
+            V::Arr(x) => x.iter().map(V::as_str).collect(),
             _ => None,
         }
     }
@@ -824,7 +811,7 @@ fn attachment_text(a: &Value, lift: &Lifted<'_>) -> Option<String> {
         // recorded yet).
         "agent_listing_delta" if yes("isInitial") => {
             let added = lines(a.get("addedLines")).filter(|c| !c.is_empty())?;
-            let removed = a.get("removedTypes").and_then(Value::as_array);
+            let removed = a.get("removedTypes").and_then(V::as_array);
             if removed.is_some_and(|r| !r.is_empty()) {
                 return None;
             }
@@ -850,19 +837,18 @@ fn attachment_text(a: &Value, lift: &Lifted<'_>) -> Option<String> {
         "file" => {
             let c = a.get("content")?;
             let f = c.get("file")?;
-            let n = |k: &str| f.get(k).and_then(Value::as_u64);
+            let n = |k: &str| f.get(k).and_then(V::as_u64);
             let whole = n("startLine") == Some(1)
                 && n("numLines").is_some()
                 && n("numLines") == n("totalLines");
-            if c.get("type").and_then(Value::as_str) != Some("text") || !whole {
+            if c.get("type").and_then(V::as_str) != Some("text") || !whole {
                 return None;
             }
-            let path = s("filename")?;
-            let text = lift.restore(f.get("content")?.as_str()?);
+            let path = V::from(s("filename")?).to_json();
+            let text = f.get("content")?.as_str()?;
             let mut t = format!(
-                "Called the Read tool with the following input: {}\n\
-                 Result of calling the Read tool:\n",
-                json!({"file_path": path})
+                "Called the Read tool with the following input: {{\"file_path\":{path}}}\n\
+                 Result of calling the Read tool:\n"
             );
             for (i, l) in text.split('\n').enumerate() {
                 if i > 0 {
@@ -872,7 +858,7 @@ fn attachment_text(a: &Value, lift: &Lifted<'_>) -> Option<String> {
             }
             Some(t)
         }
-        "plan_mode_exit" if a.get("planExists").and_then(Value::as_bool) == Some(false) => Some(
+        "plan_mode_exit" if a.get("planExists").and_then(V::as_bool) == Some(false) => Some(
             "## Exited Plan Mode\n\nYou have exited plan mode. You can now make edits, run \
              tools, and take actions."
                 .to_string(),

@@ -24,10 +24,9 @@
 //!   entries, less the message that repeats the summary.
 //! * other response items -> `custom` entries holding the item.
 
-use crate::lift::Lifted;
+use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
 use crate::{read_lines, time_ms, Agent, Conversion, Problem};
-use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// Converts one rollout file. `file_stem` names the session when it has no `session_meta`.
@@ -41,12 +40,12 @@ pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
     let first = bytes
         .split(|&b| b == b'\n')
         .find(|l| !l.iter().all(u8::is_ascii_whitespace))?;
-    let v: Value = serde_json::from_slice(first).ok()?;
+    let v = crate::jv::parse(std::str::from_utf8(first).ok()?)?;
     let p = v.get("payload")?;
     let id = p.get("forked_from_id")?.as_str()?.to_string();
     let n = p
         .get("forked_from_ordinal_exclusive")
-        .and_then(Value::as_u64)
+        .and_then(V::as_u64)
         .map(|n| n as usize);
     Some((id, n))
 }
@@ -56,16 +55,15 @@ pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
 /// whose first lines come first, with the ids they get in the parent's own import.
 pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
     let mut problems = Vec::new();
-    let mut lift = Lifted::new(bytes);
-    let records = read_lines(bytes, &mut lift, &mut problems);
+    let records = read_lines(bytes, &mut problems);
     let meta = records
         .iter()
-        .find(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
+        .find(|r| r.1.get("type").and_then(V::as_str) == Some("session_meta"))
         .and_then(|r| r.1.get("payload"))
-        .and_then(Value::as_object)
+        .and_then(V::as_object)
         .cloned()
         .unwrap_or_default();
-    let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_string);
+    let s = |k: &str| meta.get(k).and_then(V::as_str).map(str::to_string);
     let session_id = s("id").unwrap_or_else(|| stem_id(file_stem));
     let first_ms = time_ms(meta.get("timestamp"))
         .or_else(|| records.iter().find_map(|r| time_ms(r.1.get("timestamp"))))
@@ -73,7 +71,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
     let parent_source = s("forked_from_id");
     let ordinal = meta
         .get("forked_from_ordinal_exclusive")
-        .and_then(Value::as_u64);
+        .and_then(V::as_u64);
     let mut c = Converter {
         nodes: Nodes::default(),
         leaf: None,
@@ -92,12 +90,11 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         last_assistant: None,
         context_tokens: 0.0,
         prefix: session_id.clone(),
-        lift: &lift,
     };
     let mut rest = records.into_iter().peekable();
     // The fork's own session_meta first: it names the session.
     if let Some(first) =
-        rest.next_if(|r| r.1.get("type").and_then(Value::as_str) == Some("session_meta"))
+        rest.next_if(|r| r.1.get("type").and_then(V::as_str) == Some("session_meta"))
     {
         c.line(first.0, first.1);
     }
@@ -105,8 +102,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         (Some(n), Some(pb), Some(pid)) => {
             let mut ignored = Vec::new();
             c.prefix = pid.clone();
-            // The parent's lines are not lifted: markers name spans of this rollout only.
-            for (line, o) in read_lines(pb, &mut Lifted::off(), &mut ignored) {
+            for (line, o) in read_lines(pb, &mut ignored) {
                 if line as u64 <= n {
                     c.line(line, o);
                 }
@@ -126,7 +122,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
     }
     c.close();
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
-    let (lines, body) = c.nodes.finish("codex", &lift);
+    let (lines, body) = c.nodes.finish("codex");
     let mut all = problems;
     all.extend(c.problems);
     all.sort_by_key(|p| p.line);
@@ -169,7 +165,7 @@ struct Open {
 }
 
 struct Converter<'a> {
-    nodes: Nodes,
+    nodes: Nodes<'a>,
     leaf: Option<usize>,
     provider: String,
     model: Option<String>,
@@ -177,7 +173,7 @@ struct Converter<'a> {
     /// The assistant message being filled by consecutive output items.
     open: Option<Open>,
     /// Entries that arrived while an assistant message was open (written after it).
-    pending: Vec<(String, i64, Body)>,
+    pending: Vec<(String, i64, Body<'a>)>,
     tool_names: HashMap<String, String>,
     /// User turn messages on the current branch (for rollbacks).
     user_turns: Vec<usize>,
@@ -193,17 +189,15 @@ struct Converter<'a> {
     /// Entry keys are `<prefix>:<line>`: the session whose rollout the line is from.
     prefix: String,
     /// The base instructions (sent with every request; kept across compactions).
-    instructions: Option<String>,
-    /// The long strings of this rollout, for the places that look inside one.
-    lift: &'a Lifted<'a>,
+    instructions: Option<S<'a>>,
 }
 
-fn texts(content: Option<&Value>) -> Vec<String> {
+fn texts(content: Option<&V<'_>>) -> Vec<String> {
     content
-        .and_then(Value::as_array)
+        .and_then(V::as_array)
         .map(|a| {
             a.iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string))
+                .filter_map(|b| b.get("text").and_then(V::as_str).map(str::to_string))
                 .collect()
         })
         .unwrap_or_default()
@@ -227,19 +221,19 @@ fn effort_level(e: &str) -> String {
     }
 }
 
-impl Converter<'_> {
+impl<'a> Converter<'a> {
     fn skip(&mut self, what: &str) {
         *self.skipped.entry(what.to_string()).or_default() += 1;
     }
 
-    fn add(&mut self, key: String, ms: i64, body: Body) -> usize {
+    fn add(&mut self, key: String, ms: i64, body: Body<'a>) -> usize {
         let n = self.nodes.push(self.leaf, key, ms, body);
         self.leaf = Some(n);
         n
     }
 
     /// Adds an entry now, or after the open assistant message.
-    fn add_later(&mut self, key: String, ms: i64, body: Body) {
+    fn add_later(&mut self, key: String, ms: i64, body: Body<'a>) {
         if self.open.is_some() {
             self.pending.push((key, ms, body));
         } else {
@@ -251,8 +245,8 @@ impl Converter<'_> {
         if let Some(o) = self.open.take() {
             if let Body::Message(m) = &mut self.nodes.nodes[o.node].body {
                 m.insert(
-                    "stopReason".into(),
-                    json!(if o.has_tool { "toolUse" } else { "stop" }),
+                    "stopReason",
+                    V::from(if o.has_tool { "toolUse" } else { "stop" }),
                 );
             }
         }
@@ -266,18 +260,15 @@ impl Converter<'_> {
         if let Some(o) = &self.open {
             return o.node;
         }
-        let mut m = Map::new();
-        m.insert("role".into(), json!("assistant"));
-        m.insert("content".into(), json!([]));
-        m.insert("api".into(), json!("openai-responses"));
-        m.insert("provider".into(), json!(self.provider));
-        m.insert(
-            "model".into(),
-            json!(self.model.clone().unwrap_or_default()),
-        );
-        m.insert("usage".into(), node::usage(0.0, 0.0, 0.0, 0.0, None));
-        m.insert("stopReason".into(), json!("stop"));
-        m.insert("timestamp".into(), json!(ms));
+        let mut m = Obj::with_capacity(8);
+        m.push_new("role", V::from("assistant"));
+        m.push_new("content", V::Arr(Vec::new()));
+        m.push_new("api", V::from("openai-responses"));
+        m.push_new("provider", V::from(self.provider.clone()));
+        m.push_new("model", V::from(self.model.clone().unwrap_or_default()));
+        m.push_new("usage", node::usage(0.0, 0.0, 0.0, 0.0, None));
+        m.push_new("stopReason", V::from("stop"));
+        m.push_new("timestamp", V::from(ms));
         let n = self.add(key.to_string(), ms, Body::Message(m));
         self.open = Some(Open {
             node: n,
@@ -287,10 +278,10 @@ impl Converter<'_> {
         n
     }
 
-    fn push_block(&mut self, key: &str, ms: i64, block: Value, tool: bool) {
+    fn push_block(&mut self, key: &str, ms: i64, block: V<'a>, tool: bool) {
         let n = self.assistant(key, ms);
         if let Body::Message(m) = &mut self.nodes.nodes[n].body {
-            if let Some(Value::Array(c)) = m.get_mut("content") {
+            if let Some(V::Arr(c)) = m.get_mut("content") {
                 c.push(block);
             }
         }
@@ -301,18 +292,14 @@ impl Converter<'_> {
         }
     }
 
-    fn line(&mut self, line: usize, mut o: Map<String, Value>) {
+    fn line(&mut self, line: usize, mut o: Obj<'a>) {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
         let key = format!("{}:{line}", self.prefix);
-        let ty = o
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let ty = o.get("type").and_then(V::as_str).unwrap_or("").to_string();
         let ty = ty.as_str();
         // Moved out of the line, not copied (put back for lines kept whole).
-        let payload = o.remove("payload").unwrap_or(Value::Null);
+        let mut payload = o.remove("payload").unwrap_or(V::Null);
         match ty {
             "session_meta" => {
                 if self.seen_meta {
@@ -322,19 +309,22 @@ impl Converter<'_> {
                     let instr = payload
                         .get("base_instructions")
                         .and_then(|b| b.get("text").or(Some(b)))
-                        .and_then(Value::as_str)
-                        .or_else(|| payload.get("instructions").and_then(Value::as_str));
-                    if let Some(text) = instr.filter(|t| !t.is_empty()) {
+                        .filter(|v| v.is_string())
+                        .or_else(|| payload.get("instructions").filter(|v| v.is_string()));
+                    if let Some(V::Str(text)) = instr.filter(|t| t.as_str() != Some("")) {
                         // Codex sends these as the request's instructions: a Pi system message.
-                        self.instructions = Some(text.to_string());
-                        let m = json!({"role": "system", "content": text, "timestamp": ms});
-                        let Value::Object(m) = m else { unreachable!() };
+                        let text = text.clone();
+                        self.instructions = Some(text.clone());
+                        let mut m = Obj::with_capacity(3);
+                        m.push_new("role", V::from("system"));
+                        m.push_new("content", V::Str(text));
+                        m.push_new("timestamp", V::from(ms));
                         self.add(key, ms, Body::Message(m));
                     }
                 }
             }
             "turn_context" => {
-                if let Some(model) = payload.get("model").and_then(Value::as_str) {
+                if let Some(model) = payload.get("model").and_then(V::as_str) {
                     if self.model.as_deref() != Some(model) {
                         self.model = Some(model.to_string());
                         let body = Body::ModelChange {
@@ -345,10 +335,7 @@ impl Converter<'_> {
                         self.add(format!("{key}#model"), ms, body);
                     }
                 }
-                let effort = payload
-                    .get("effort")
-                    .and_then(Value::as_str)
-                    .map(effort_level);
+                let effort = payload.get("effort").and_then(V::as_str).map(effort_level);
                 if let Some(e) = effort {
                     if self.effort.as_ref() != Some(&e) {
                         self.effort = Some(e.clone());
@@ -362,16 +349,17 @@ impl Converter<'_> {
                 self.close();
                 let summary = payload
                     .get("message")
-                    .and_then(Value::as_str)
+                    .and_then(V::as_str)
                     .unwrap_or("")
                     .to_string();
-                let mut details = json!({"source": "codex"});
-                let history = payload
-                    .get("replacement_history")
-                    .and_then(Value::as_array)
-                    .cloned();
+                let mut details = Obj::with_capacity(2);
+                details.push_new("source", V::from("codex"));
+                let history = match payload.get_mut("replacement_history") {
+                    Some(V::Arr(a)) => Some(std::mem::take(a)),
+                    _ => None,
+                };
                 if history.is_some() {
-                    details["replacementHistory"] = json!(true);
+                    details.push_new("replacementHistory", V::Bool(true));
                 }
                 self.add(
                     key.clone(),
@@ -379,27 +367,22 @@ impl Converter<'_> {
                     Body::Compaction {
                         summary,
                         tokens_before: self.context_tokens,
-                        details: Some(details),
+                        details: Some(V::Obj(details)),
                         first_kept: None,
-                        system_message: self
-                            .instructions
-                            .as_ref()
-                            .map(|t| json!({"role": "system", "content": t, "timestamp": ms})),
+                        system_message: self.instructions.as_ref().map(|t| {
+                            obj! {"role": "system", "content": t.clone(), "timestamp": ms}
+                        }),
                     },
                 );
                 self.user_turns.clear();
                 // The history Codex continues from; the summary itself is the compaction.
-                let summary_text = payload.get("message").and_then(Value::as_str).unwrap_or("");
-                let summary_text = self.lift.restore(summary_text);
-                for (i, item) in history.unwrap_or_default().iter().enumerate() {
-                    let t = self
-                        .lift
-                        .restore(&texts(item.get("content")).join("\n"))
-                        .into_owned();
+                let summary_text = payload.get("message").and_then(V::as_str).unwrap_or("");
+                for (i, item) in history.unwrap_or_default().into_iter().enumerate() {
+                    let t = texts(item.get("content")).join("\n");
                     if !summary_text.is_empty() && t.trim_end().ends_with(summary_text.trim_end()) {
                         continue;
                     }
-                    self.item(line, &format!("{key}#h{i}"), ms, item.clone());
+                    self.item(line, &format!("{key}#h{i}"), ms, item);
                 }
                 self.close();
             }
@@ -414,8 +397,8 @@ impl Converter<'_> {
                     Body::Custom {
                         custom_type: format!("codex:{}", if ty.is_empty() { "line" } else { ty }),
                         data: {
-                            o.insert("payload".into(), payload);
-                            Value::Object(o)
+                            o.insert("payload", payload);
+                            V::Obj(o)
                         },
                     },
                 );
@@ -423,30 +406,27 @@ impl Converter<'_> {
         }
     }
 
-    fn event(&mut self, key: &str, ms: i64, p: &Value) {
-        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+    fn event(&mut self, key: &str, ms: i64, p: &V<'a>) {
+        let ty = p.get("type").and_then(V::as_str).unwrap_or("");
         match ty {
             "token_count" => {
                 let last = p.get("info").and_then(|i| i.get("last_token_usage"));
-                if let Some(t) = last
-                    .and_then(|u| u.get("total_tokens"))
-                    .and_then(Value::as_f64)
-                {
+                if let Some(t) = last.and_then(|u| u.get("total_tokens")).and_then(V::as_f64) {
                     self.context_tokens = t;
                 }
                 match (last, self.last_assistant) {
                     (Some(u), Some((n, false))) => {
-                        let g = |k: &str| u.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                        let g = |k: &str| u.get(k).and_then(V::as_f64).unwrap_or(0.0);
                         let cached = g("cached_input_tokens");
                         let usage = node::usage(
                             (g("input_tokens") - cached).max(0.0),
                             g("output_tokens"),
                             cached,
                             g("cache_write_input_tokens"),
-                            u.get("total_tokens").and_then(Value::as_f64),
+                            u.get("total_tokens").and_then(V::as_f64),
                         );
                         if let Body::Message(m) = &mut self.nodes.nodes[n].body {
-                            m.insert("usage".into(), usage);
+                            m.insert("usage", usage);
                         }
                         self.last_assistant = Some((n, true));
                     }
@@ -461,7 +441,7 @@ impl Converter<'_> {
             | "item_completed" => self.skip(ty),
             "thread_rolled_back" => {
                 self.close();
-                let n = p.get("num_turns").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let n = p.get("num_turns").and_then(V::as_u64).unwrap_or(0) as usize;
                 if n > 0 {
                     let keep = self.user_turns.len().saturating_sub(n);
                     if let Some(&first_dropped) = self.user_turns.get(keep) {
@@ -489,23 +469,24 @@ impl Converter<'_> {
         }
     }
 
-    fn item(&mut self, line: usize, key: &str, ms: i64, mut p: Value) {
-        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+    fn item(&mut self, line: usize, key: &str, ms: i64, mut p: V<'a>) {
+        let ty = p.get("type").and_then(V::as_str).unwrap_or("");
         match ty {
             "message" => {
-                let role = p.get("role").and_then(Value::as_str).unwrap_or("");
+                let role = p.get("role").and_then(V::as_str).unwrap_or("");
                 match role {
                     "assistant" => {
-                        for t in texts(p.get("content")) {
-                            self.push_block(key, ms, node::text(&t), false);
+                        for t in text_values(p.get_mut("content")) {
+                            self.push_block(key, ms, node::text(t), false);
                         }
                     }
                     "user" | "developer" | "system" => {
                         self.close();
-                        let blocks = user_content(p.get("content"));
                         let all_text = texts(p.get("content")).join("\n");
-                        if role != "user" || injected(&self.lift.restore(&all_text)) {
-                            let custom_type = if role == "user" {
+                        let role_is_user = role == "user";
+                        let blocks = user_content(p.get_mut("content").map(std::mem::take));
+                        if !role_is_user || injected(&all_text) {
+                            let custom_type = if role_is_user {
                                 "codex:context"
                             } else {
                                 "codex:developer"
@@ -515,14 +496,16 @@ impl Converter<'_> {
                                 ms,
                                 Body::CustomMessage {
                                     custom_type: custom_type.into(),
-                                    content: Value::Array(blocks),
+                                    content: V::Arr(blocks),
                                     display: false,
                                     details: None,
                                 },
                             );
                         } else {
-                            let m = json!({"role": "user", "content": blocks, "timestamp": ms});
-                            let Value::Object(m) = m else { unreachable!() };
+                            let mut m = Obj::with_capacity(3);
+                            m.push_new("role", V::from("user"));
+                            m.push_new("content", V::Arr(blocks));
+                            m.push_new("timestamp", V::from(ms));
                             let n = self.add(key.to_string(), ms, Body::Message(m));
                             self.user_turns.push(n);
                         }
@@ -538,61 +521,58 @@ impl Converter<'_> {
             "reasoning" => {
                 let mut parts: Vec<String> = p
                     .get("summary")
-                    .and_then(Value::as_array)
+                    .and_then(V::as_array)
                     .map(|a| {
                         a.iter()
-                            .filter_map(|s| {
-                                s.get("text").and_then(Value::as_str).map(str::to_string)
-                            })
+                            .filter_map(|s| s.get("text").and_then(V::as_str).map(str::to_string))
                             .collect()
                     })
                     .unwrap_or_default();
                 parts.extend(texts(p.get("content")));
-                let block = json!({
+                let block = obj! {
                     "type": "thinking",
                     "thinking": parts.join("\n\n"),
-                    "thinkingSignature": node::canonical(&self.lift.restore_value(&p)),
-                });
+                    "thinkingSignature": p.to_json(),
+                };
                 self.push_block(key, ms, block, false);
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
                 let call_id = p
                     .get("call_id")
                     .or_else(|| p.get("id"))
-                    .and_then(Value::as_str)
+                    .and_then(V::as_str)
                     .unwrap_or("")
                     .to_string();
                 let name = match ty {
                     "local_shell_call" => "local_shell".to_string(),
-                    _ => p
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
+                    _ => p.get("name").and_then(V::as_str).unwrap_or("").to_string(),
                 };
                 let args = match ty {
-                    "function_call" => match p.get("arguments") {
-                        Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                            Ok(v @ Value::Object(_)) => v,
-                            _ => json!({"arguments": s}),
-                        },
-                        Some(v @ Value::Object(_)) => v.clone(),
-                        _ => json!({}),
+                    "function_call" => match p.get_mut("arguments").map(std::mem::take) {
+                        Some(V::Str(s)) => {
+                            let parsed = crate::jv::parse(s.as_str())
+                                .filter(V::is_object)
+                                .map(V::into_owned);
+                            parsed.unwrap_or_else(|| obj! {"arguments": s})
+                        }
+                        Some(v @ V::Obj(_)) => v,
+                        _ => V::Obj(Obj::new()),
                     },
                     "custom_tool_call" => {
-                        json!({"input": p.get("input").cloned().unwrap_or(json!(""))})
+                        let input = p.get_mut("input").map(std::mem::take);
+                        obj! {"input": input.unwrap_or_else(|| V::from(""))}
                     }
                     _ => p
-                        .get("action")
-                        .cloned()
-                        .filter(Value::is_object)
-                        .unwrap_or(json!({})),
+                        .get_mut("action")
+                        .map(std::mem::take)
+                        .filter(V::is_object)
+                        .unwrap_or_else(|| V::Obj(Obj::new())),
                 };
                 self.tool_names.insert(call_id.clone(), name.clone());
                 self.push_block(
                     key,
                     ms,
-                    json!({"type": "toolCall", "id": call_id, "name": name, "arguments": args}),
+                    obj! {"type": "toolCall", "id": call_id, "name": name, "arguments": args},
                     true,
                 );
             }
@@ -600,42 +580,47 @@ impl Converter<'_> {
                 self.close();
                 let call_id = p
                     .get("call_id")
-                    .and_then(Value::as_str)
+                    .and_then(V::as_str)
                     .unwrap_or("")
                     .to_string();
                 let tool_name = self.tool_names.get(&call_id).cloned().unwrap_or_default();
                 let (content, is_error) = match p.get_mut("output").map(std::mem::take) {
-                    Some(Value::String(s)) => (vec![node::text_owned(s)], false),
-                    Some(a @ Value::Array(_)) => (user_content(Some(&a)), false),
-                    Some(o @ Value::Object(_)) => {
+                    Some(V::Str(s)) => (vec![node::text(s)], false),
+                    Some(a @ V::Arr(_)) => (user_content(Some(a)), false),
+                    Some(mut o @ V::Obj(_)) => {
+                        let failed = o.get("success").and_then(V::as_bool) == Some(false);
                         let c = match o.get("content") {
-                            Some(Value::String(s)) => vec![node::text(s)],
-                            Some(a @ Value::Array(_)) => user_content(Some(a)),
-                            _ => vec![node::text(&node::canonical(&self.lift.restore_value(&o)))],
+                            Some(V::Str(_)) | Some(V::Arr(_)) => {
+                                match o.get_mut("content").map(std::mem::take) {
+                                    Some(V::Str(s)) => vec![node::text(s)],
+                                    a => user_content(a),
+                                }
+                            }
+                            _ => vec![node::text(o.to_json())],
                         };
-                        (c, o.get("success").and_then(Value::as_bool) == Some(false))
+                        (c, failed)
                     }
                     _ => (Vec::new(), false),
                 };
-                let m = json!({
+                let m = match obj! {
                     "role": "toolResult",
                     "toolCallId": call_id,
                     "toolName": tool_name,
                     "content": content,
                     "isError": is_error,
                     "timestamp": ms,
-                });
-                let Value::Object(m) = m else { unreachable!() };
+                } {
+                    V::Obj(m) => m,
+                    _ => unreachable!(),
+                };
                 self.add(key.to_string(), ms, Body::Message(m));
             }
             "web_search_call" => {
                 let n = self.assistant(key, ms);
                 if let Body::Message(m) = &mut self.nodes.nodes[n].body {
-                    let extra = m
-                        .entry("codex")
-                        .or_insert_with(|| json!({"otherItems": []}));
-                    if let Some(Value::Array(a)) = extra.get_mut("otherItems") {
-                        a.push(p.clone());
+                    let extra = m.entry_or_insert_with("codex", || obj! {"otherItems": Vec::new()});
+                    if let Some(V::Arr(a)) = extra.get_mut("otherItems") {
+                        a.push(p);
                     }
                 }
             }
@@ -646,7 +631,7 @@ impl Converter<'_> {
                     ms,
                     Body::Custom {
                         custom_type: "codex:item".into(),
-                        data: p.clone(),
+                        data: p,
                     },
                 );
             }
@@ -654,28 +639,46 @@ impl Converter<'_> {
     }
 }
 
-/// Input content items (`input_text`, `input_image`, `output_text`) as Pi blocks.
-fn user_content(content: Option<&Value>) -> Vec<Value> {
-    let mut out = Vec::new();
-    let Some(Value::Array(a)) = content else {
-        if let Some(Value::String(s)) = content {
-            out.push(node::text(s));
-        }
-        return out;
+/// The text values of content items, moved out.
+fn text_values<'a>(content: Option<&mut V<'a>>) -> Vec<S<'a>> {
+    let Some(V::Arr(a)) = content else {
+        return Vec::new();
     };
-    for b in a {
-        match b.get("type").and_then(Value::as_str) {
-            Some("input_text") | Some("output_text") | Some("text") => out.push(node::text(
-                b.get("text").and_then(Value::as_str).unwrap_or(""),
-            )),
+    a.iter_mut()
+        .filter_map(|b| match b.get_mut("text") {
+            Some(V::Str(s)) => Some(std::mem::replace(s, S::from(""))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Input content items (`input_text`, `input_image`, `output_text`) as Pi blocks.
+fn user_content(content: Option<V<'_>>) -> Vec<V<'_>> {
+    let mut out = Vec::new();
+    let a = match content {
+        Some(V::Arr(a)) => a,
+        Some(V::Str(s)) => {
+            out.push(node::text(s));
+            return out;
+        }
+        _ => return out,
+    };
+    for mut b in a {
+        match b.get("type").and_then(V::as_str) {
+            Some("input_text") | Some("output_text") | Some("text") => {
+                out.push(node::text(match b.get_mut("text").map(std::mem::take) {
+                    Some(V::Str(s)) => s,
+                    _ => S::from(""),
+                }))
+            }
             Some("input_image") => {
-                let url = b.get("image_url").and_then(Value::as_str).unwrap_or("");
+                let url = b.get("image_url").and_then(V::as_str).unwrap_or("");
                 match url
                     .strip_prefix("data:")
                     .and_then(|r| r.split_once(";base64,"))
                 {
-                    Some((mime, data)) => out.push(node::image(data, mime)),
-                    None => out.push(node::text(&format!("[image: {url}]"))),
+                    Some((mime, data)) => out.push(node::image(data.to_string(), mime.to_string())),
+                    None => out.push(node::text(format!("[image: {url}]"))),
                 }
             }
             _ => {}

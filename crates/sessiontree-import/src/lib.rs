@@ -14,13 +14,12 @@
 //! file appears whole (exclusive create), an existing one is only appended to, under the
 //! writer lock.
 
-use lift::Lifted;
 use std::collections::BTreeMap;
 
 pub mod claude;
 pub mod codex;
 pub mod copies;
-mod lift;
+mod jv;
 mod node;
 pub mod write;
 
@@ -188,10 +187,10 @@ pub(crate) fn derived_uuid(name: &str) -> String {
 }
 
 /// A source timestamp (ISO string or epoch number) as epoch ms.
-pub(crate) fn time_ms(v: Option<&serde_json::Value>) -> Option<i64> {
+pub(crate) fn time_ms(v: Option<&jv::V<'_>>) -> Option<i64> {
     match v? {
-        serde_json::Value::String(s) => sessiontree::date::parse_iso(s).map(|f| f as i64),
-        serde_json::Value::Number(n) => {
+        jv::V::Str(s) => sessiontree::date::parse_iso(s.as_str()).map(|f| f as i64),
+        n @ jv::V::Num(_) => {
             let f = n.as_f64()?;
             // seconds or milliseconds
             Some(if f < 1e11 {
@@ -207,23 +206,20 @@ pub(crate) fn time_ms(v: Option<&serde_json::Value>) -> Option<i64> {
 /// Splits source bytes into lines (1-based numbers) and parses each; a line that does not
 /// parse, or is not an object, is a problem. A last line without its newline is read if it
 /// parses (an agent may be writing it right now: if it does not parse, it is left for the
-/// next import and not reported). Long strings are lifted out first ([`lift`]).
-pub(crate) fn read_lines(
-    bytes: &[u8],
-    lift: &mut Lifted<'_>,
+/// next import and not reported). The values borrow the source's bytes ([`jv`]).
+pub(crate) fn read_lines<'a>(
+    bytes: &'a [u8],
     problems: &mut Vec<Problem>,
-) -> Vec<(usize, serde_json::Map<String, serde_json::Value>)> {
+) -> Vec<(usize, jv::Obj<'a>)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut n = 0;
-    let mut lifted = Vec::new();
     while start < bytes.len() {
         n += 1;
         let (end, complete) = match memchr_nl(&bytes[start..]) {
             Some(p) => (start + p, true),
             None => (bytes.len(), false),
         };
-        let base = start;
         let mut line = &bytes[start..end];
         start = end + 1;
         if line.last() == Some(&b'\r') {
@@ -232,25 +228,18 @@ pub(crate) fn read_lines(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let spans_before = lift.span_count();
-        let parsed = if lift.lift_line(base, line, &mut lifted) {
-            serde_json::from_slice::<serde_json::Value>(&lifted)
-        } else {
-            serde_json::from_slice::<serde_json::Value>(line)
-        };
-        if !matches!(parsed, Ok(serde_json::Value::Object(_))) {
-            lift.unlift_from(spans_before);
-        }
+        let parsed = std::str::from_utf8(line).ok().and_then(jv::parse);
         match parsed {
-            Ok(serde_json::Value::Object(m)) => out.push((n, m)),
-            Ok(other) => problems.push(Problem {
+            Some(jv::V::Obj(m)) => out.push((n, m)),
+            Some(other) => problems.push(Problem {
                 line: n,
                 message: format!("not a JSON object ({})", kind_name(&other)),
             }),
-            Err(_) if !complete => {}
-            Err(_) => {
-                // The parser's message (and column) for the line as it is in the source.
-                let e = serde_json::from_slice::<serde_json::Value>(line)
+            None if !complete => {}
+            None => {
+                // serde_json's message (and column) for the line: the two parsers refuse
+                // the same lines.
+                let e = serde_json::from_slice::<serde::de::IgnoredAny>(line)
                     .err()
                     .map_or_else(|| "not valid JSON".to_string(), |e| e.to_string());
                 problems.push(Problem {
@@ -267,14 +256,14 @@ fn memchr_nl(b: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', b)
 }
 
-fn kind_name(v: &serde_json::Value) -> &'static str {
+fn kind_name(v: &jv::V<'_>) -> &'static str {
     match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "boolean",
-        serde_json::Value::Number(_) => "number",
-        serde_json::Value::String(_) => "string",
-        serde_json::Value::Array(_) => "array",
-        serde_json::Value::Object(_) => "object",
+        jv::V::Null => "null",
+        jv::V::Bool(_) => "boolean",
+        jv::V::Num(_) => "number",
+        jv::V::Str(_) => "string",
+        jv::V::Arr(_) => "array",
+        jv::V::Obj(_) => "object",
     }
 }
 
@@ -296,7 +285,7 @@ mod tests {
     fn lines_with_problems() {
         let mut p = Vec::new();
         let src = b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":";
-        let l = read_lines(src, &mut Lifted::new(src), &mut p);
+        let l = read_lines(src, &mut p);
         assert_eq!(l.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(p.iter().map(|x| x.line).collect::<Vec<_>>(), vec![3, 4]);
     }

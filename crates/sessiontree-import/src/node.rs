@@ -1,33 +1,32 @@
 //! The Pi entries a converter builds, before ids are fixed: a tree of nodes in file
 //! order, each with a key (its identity in the source) from which its id is derived.
 
-use crate::lift::Lifted;
+use crate::jv::{obj, Obj, S, V};
 use crate::{fnv, Line};
-use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 
-pub(crate) enum Body {
+pub(crate) enum Body<'a> {
     /// A `message` entry; the message object (role, content, ..., timestamp).
-    Message(Map<String, Value>),
+    Message(Obj<'a>),
     CustomMessage {
         custom_type: String,
-        content: Value,
+        content: V<'a>,
         display: bool,
-        details: Option<Value>,
+        details: Option<V<'a>>,
     },
     Custom {
         custom_type: String,
-        data: Value,
+        data: V<'a>,
     },
     /// `first_kept`: the node kept from (before the compaction on its path), or `None`
     /// for "keep nothing before me".
     Compaction {
         summary: String,
         tokens_before: f64,
-        details: Option<Value>,
+        details: Option<V<'a>>,
         first_kept: Option<usize>,
         /// Pi 1.6's fold of the system messages in the context it replaces.
-        system_message: Option<Value>,
+        system_message: Option<V<'a>>,
     },
     ModelChange {
         provider: String,
@@ -37,20 +36,20 @@ pub(crate) enum Body {
     SessionInfo(String),
 }
 
-pub(crate) struct Node {
+pub(crate) struct Node<'a> {
     pub parent: Option<usize>,
     pub key: String,
     pub ms: i64,
-    pub body: Body,
+    pub body: Body<'a>,
 }
 
 #[derive(Default)]
-pub(crate) struct Nodes {
-    pub nodes: Vec<Node>,
+pub(crate) struct Nodes<'a> {
+    pub nodes: Vec<Node<'a>>,
 }
 
-impl Nodes {
-    pub fn push(&mut self, parent: Option<usize>, key: String, ms: i64, body: Body) -> usize {
+impl<'a> Nodes<'a> {
+    pub fn push(&mut self, parent: Option<usize>, key: String, ms: i64, body: Body<'a>) -> usize {
         self.nodes.push(Node {
             parent,
             key,
@@ -61,8 +60,8 @@ impl Nodes {
     }
 
     /// Fixes ids (derived from `namespace` and each key, in file order, redrawn on a
-    /// collision) and writes every entry as Pi writes it, lifted strings put back.
-    pub fn finish(self, namespace: &str, lift: &Lifted<'_>) -> (Vec<Line>, String) {
+    /// collision) and writes every entry as Pi writes it.
+    pub fn finish(self, namespace: &str) -> (Vec<Line>, String) {
         let mut used: HashSet<String> = HashSet::with_capacity(self.nodes.len());
         let mut ids: Vec<String> = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
@@ -83,17 +82,17 @@ impl Nodes {
         for (i, n) in self.nodes.into_iter().enumerate() {
             let id = &ids[i];
             let parent = n.parent.map(|p| ids[p].clone());
-            let ts = Value::String(sessiontree::date::iso_from_ms(n.ms));
-            let pid = parent.clone().map_or(Value::Null, Value::String);
-            let mut o = Map::new();
+            let ts = V::from(sessiontree::date::iso_from_ms(n.ms));
+            let pid = parent.clone().map_or(V::Null, V::from);
+            let mut o = Obj::with_capacity(8);
             match n.body {
                 Body::Custom { custom_type, data } => {
-                    o.insert("type".into(), json!("custom"));
-                    o.insert("customType".into(), Value::String(custom_type));
-                    o.insert("data".into(), data);
-                    o.insert("id".into(), json!(id));
-                    o.insert("parentId".into(), pid);
-                    o.insert("timestamp".into(), ts);
+                    o.push_new("type", V::from("custom"));
+                    o.push_new("customType", V::from(custom_type));
+                    o.push_new("data", data);
+                    o.push_new("id", V::from(id.as_str()));
+                    o.push_new("parentId", pid);
+                    o.push_new("timestamp", ts);
                 }
                 Body::CustomMessage {
                     custom_type,
@@ -101,16 +100,16 @@ impl Nodes {
                     display,
                     details,
                 } => {
-                    o.insert("type".into(), json!("custom_message"));
-                    o.insert("customType".into(), Value::String(custom_type));
-                    o.insert("content".into(), content);
-                    o.insert("display".into(), Value::Bool(display));
+                    o.push_new("type", V::from("custom_message"));
+                    o.push_new("customType", V::from(custom_type));
+                    o.push_new("content", content);
+                    o.push_new("display", V::Bool(display));
                     if let Some(d) = details {
-                        o.insert("details".into(), d);
+                        o.push_new("details", d);
                     }
-                    o.insert("id".into(), json!(id));
-                    o.insert("parentId".into(), pid);
-                    o.insert("timestamp".into(), ts);
+                    o.push_new("id", V::from(id.as_str()));
+                    o.push_new("parentId", pid);
+                    o.push_new("timestamp", ts);
                 }
                 body => {
                     let ty = match &body {
@@ -121,13 +120,13 @@ impl Nodes {
                         Body::SessionInfo(_) => "session_info",
                         _ => unreachable!(),
                     };
-                    o.insert("type".into(), json!(ty));
-                    o.insert("id".into(), json!(id));
-                    o.insert("parentId".into(), pid);
-                    o.insert("timestamp".into(), ts);
+                    o.push_new("type", V::from(ty));
+                    o.push_new("id", V::from(id.as_str()));
+                    o.push_new("parentId", pid);
+                    o.push_new("timestamp", ts);
                     match body {
                         Body::Message(m) => {
-                            o.insert("message".into(), Value::Object(m));
+                            o.push_new("message", V::Obj(m));
                         }
                         Body::Compaction {
                             summary,
@@ -136,33 +135,33 @@ impl Nodes {
                             first_kept,
                             system_message,
                         } => {
-                            o.insert("summary".into(), Value::String(summary));
+                            o.push_new("summary", V::from(summary));
                             let first = first_kept.map_or_else(|| id.clone(), |f| ids[f].clone());
-                            o.insert("firstKeptEntryId".into(), Value::String(first));
-                            o.insert("tokensBefore".into(), num(tokens_before));
+                            o.push_new("firstKeptEntryId", V::from(first));
+                            o.push_new("tokensBefore", V::from(tokens_before));
                             if let Some(d) = details {
-                                o.insert("details".into(), d);
+                                o.push_new("details", d);
                             }
                             if let Some(m) = system_message {
-                                o.insert("systemMessage".into(), m);
+                                o.push_new("systemMessage", m);
                             }
                         }
                         Body::ModelChange { provider, model_id } => {
-                            o.insert("provider".into(), Value::String(provider));
-                            o.insert("modelId".into(), Value::String(model_id));
+                            o.push_new("provider", V::from(provider));
+                            o.push_new("modelId", V::from(model_id));
                         }
                         Body::ThinkingLevel(l) => {
-                            o.insert("thinkingLevel".into(), Value::String(l));
+                            o.push_new("thinkingLevel", V::from(l));
                         }
                         Body::SessionInfo(name) => {
-                            o.insert("name".into(), Value::String(name));
+                            o.push_new("name", V::from(name));
                         }
                         _ => unreachable!(),
                     }
                 }
             }
             let start = body.len();
-            lift.expand_into(&canonical(&Value::Object(o)), &mut body);
+            V::Obj(o).write(&mut body);
             out.push(Line {
                 id: id.clone(),
                 parent,
@@ -174,56 +173,6 @@ impl Nodes {
     }
 }
 
-/// A value as `JSON.stringify` writes it.
-///
-/// serde_json already writes strings as JavaScript does (a Rust string holds no lone
-/// surrogate) and keeps keys in insertion order; it differs only in numbers JavaScript
-/// prints otherwise (exponents, integers beyond 2^53) and in objects with array-index keys,
-/// which JavaScript puts first. Only values holding one of those go through the canonical
-/// writer, so the common case costs one serialization.
-pub(crate) fn canonical(v: &Value) -> String {
-    let s = serde_json::to_string(v).expect("a JSON value serializes");
-    if plain(v) {
-        s
-    } else {
-        sessiontree::json::canonicalize(s.as_bytes()).unwrap_or(s)
-    }
-}
-
-/// Does serde_json write `v` exactly as `JSON.stringify` would?
-fn plain(v: &Value) -> bool {
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Number(n) => {
-                let ok = match (n.as_i64(), n.as_u64()) {
-                    (Some(i), _) => i.unsigned_abs() <= 1 << 53,
-                    (_, Some(u)) => u <= 1 << 53,
-                    // serde_json writes 3.0 as "3.0" and uses exponents from other
-                    // thresholds than JavaScript: only fractions in between are the same.
-                    _ => n
-                        .as_f64()
-                        .is_some_and(|f| f.fract() != 0.0 && (1e-5..1e15).contains(&f.abs())),
-                };
-                if !ok {
-                    return false;
-                }
-            }
-            Value::Array(a) => stack.extend(a),
-            Value::Object(o) => {
-                for (k, x) in o {
-                    if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) {
-                        return false;
-                    }
-                    stack.push(x);
-                }
-            }
-            _ => {}
-        }
-    }
-    true
-}
-
 /// Pi's usage object with zero cost (the sources record tokens, not prices).
 pub(crate) fn usage(
     input: f64,
@@ -231,66 +180,24 @@ pub(crate) fn usage(
     cache_read: f64,
     cache_write: f64,
     total: Option<f64>,
-) -> Value {
+) -> V<'static> {
     let total = total.unwrap_or(input + output + cache_read + cache_write);
-    json!({
-        "input": num(input),
-        "output": num(output),
-        "cacheRead": num(cache_read),
-        "cacheWrite": num(cache_write),
-        "totalTokens": num(total),
-        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-    })
-}
-
-/// A number as JavaScript holds it: integral values as integers (serde_json would write
-/// `3.0`).
-pub(crate) fn num(f: f64) -> Value {
-    if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 {
-        Value::from(f as i64)
-    } else {
-        json!(f)
+    obj! {
+        "input": input,
+        "output": output,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": total,
+        "cost": obj! {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0},
     }
 }
 
 /// Pi's image block from a base64 payload.
-pub(crate) fn image(data: &str, mime: &str) -> Value {
-    json!({"type": "image", "data": data, "mimeType": mime})
+pub(crate) fn image<'a>(data: impl Into<S<'a>>, mime: impl Into<S<'a>>) -> V<'a> {
+    obj! {"type": "image", "data": data.into(), "mimeType": mime.into()}
 }
 
-pub(crate) fn text(t: &str) -> Value {
-    json!({"type": "text", "text": t})
-}
-
-pub(crate) fn text_owned(t: String) -> Value {
-    let mut m = serde_json::Map::with_capacity(2);
-    m.insert("type".into(), Value::String("text".into()));
-    m.insert("text".into(), Value::String(t));
-    Value::Object(m)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn serde_output_is_used_only_where_it_is_what_javascript_writes() {
-        for text in [
-            r#"{"a":1,"b":"x\u0001\n\"é😀","c":[0.5,-3,1e-7,1e21,1.5e300,12345678901234567890]}"#,
-            r#"{"b":1,"10":2,"2":3,"a":{"01":1,"1":2}}"#,
-            r#"{"n":9007199254740993,"m":-0.0,"f":0.1}"#,
-            r#"{"m":-0.0}"#,
-            r#"{"m":3.0,"k":[0.000001,0.00001234,123456789012345.5]}"#,
-            r#"[1e16,2.5e-6]"#,
-        ] {
-            let v: Value = serde_json::from_str(text).unwrap();
-            let want =
-                sessiontree::json::canonicalize(serde_json::to_string(&v).unwrap().as_bytes())
-                    .unwrap();
-            assert_eq!(canonical(&v), want, "{text}");
-        }
-        let v: Value = serde_json::from_str(r#"{"a":[1,2.5,"\t"],"b":{"c":null}}"#).unwrap();
-        assert!(plain(&v));
-        assert_eq!(canonical(&v), r#"{"a":[1,2.5,"\t"],"b":{"c":null}}"#);
-    }
+/// Pi's text block.
+pub(crate) fn text<'a>(t: impl Into<S<'a>>) -> V<'a> {
+    obj! {"type": "text", "text": t.into()}
 }

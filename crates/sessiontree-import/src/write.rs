@@ -4,9 +4,8 @@
 //! lacks, then, if the source's active leaf would not be the last line, one `custom`
 //! entry under that leaf so that Pi's "last line is the leaf" rule picks it.
 
-use crate::node::canonical;
+use crate::jv::{obj, V};
 use crate::{fnv, Conversion};
-use serde_json::json;
 use sessiontree::parse::Tail;
 use sessiontree::store::{self, Appender, WriterLock};
 use sessiontree::{Durability, Error, Result};
@@ -158,23 +157,19 @@ pub fn write_unsynced(
                         .map(|t| t.into_owned())
                 })
                 .or_else(|| {
-                    serde_json::from_str::<serde_json::Value>(conv.json(want))
-                        .ok()
-                        .and_then(|v| {
-                            v.get("timestamp")
-                                .and_then(|t| t.as_str())
-                                .map(str::to_string)
-                        })
+                    crate::jv::parse(conv.json(want))
+                        .and_then(|v| v.get("timestamp").and_then(V::as_str).map(str::to_string))
                 })
                 .unwrap_or_else(|| conv.timestamp.clone());
-            let line = canonical(&json!({
+            let line = obj! {
                 "type": "custom",
                 "customType": "sessiontree-import:leaf",
-                "data": {"leaf": want.id},
+                "data": obj! {"leaf": want.id.as_str()},
                 "id": id,
-                "parentId": want.id,
+                "parentId": want.id.as_str(),
                 "timestamp": ts,
-            }));
+            }
+            .to_json();
             bytes.extend_from_slice(line.as_bytes());
             bytes.push(b'\n');
             added += 1;
