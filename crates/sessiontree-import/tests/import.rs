@@ -1039,14 +1039,22 @@ fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
     );
 }
 
-/// Checks one folder's resume requests; gives how many system messages it compared.
-fn recorded_claude_resumes(folder: &str) -> usize {
+/// One recorded resume: the import of the transcript as it was just before the prompt that
+/// resumed it, and the conversation Claude Code sent for that prompt (as events, less the
+/// prompt itself and its own attachments, which come after it in the transcript).
+struct Resume {
+    label: String,
+    model: String,
+    imported: PathBuf,
+    sent: Vec<Value>,
+}
+
+fn recorded_resumes(folder: &str, tmp: &Path) -> Vec<Resume> {
     let dir = fixtures().join(folder);
     let requests: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
             .unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut systems = 0;
+    let mut out = Vec::new();
     for (n, r) in requests.as_array().unwrap().iter().enumerate() {
         let name = r["transcript"].as_str().unwrap();
         let prompt = r["prompt"].as_str().unwrap();
@@ -1059,7 +1067,7 @@ fn recorded_claude_resumes(folder: &str) -> usize {
                 v["type"] == "user" && v["message"]["content"] == prompt
             })
             .unwrap_or_else(|| panic!("{name}: no prompt {prompt:?}"));
-        let src = tmp.path().join(format!("src{n}")).join(name);
+        let src = tmp.join(format!("{folder}-src{n}")).join(name);
         std::fs::create_dir_all(src.parent().unwrap()).unwrap();
         std::fs::write(
             &src,
@@ -1071,18 +1079,8 @@ fn recorded_claude_resumes(folder: &str) -> usize {
         .unwrap();
         let conv = convert("claude", &src).remove(0);
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
-        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
-        let got: Vec<Value> = as_sent(pi_events(&our_context(&o.path)))
-            .into_iter()
-            .map(|e| {
-                if e[0] == "response" {
-                    json!(["response", ""])
-                } else {
-                    e
-                }
-            })
-            .collect();
-        let mut expected: Vec<Value> = request_events(&r["messages"])
+        let o = write(&conv, &tmp.join(format!("{folder}-out{n}")), None, false).unwrap();
+        let mut sent: Vec<Value> = request_events(&r["messages"])
             .into_iter()
             .filter_map(|e| {
                 if e[0] != "system" {
@@ -1093,22 +1091,143 @@ fn recorded_claude_resumes(folder: &str) -> usize {
             })
             .collect();
         // The new prompt's own attachments (written after it) follow it.
-        while expected.last().is_some_and(|e| e[0] == "system") {
-            expected.pop();
+        while sent.last().is_some_and(|e| e[0] == "system") {
+            sent.pop();
         }
         assert_eq!(
-            expected.pop(),
+            sent.pop(),
             Some(json!(["user", prompt])),
             "the request ends with the new prompt"
         );
-        systems += expected.iter().filter(|e| e[0] == "system").count();
+        out.push(Resume {
+            label: format!("{folder}/{name} before {prompt:?}"),
+            model: r["model"].as_str().unwrap().to_string(),
+            imported: o.path,
+            sent,
+        });
+    }
+    out
+}
+
+/// Checks one folder's resume requests; gives how many system messages it compared.
+fn recorded_claude_resumes(folder: &str) -> usize {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut systems = 0;
+    for r in recorded_resumes(folder, tmp.path()) {
+        let got: Vec<Value> = as_sent(pi_events(&our_context(&r.imported)))
+            .into_iter()
+            .map(|e| {
+                if e[0] == "response" {
+                    json!(["response", ""])
+                } else {
+                    e
+                }
+            })
+            .collect();
+        systems += r.sent.iter().filter(|e| e[0] == "system").count();
         assert_eq!(
             serde_json::to_string_pretty(&got).unwrap(),
-            serde_json::to_string_pretty(&expected).unwrap(),
-            "{folder}/{name} before {prompt:?}"
+            serde_json::to_string_pretty(&r.sent).unwrap(),
+            "{}",
+            r.label
         );
     }
     systems
+}
+
+/// The request Pi 1.6.0 itself builds when it resumes an import (its Anthropic provider,
+/// for the model Claude Code used, taken before sending) holds what Claude Code sent on
+/// the same resume: the same conversation, the attachments' system texts in the same
+/// places. What differs, and how it is moved here before comparing (nothing is dropped
+/// but the plan mode reminder the import cannot write, see `reproducible`):
+///
+/// * Pi sends the context's first message, when it is a system message (a session start
+///   hook's output written before the first prompt), as the request's system prompt;
+///   Claude Code sends it with the attachments after the first prompt;
+/// * Pi sends neighbouring system messages one by one, Claude Code as one (texts joined by
+///   a blank line);
+/// * Pi frames a compaction summary in its own words (`<summary>` tags), Claude Code sends
+///   the summary line's text as it is.
+#[test]
+fn pi_resuming_an_import_sends_what_claude_code_sent() {
+    if !interop::available() {
+        interop::say_skipped("pi_resuming_an_import_sends_what_claude_code_sent");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut resumes = recorded_resumes("claude-recorded", tmp.path());
+    resumes.extend(recorded_resumes("claude-attachments", tmp.path()));
+    let model = resumes[0].model.clone();
+    assert!(resumes.iter().all(|r| r.model == model));
+    let mut args = vec!["request.mjs".to_string(), "--model".into(), model];
+    args.extend(
+        resumes
+            .iter()
+            .map(|r| r.imported.to_string_lossy().into_owned()),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out: Value = serde_json::from_str(&interop::node(&args)).unwrap();
+    let out = out.as_array().unwrap();
+    assert_eq!(out.len(), resumes.len());
+    let (mut systems, mut heads) = (0, 0);
+    for (r, pi) in resumes.iter().zip(out) {
+        assert!(pi["error"].is_null(), "{}: {}", r.label, pi["error"]);
+        assert_eq!(pi["supportsMidConvoSystemMessages"], true, "{}", r.label);
+        let mut events = request_events(&pi["messages"]);
+        if !pi["system"].is_null() {
+            heads += 1;
+            let head = system_text(&pi["system"]);
+            // First of the attachments Claude Code holds back to its first response.
+            let mut at = events
+                .iter()
+                .position(|e| e[0] == "response")
+                .unwrap_or(events.len());
+            while at > 0 && events[at - 1][0] == "system" {
+                at -= 1;
+            }
+            events.insert(at, json!(["system", head]));
+        }
+        let mut got: Vec<Value> = Vec::new();
+        for e in events {
+            let joined = match (got.last_mut(), e[0].as_str()) {
+                (Some(last), Some("system")) if last[0] == "system" => {
+                    last[1] = json!(format!(
+                        "{}\n\n{}",
+                        last[1].as_str().unwrap(),
+                        e[1].as_str().unwrap()
+                    ));
+                    true
+                }
+                _ => false,
+            };
+            if joined {
+                continue;
+            }
+            match e[1].as_str().and_then(|t| pi_summary(t)) {
+                Some(summary) if e[0] == "user" => got.push(json!(["summary", summary])),
+                _ => got.push(e),
+            }
+        }
+        systems += got.iter().filter(|e| e[0] == "system").count();
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&r.sent).unwrap(),
+            "{}",
+            r.label
+        );
+    }
+    assert!(
+        systems >= 8 && heads >= 1,
+        "system messages {systems}, heads {heads}"
+    );
+}
+
+/// The summary in Pi's framing of a compaction summary (a sentence, then the summary in
+/// `<summary>` tags), or `None` for any other text.
+fn pi_summary(t: &str) -> Option<String> {
+    let start = t.find("<summary>\n")? + "<summary>\n".len();
+    let end = t.rfind("\n</summary>")?;
+    Some(t[start..end].to_string())
 }
 
 /// Claude Code's `attachment` lines (recorded from Claude Code 2.1.197): the kinds it sends
