@@ -1203,7 +1203,7 @@ fn pi_resuming_an_import_sends_what_claude_code_sent() {
             if joined {
                 continue;
             }
-            match e[1].as_str().and_then(|t| pi_summary(t)) {
+            match e[1].as_str().and_then(pi_summary) {
                 Some(summary) if e[0] == "user" => got.push(json!(["summary", summary])),
                 _ => got.push(e),
             }
@@ -1288,7 +1288,8 @@ fn claude_code_attachments_reach_the_model_as_system_messages() {
     assert_eq!(
         text("hook_additional_context"),
         [
-            "PostToolUse:Bash hook additional context: Tool hook: the echo ran in the demo project.",
+            "PostToolUse:Bash hook additional context: Tool hook: the echo ran in the demo \
+             project.",
             "PostToolUse:Bash hook additional context: Second tool hook: nothing to add."
         ]
     );
