@@ -16,16 +16,25 @@ if [ ! -d "$DATA/src" ]; then
 fi
 echo "sources: $(find "$DATA/src" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/src" | cut -f1) MB" >&2
 export CLAUDE_CONFIG_DIR=$DATA/src/claude CODEX_HOME=$DATA/src/codex
-export PI_CODING_AGENT_DIR=$DATA/agent
 RUNS=${RUNS:-3}
 export MEASURE_CPU=1
 # Wall time, CPU time (user + sys: the machine may be shared) and peak RSS.
 row() { printf '%-46s %8.3f s wall %8.3f s cpu %9d KiB\n' "$1" "$2" "$3" "$4" >&2; }
 add() { python3 -c "print(f'{$1+$2:.4f}')"; }
+# ext4 without a journal (this kind of VM disk) does not reuse an inode for 1-5 minutes
+# after it was deleted, and scans past every such inode on each file it creates: imports
+# right after removing the previous result would measure that scan. So earlier results
+# go first, then the disk is synced and one minute passes; each run writes a new folder.
+rm -rf "$DATA"/agent "$DATA"/agent-run-*
+sync
+if [ "${SETTLE:-61}" -gt 0 ]; then
+  echo "waiting ${SETTLE:-61} s after removing earlier results (see the comment above)" >&2
+  sleep "${SETTLE:-61}"
+fi
 echo "load before: $(uptime)" >&2
 times="" cpus=""
 for r in $(seq "$RUNS"); do
-  rm -rf "$DATA/agent"
+  export PI_CODING_AGENT_DIR=$DATA/agent-run-$r
   sync
   read -r a ra ca < <(python3 bench/measure.py 0 "$BIN" import claude)
   read -r b rb cb < <(python3 bench/measure.py 0 "$BIN" import codex)
@@ -37,7 +46,7 @@ for r in $(seq "$RUNS"); do
 done
 best_import=$(python3 -c "print(min(map(float, '$times'.split())))")
 best_cpu=$(python3 -c "print(min(map(float, '$cpus'.split())))")
-echo "result: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
+echo "result: $(find "$PI_CODING_AGENT_DIR/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$PI_CODING_AGENT_DIR/sessions" | cut -f1) MB" >&2
 read -r again ragain cagain < <(python3 bench/measure.py "$RUNS" "$BIN" import claude)
 row "import claude again (nothing to add)" "$again" "$cagain" "$ragain"
 read -r ls rls cls < <(python3 bench/measure.py "$RUNS" "$BIN" ls --all --no-index --json)

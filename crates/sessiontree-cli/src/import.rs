@@ -6,7 +6,8 @@ use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 use sessiontree::dirs;
-use sessiontree_import::{claude, codex, copies, Conversion, Outcome};
+use sessiontree::store::Aside;
+use sessiontree_import::{claude, codex, copies, Conversion, Outcome, Staged};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -192,6 +193,8 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
+    // New files written aside, by order: linked after one sync of their file systems.
+    let asides: Mutex<Vec<(usize, Aside)>> = Mutex::new(Vec::new());
     // Twice the cores: each new file waits for its fsyncs, and another thread converts
     // meanwhile.
     let threads =
@@ -232,8 +235,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                                     waiting.lock().unwrap().push((order, path.clone(), conv));
                                     continue;
                                 }
-                                let result =
+                                let (result, aside) =
                                     write_one(&conv, session_dir.as_deref(), None, a.dry_run);
+                                if let Some(aside) = aside {
+                                    asides.lock().unwrap().push((order, aside));
+                                }
                                 let entries = conv.lines.len();
                                 let mut conv = Conversion {
                                     lines: Vec::new(),
@@ -286,12 +292,15 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             })
         });
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
-        let result = write_one(
+        let (result, aside) = write_one(
             &conv,
             session_dir.as_deref(),
             parent_session.as_deref(),
             a.dry_run,
         );
+        if let Some(aside) = aside {
+            asides.lock().unwrap().push((order, aside));
+        }
         if let Ok(o) = &result {
             by_source.insert(conv.source_session_id.clone(), o.path.clone());
         }
@@ -311,6 +320,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             },
         ));
     }
+    link_asides(a.agent, asides.into_inner().unwrap(), &mut done, &files);
     // New files were linked without a folder sync each: one sync per folder now, before
     // any of them is reported written.
     if !a.dry_run {
@@ -431,16 +441,81 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
 
 const EMPTY: &str = "\u{0}empty";
 
+/// Makes the new files written aside durable with one sync of each file system, then gives
+/// each its name. A name another writer took meanwhile: that file is completed like an
+/// earlier import's (the source converted again, its missing entries appended).
+fn link_asides(
+    agent: AgentArg,
+    mut asides: Vec<(usize, Aside)>,
+    done: &mut [(usize, Done)],
+    files: &[PathBuf],
+) {
+    if asides.is_empty() {
+        return;
+    }
+    asides.sort_by_key(|x| x.0);
+    let at: HashMap<usize, usize> = done.iter().enumerate().map(|(i, d)| (d.0, i)).collect();
+    let mut folders: Vec<PathBuf> = asides
+        .iter()
+        .filter_map(|(_, x)| x.path().parent().map(Path::to_path_buf))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    if let Err(e) = sessiontree::store::sync_file_systems(folders.iter().map(PathBuf::as_path)) {
+        // Dropped unlinked: the files written aside go.
+        for (order, _) in asides {
+            if let Some(&i) = at.get(&order) {
+                done[i].1.result = Err(e.to_string());
+            }
+        }
+        return;
+    }
+    let mut buf = Vec::new();
+    for (order, aside) in asides {
+        let Some(&i) = at.get(&order) else { continue };
+        let d = &mut done[i].1;
+        match aside.link() {
+            Ok(()) => {}
+            Err(sessiontree::Error::Exists { path }) => {
+                let again = convert_file(agent, &d.source, files, &mut buf).and_then(|convs| {
+                    let conv = convs
+                        .into_iter()
+                        .find(|c| c.session_id == d.conv.session_id)
+                        .ok_or_else(|| "the transcript changed while importing".to_string())?;
+                    let dir = path.parent().unwrap_or(Path::new("."));
+                    sessiontree_import::write_unsynced(
+                        &conv,
+                        dir,
+                        d.parent_session.as_deref(),
+                        false,
+                    )
+                    .map_err(|e| e.to_string())
+                });
+                d.result = again;
+            }
+            Err(e) => d.result = Err(e.to_string()),
+        }
+    }
+}
+
+/// Writes a conversion; a new file is only written aside (linked once every new file of
+/// the run is on disk).
 fn write_one(
     conv: &Conversion,
     session_dir: Option<&Path>,
     parent_session: Option<&str>,
     dry_run: bool,
-) -> std::result::Result<Outcome, String> {
+) -> (std::result::Result<Outcome, String>, Option<Aside>) {
     if conv.lines.is_empty() {
-        return Err(EMPTY.into());
+        return (Err(EMPTY.into()), None);
     }
-    let dir = target_dir(conv, session_dir)?;
-    sessiontree_import::write_unsynced(conv, &dir, parent_session, dry_run)
-        .map_err(|e| e.to_string())
+    let dir = match target_dir(conv, session_dir) {
+        Ok(d) => d,
+        Err(e) => return (Err(e), None),
+    };
+    match sessiontree_import::stage(conv, &dir, parent_session, dry_run) {
+        Ok(Staged::Done(o)) => (Ok(o), None),
+        Ok(Staged::Aside(aside, o)) => (Ok(o), Some(aside)),
+        Err(e) => (Err(e.to_string()), None),
+    }
 }

@@ -390,3 +390,52 @@ fn a_missing_agent_folder_is_nothing_found_and_says_where_it_looked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains(missing.to_str().unwrap()));
 }
+
+/// New files are written aside and named only after one sync for the whole run. Two
+/// sources that make the same Pi file (a transcript copied to a second folder) meet at
+/// that point: one file is created, the other source completes it like an earlier
+/// import, and nothing is left behind under a temporary name.
+#[test]
+fn two_sources_of_one_session_in_one_run_make_one_file() {
+    let h = Home::new();
+    let src = h.root.join("codex/sessions/2025/10/03");
+    let copy = h.root.join("codex/sessions/copy");
+    copy_dir(&src, &copy);
+    let out = h.json(&["import", "codex", "--json"]);
+    let rows = out.as_array().unwrap();
+    let by_status = |s: &str| rows.iter().filter(|r| r["status"] == s).count();
+    let originals = std::fs::read_dir(&src).unwrap().count();
+    assert!(originals >= 2, "{originals}");
+    assert_eq!(rows.len(), 8 + originals, "{out:#}");
+    assert_eq!(by_status("unchanged"), originals, "{out:#}");
+    assert_eq!(by_status("created"), 8, "{out:#}");
+    for r in rows {
+        let twin = rows
+            .iter()
+            .filter(|x| x["sessionId"] == r["sessionId"])
+            .count();
+        assert!(twin == 1 || twin == 2);
+        assert!(r["path"].as_str().is_some(), "{r}");
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut stack = vec![h.root.join("agent/sessions")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                names.push(p.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    assert!(names.iter().all(|n| n.ends_with(".jsonl")), "{names:?}");
+    assert_eq!(names.len(), 8, "{names:?}");
+    // Each file is what a single import writes.
+    let again = h.json(&["import", "codex", "--json"]);
+    assert!(again
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["status"] == "unchanged"));
+}

@@ -23,7 +23,7 @@ mod jv;
 mod node;
 pub mod write;
 
-pub use write::{write, write_unsynced, Outcome, Status};
+pub use write::{stage, write, write_unsynced, Outcome, Staged, Status};
 
 /// Which agent a transcript comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

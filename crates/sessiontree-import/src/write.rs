@@ -55,6 +55,46 @@ pub fn write(
     Ok(out)
 }
 
+/// A conversion on its way to disk: see [`stage`].
+#[derive(Debug)]
+pub enum Staged {
+    /// Written (an earlier import's file completed, or nothing to add), or a dry run.
+    Done(Outcome),
+    /// A new file written aside, with the outcome it has once linked: sync its file system
+    /// ([`store::sync_file_systems`]), then [`store::Aside::link`] it; if the name was taken
+    /// meanwhile, complete that file with [`write_unsynced`] instead.
+    Aside(store::Aside, Outcome),
+}
+
+/// [`write_unsynced`] for writers of many files: a new file is only written aside, so that
+/// one sync of the file system makes all of them durable before any gets its name.
+pub fn stage(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+) -> Result<Staged> {
+    let path = dir.join(conv.file_name());
+    if dry_run || path.exists() {
+        return write_unsynced(conv, dir, parent_session, dry_run).map(Staged::Done);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::Io {
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    let mut header = conv.header_line(parent_session);
+    header.push('\n');
+    let aside = store::write_aside(&path, &[header.as_bytes(), conv.body.as_bytes()])?;
+    Ok(Staged::Aside(
+        aside,
+        Outcome {
+            path,
+            status: Status::Created,
+            added: conv.lines.len(),
+        },
+    ))
+}
+
 /// [`write()`] without the folder's fsync after creating a file: the new file's content is on
 /// disk before its name appears, but the name is durable only after
 /// [`store::sync_folder`]`(dir)`, which the caller does once for a batch of files (before

@@ -238,6 +238,10 @@ fn write_temp(path: &Path, content: &[&[u8]]) -> Result<PathBuf> {
 }
 
 fn write_temp_open(path: &Path, content: &[&[u8]]) -> Result<(PathBuf, File)> {
+    write_temp_open_with(path, content, true)
+}
+
+fn write_temp_open_with(path: &Path, content: &[&[u8]], sync: bool) -> Result<(PathBuf, File)> {
     let tmp = temp_path(path);
     let mut file = None;
     let result = (|| -> std::io::Result<()> {
@@ -250,7 +254,9 @@ fn write_temp_open(path: &Path, content: &[&[u8]]) -> Result<(PathBuf, File)> {
         for c in content {
             f.write_all(c)?;
         }
-        f.sync_all()?;
+        if sync {
+            f.sync_all()?;
+        }
         file = Some(f);
         Ok(())
     })();
@@ -420,6 +426,83 @@ pub fn create_exclusive_unsynced(path: &Path, content: &[&[u8]]) -> Result<()> {
             source: e,
         }),
     }
+}
+
+/// A new file written beside its final name: its content not yet synced, its name not yet
+/// there. For writers of many new files (import): write each aside, make them all durable
+/// at once with [`sync_file_systems`], then [`Aside::link`] each. Each file still appears
+/// whole or not at all, with its content on disk before its name. Dropped without being
+/// linked, the file goes.
+#[derive(Debug)]
+pub struct Aside {
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+/// Writes `content` aside for `path` (see [`Aside`]). Where the file systems cannot be
+/// synced at once (not Linux), the file is synced here.
+pub fn write_aside(path: &Path, content: &[&[u8]]) -> Result<Aside> {
+    let (tmp, _) = write_temp_open_with(path, content, !cfg!(target_os = "linux"))?;
+    Ok(Aside {
+        tmp,
+        path: path.to_path_buf(),
+    })
+}
+
+impl Aside {
+    /// The name the file will have.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Gives the file its name, failing with [`Error::Exists`] if the name is taken. Call
+    /// [`sync_file_systems`] for its folder first.
+    pub fn link(self) -> Result<()> {
+        match std::fs::hard_link(&self.tmp, &self.path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::Exists {
+                path: self.path.clone(),
+            }),
+            Err(e) => Err(Error::Io {
+                path: self.path.clone(),
+                source: e,
+            }),
+        }
+    }
+}
+
+impl Drop for Aside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+/// Puts everything written to the file systems of `folders` on disk: one `syncfs` per file
+/// system (Linux; elsewhere [`write_aside`] synced each file already). One flush of the
+/// disk instead of one per file; it also waits for what other programs wrote there.
+pub fn sync_file_systems<'p>(folders: impl IntoIterator<Item = &'p Path>) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let mut done = std::collections::HashSet::new();
+        for d in folders {
+            let f = File::open(d).map_err(io(d))?;
+            let dev = f.metadata().map_err(io(d))?.dev();
+            if !done.insert(dev) {
+                continue;
+            }
+            // SAFETY: a valid open descriptor; syncfs reads nothing from memory.
+            if unsafe { libc::syncfs(f.as_raw_fd()) } != 0 {
+                return Err(Error::Io {
+                    path: d.to_path_buf(),
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = folders;
+    Ok(())
 }
 
 /// The lock file of a session: `<file>.lock` beside it.

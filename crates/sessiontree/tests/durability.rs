@@ -651,3 +651,40 @@ fn disk_full_poisons_the_appender_and_says_what_was_not_written() {
         "{again}"
     );
 }
+
+/// Files written aside (import's many new files) have no name until linked, after one sync
+/// of their file system; a taken name is refused and leaves the other file alone; nothing
+/// stays behind under a temporary name either way.
+#[test]
+fn files_written_aside_appear_whole_only_when_linked() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    let aside_a = sessiontree::store::write_aside(&a, &[b"{\"x\":", b"1}\n"]).unwrap();
+    let aside_b = sessiontree::store::write_aside(&b, &[b"new\n"]).unwrap();
+    assert_eq!(aside_a.path(), a.as_path());
+    assert!(!a.exists() && !b.exists());
+    assert_eq!(names(dir.path()).len(), 2, "two files aside");
+    std::fs::write(&b, b"someone else's\n").unwrap();
+    sessiontree::store::sync_file_systems([dir.path()]).unwrap();
+    aside_a.link().unwrap();
+    assert_eq!(std::fs::read(&a).unwrap(), b"{\"x\":1}\n");
+    match aside_b.link() {
+        Err(sessiontree::Error::Exists { path }) => assert_eq!(path, b),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read(&b).unwrap(), b"someone else's\n");
+    assert_eq!(names(dir.path()), vec!["a.jsonl", "b.jsonl"]);
+    // Dropped without a link: gone.
+    let c = dir.path().join("c.jsonl");
+    drop(sessiontree::store::write_aside(&c, &[b"x\n"]).unwrap());
+    assert_eq!(names(dir.path()), vec!["a.jsonl", "b.jsonl"]);
+}
