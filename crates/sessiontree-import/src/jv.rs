@@ -512,6 +512,7 @@ pub(crate) fn parse(text: &str) -> Option<V<'_>> {
         b: text.as_bytes(),
         i: 0,
         depth: 0,
+        line: false,
     };
     p.ws();
     let v = p.value()?;
@@ -519,18 +520,45 @@ pub(crate) fn parse(text: &str) -> Option<V<'_>> {
     (p.i == p.b.len()).then_some(v)
 }
 
+/// Parses the value of the line starting at `start` of `text`, without reading past the
+/// line's end (a newline is not whitespace here, and no string holds one): the value, and
+/// where parsing stopped (after the value and the whitespace behind it; on an error,
+/// somewhere in the line before the error). The line holds exactly one valid value when
+/// the value is there and the stop is the line's end.
+pub(crate) fn parse_line(text: &str, start: usize) -> (Option<V<'_>>, usize) {
+    let mut p = Parser {
+        s: text,
+        b: text.as_bytes(),
+        i: start,
+        depth: 0,
+        line: true,
+    };
+    p.ws();
+    let v = p.value();
+    if v.is_some() {
+        p.ws();
+    }
+    (v, p.i)
+}
+
 struct Parser<'a> {
     s: &'a str,
     b: &'a [u8],
     i: usize,
     depth: usize,
+    /// One line of a larger text: a newline ends it.
+    line: bool,
 }
 
 impl<'a> Parser<'a> {
     #[inline]
     fn ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
-            self.i += 1;
+        loop {
+            match self.b.get(self.i) {
+                Some(b' ' | b'\t' | b'\r') => self.i += 1,
+                Some(b'\n') if !self.line => self.i += 1,
+                _ => return,
+            }
         }
     }
 
@@ -610,6 +638,15 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> Option<S<'a>> {
         let b = self.b;
         let start = self.i;
+        // Most strings (keys, ids, times) are short: when the first stop byte of the next
+        // 16 is the closing quote, the string ends there.
+        if let Some(window) = b.get(start..start + 16) {
+            let stop = sessiontree::json::find_string_stop(window);
+            if stop < 16 && window[stop] == b'"' {
+                self.i = start + stop + 1;
+                return Some(S::Plain(&self.s[start..start + stop]));
+            }
+        }
         let mut i = start;
         let mut escaped = false;
         let mut canonical = true;
@@ -715,8 +752,10 @@ impl<'a> Parser<'a> {
             self.depth -= 1;
             return Some(V::Obj(o));
         }
-        // Keys seen, for objects too large to search member by member.
+        // Keys seen, for objects too large to search member by member; below that, a bit
+        // per key (of its length and last byte) tells which keys cannot be there yet.
         let mut seen: Option<std::collections::HashMap<Box<str>, usize>> = None;
+        let mut bits = 0u64;
         loop {
             self.ws();
             if self.b.get(self.i) != Some(&b'"') {
@@ -734,7 +773,20 @@ impl<'a> Parser<'a> {
             // A repeated key keeps its first place and takes the last value.
             let at = match &mut seen {
                 Some(map) => map.get(k.as_str()).copied(),
-                None => o.position(k.as_str()),
+                None => {
+                    let key = k.as_str();
+                    let bit = 1u64
+                        << ((key.len() as u64 * 7
+                            + key.as_bytes().last().map_or(0, |&c| c as u64))
+                            & 63);
+                    let maybe = bits & bit != 0;
+                    bits |= bit;
+                    if maybe {
+                        o.position(key)
+                    } else {
+                        None
+                    }
+                }
             };
             match at {
                 Some(p) => o.0[p].1 = v,
@@ -769,7 +821,7 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 #[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
+pub(crate) mod xorshift;
 
 #[cfg(test)]
 mod tests {

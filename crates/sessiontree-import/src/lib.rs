@@ -211,6 +211,72 @@ pub(crate) fn read_lines<'a>(
     bytes: &'a [u8],
     problems: &mut Vec<Problem>,
 ) -> Vec<(usize, jv::Obj<'a>)> {
+    // UTF-8 throughout (the usual case): each line is parsed where it stands, the parser
+    // finding its end, in one pass over the bytes.
+    let Ok(text) = simdutf8::basic::from_utf8(bytes) else {
+        return read_lines_one_by_one(bytes, problems);
+    };
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut n = 0;
+    while start < bytes.len() {
+        n += 1;
+        let (v, stop) = jv::parse_line(text, start);
+        let (end, complete, parsed) = match (v, bytes.get(stop)) {
+            (Some(v), None) => (stop, false, Some(v)),
+            (Some(v), Some(b'\n')) => (stop, true, Some(v)),
+            _ => match memchr_nl(&bytes[stop..]) {
+                Some(p) => (stop + p, true, None),
+                None => (bytes.len(), false, None),
+            },
+        };
+        let mut line = &bytes[start..end];
+        start = end + 1;
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        match parsed {
+            Some(v) => take_line(n, v, &mut out, problems),
+            None if line.iter().all(|b| b.is_ascii_whitespace()) || !complete => {}
+            None => problems.push(invalid(n, line)),
+        }
+    }
+    out
+}
+
+fn take_line<'a>(
+    n: usize,
+    v: jv::V<'a>,
+    out: &mut Vec<(usize, jv::Obj<'a>)>,
+    problems: &mut Vec<Problem>,
+) {
+    match v {
+        jv::V::Obj(m) => out.push((n, m)),
+        other => problems.push(Problem {
+            line: n,
+            message: format!("not a JSON object ({})", kind_name(&other)),
+        }),
+    }
+}
+
+/// serde_json's message (and column) for a line that does not parse: the two parsers
+/// refuse the same lines.
+fn invalid(n: usize, line: &[u8]) -> Problem {
+    let e = serde_json::from_slice::<serde::de::IgnoredAny>(line)
+        .err()
+        .map_or_else(|| "not valid JSON".to_string(), |e| e.to_string());
+    Problem {
+        line: n,
+        message: format!("not valid JSON: {e}"),
+    }
+}
+
+/// [`read_lines`] for a source that is not UTF-8 throughout: split, then each line
+/// checked and parsed.
+fn read_lines_one_by_one<'a>(
+    bytes: &'a [u8],
+    problems: &mut Vec<Problem>,
+) -> Vec<(usize, jv::Obj<'a>)> {
     let mut out = Vec::new();
     let mut start = 0;
     let mut n = 0;
@@ -228,25 +294,10 @@ pub(crate) fn read_lines<'a>(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let parsed = std::str::from_utf8(line).ok().and_then(jv::parse);
-        match parsed {
-            Some(jv::V::Obj(m)) => out.push((n, m)),
-            Some(other) => problems.push(Problem {
-                line: n,
-                message: format!("not a JSON object ({})", kind_name(&other)),
-            }),
+        match std::str::from_utf8(line).ok().and_then(jv::parse) {
+            Some(v) => take_line(n, v, &mut out, problems),
             None if !complete => {}
-            None => {
-                // serde_json's message (and column) for the line: the two parsers refuse
-                // the same lines.
-                let e = serde_json::from_slice::<serde::de::IgnoredAny>(line)
-                    .err()
-                    .map_or_else(|| "not valid JSON".to_string(), |e| e.to_string());
-                problems.push(Problem {
-                    line: n,
-                    message: format!("not valid JSON: {e}"),
-                })
-            }
+            None => problems.push(invalid(n, line)),
         }
     }
     out
@@ -279,6 +330,54 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "8");
         assert_eq!(a.matches('-').count(), 4);
+    }
+
+    /// The one-pass reading of a UTF-8 source and the line-by-line one give the same
+    /// lines, values and problems, on every fixture and damaged copies of them.
+    #[test]
+    fn one_pass_and_line_by_line_reading_agree() {
+        use crate::jv::xorshift;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut files = Vec::new();
+        let mut stack = vec![root];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    files.push(std::fs::read(&p).unwrap());
+                }
+            }
+        }
+        let show = |l: &[(usize, jv::Obj<'_>)], p: &[Problem]| {
+            let lines: Vec<(usize, String)> = l
+                .iter()
+                .map(|(n, o)| (*n, jv::V::Obj(o.clone()).to_json()))
+                .collect();
+            format!("{lines:?}\n{p:?}")
+        };
+        let mut rng = xorshift::Rng(0x2545_f491_4f6c_dd1d);
+        let mut checked = 0;
+        for round in 0..400 {
+            let mut bytes = files[round % files.len()].clone();
+            if round >= files.len() {
+                let times = 1 + rng.pick(8);
+                rng.damage(&mut bytes, times);
+                if round % 3 == 0 {
+                    bytes.extend_from_slice(b"\r\n \x0c \n\t{\"a\":1} \r");
+                }
+            }
+            if std::str::from_utf8(&bytes).is_err() {
+                continue;
+            }
+            let (mut p1, mut p2) = (Vec::new(), Vec::new());
+            let one = read_lines(&bytes, &mut p1);
+            let each = read_lines_one_by_one(&bytes, &mut p2);
+            assert_eq!(show(&one, &p1), show(&each, &p2), "round {round}");
+            checked += 1;
+        }
+        assert!(checked > 200, "{checked}");
     }
 
     #[test]
