@@ -190,6 +190,14 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     // Convert (and write what needs no parent) on every core; sessions linked to a parent
     // (subagents, forks, resume copies) wait until every parent's path is known.
     let next = Mutex::new(0usize);
+    // Largest transcripts first: the threads then finish together instead of one of them
+    // converting a big file alone at the end. (Results keep the files' order.)
+    let mut schedule: Vec<usize> = (0..files.len()).collect();
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    schedule.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
     let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
@@ -212,7 +220,8 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                         *n += 1;
                         i
                     };
-                    let Some(path) = files.get(i) else { break };
+                    let Some(&i) = schedule.get(i) else { break };
+                    let path = &files[i];
                     if let Some(pb) = &pb {
                         pb.inc(1);
                     }
