@@ -36,7 +36,8 @@
 use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
 use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
-use std::collections::{BTreeMap, HashMap};
+use foldhash::HashMap;
+use std::collections::BTreeMap;
 
 const NAMESPACE: &str = "claude";
 

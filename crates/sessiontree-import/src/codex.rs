@@ -27,7 +27,8 @@
 use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
 use crate::{read_lines, time_ms, Agent, Conversion, Problem};
-use std::collections::{BTreeMap, HashMap};
+use foldhash::HashMap;
+use std::collections::BTreeMap;
 
 /// Converts one rollout file. `file_stem` names the session when it has no `session_meta`.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Conversion {
@@ -80,7 +81,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         effort: None,
         open: None,
         pending: Vec::new(),
-        tool_names: HashMap::new(),
+        tool_names: HashMap::default(),
         user_turns: Vec::new(),
         skipped: BTreeMap::new(),
         problems: Vec::new(),

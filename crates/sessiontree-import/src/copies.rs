@@ -13,7 +13,7 @@
 //!   with the same line ([`first_uuid`] over every file first).
 
 use crate::Conversion;
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 /// Where each Claude Code entry is held: Pi entry id -> the sessions holding it.
 #[derive(Default)]

@@ -3,7 +3,7 @@
 
 use crate::jv::{obj, Obj, S, V};
 use crate::{fnv, Line};
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 pub(crate) enum Body<'a> {
     /// A `message` entry; the message object (role, content, ..., timestamp).
