@@ -36,6 +36,9 @@ times="" cpus=""
 for r in $(seq "$RUNS"); do
   export PI_CODING_AGENT_DIR=$DATA/agent-run-$r
   sync
+  # Warm sources, as `ls` below is measured warm (its warm-up run): this machine's memory
+  # manager evicts page cache that was idle for a few seconds.
+  find "$DATA/src" -name '*.jsonl' -exec cat {} + >/dev/null
   read -r a ra ca < <(python3 bench/measure.py 0 "$BIN" import claude)
   read -r b rb cb < <(python3 bench/measure.py 0 "$BIN" import codex)
   t=$(add "$a" "$b")
@@ -51,5 +54,17 @@ read -r again ragain cagain < <(python3 bench/measure.py "$RUNS" "$BIN" import c
 row "import claude again (nothing to add)" "$again" "$cagain" "$ragain"
 read -r ls rls cls < <(python3 bench/measure.py "$RUNS" "$BIN" ls --all --no-index --json)
 row "ls --all --no-index --json over the result" "$ls" "$cls" "$rls"
+# Context for the ratio: the import without writing anything, and the bare cost of writing
+# its result durably on this disk (a copy of the result folder, then sync).
+read -r d rd cd < <(BIN=$BIN python3 bench/measure.py "$RUNS" bash -c '"$BIN" import claude --dry-run >/dev/null && "$BIN" import codex --dry-run >/dev/null')
+row "import claude + codex --dry-run (no writing)" "$d" "$cd" "$rd"
+sync
+copy_start=$(date +%s%N)
+cp -r "$PI_CODING_AGENT_DIR/sessions" "$DATA/copy-of-result"
+sync
+copy_end=$(date +%s%N)
+rm -rf "$DATA/copy-of-result"
+printf '%-46s %8.3f s wall\n' "cp -r of the result + sync (writing alone)" \
+  "$(python3 -c "print(($copy_end - $copy_start) / 1e9)")" >&2
 echo "load after: $(uptime)" >&2
 python3 -c "print(f'import / ls = {$best_import/$ls:.2f} wall, {$best_cpu/$cls:.2f} cpu (target <= 3)')" >&2
