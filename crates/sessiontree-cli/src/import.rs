@@ -171,15 +171,30 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     // resume copy of the other, which only the whole set can tell.
     let mut shared_start: HashSet<&Path> = HashSet::new();
     if a.agent == AgentArg::Claude {
-        let mut firsts: HashMap<String, Vec<&Path>> = HashMap::new();
-        for f in &files {
+        // Each file's first line, read on every core.
+        let first_of = |f: &PathBuf| {
             if stem_of(f).starts_with("agent-") {
-                continue;
+                return None;
             }
-            let first = std::fs::File::open(f)
+            std::fs::File::open(f)
                 .ok()
-                .and_then(|r| copies::first_uuid(std::io::BufReader::new(r)));
-            if let Some(u) = first {
+                .and_then(|r| copies::first_uuid(std::io::BufReader::new(r)))
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let chunk = files.len().div_ceil(cores).max(1);
+        let first: Vec<Option<String>> = std::thread::scope(|s| {
+            let parts: Vec<_> = files
+                .chunks(chunk)
+                .map(|part| s.spawn(move || part.iter().map(first_of).collect::<Vec<_>>()))
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|h| h.join().expect("first-line reader"))
+                .collect()
+        });
+        let mut firsts: HashMap<String, Vec<&Path>> = HashMap::new();
+        for (f, u) in files.iter().zip(first) {
+            if let Some(u) = u {
                 firsts.entry(u).or_default().push(f);
             }
         }
