@@ -301,6 +301,8 @@ pub fn width() -> usize {
 fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
     let w = width().max(60);
     let home = dirs::home_dir().to_string_lossy().into_owned();
+    // A mark column for imported sessions only when the list holds one.
+    let any_imported = v.iter().any(|i| i.imported.is_some());
     let rows: Vec<(String, String, String, String)> = v
         .iter()
         .map(|i| {
@@ -313,9 +315,16 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
                 _ => i.cwd.clone(),
             };
             let fork = if i.is_fork() { "⑂" } else { " " };
+            let imported = match i.imported.as_deref() {
+                _ if !any_imported => "",
+                Some("claude-code") => "C",
+                Some("codex") => "X",
+                Some(_) => "I",
+                None => " ",
+            };
             (
                 fmt_ms(i.modified_ms),
-                format!("{}{fork}", i.message_count),
+                format!("{}{fork}{imported}", i.message_count),
                 title,
                 cwd,
             )
@@ -370,6 +379,12 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
         out.line(&out.paint(
             "2",
             "⑂ forked from another session (its header names a parentSession)",
+        ))?;
+    }
+    if any_imported {
+        out.line(&out.paint(
+            "2",
+            "C / X imported from Claude Code / Codex (sessiontree import)",
         ))?;
     }
     Ok(())

@@ -143,6 +143,28 @@ fn import_then_list_search_stats_and_export() {
             assert_eq!(agent_of(p), "codex", "{p}");
         }
     }
+    // The table marks them too, with a legend; a folder without imports shows neither.
+    let table = h.run(&["ls", "--all"]);
+    let text = stdout(&table);
+    // The MSGS cell: count, fork mark, import mark.
+    let counts = |m: char| {
+        text.lines()
+            .skip(1)
+            .filter_map(|l| l.get(16..))
+            .filter(|r| {
+                r.trim_start()
+                    .split("  ")
+                    .next()
+                    .is_some_and(|cell| cell.ends_with(m))
+            })
+            .count()
+    };
+    assert_eq!(counts('C'), 6, "{text}");
+    assert_eq!(counts('X'), 8, "{text}");
+    assert!(
+        text.contains("C / X imported from Claude Code / Codex"),
+        "{text}"
+    );
     let forked = sessions
         .iter()
         .filter(|s| s["parentSessionPath"].is_string())
