@@ -485,6 +485,11 @@ fn link_asides(
         .collect();
     folders.sort();
     folders.dedup();
+    // What an earlier, killed import left written aside here goes (the dead process's
+    // files, untouched for a while).
+    for f in &folders {
+        sessiontree::store::clean_stale_temps_in(f);
+    }
     if let Err(e) = sessiontree::store::sync_file_systems(folders.iter().map(PathBuf::as_path)) {
         // Dropped unlinked: the files written aside go.
         for (order, _) in asides {

@@ -189,8 +189,18 @@ pub fn clean_stale_temps(path: &Path) -> Vec<PathBuf> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let own = format!(".{name}");
-    let Ok(rd) = std::fs::read_dir(parent_of(path)) else {
+    clean_temps(&parent_of(path), Some(&format!(".{name}")))
+}
+
+/// [`clean_stale_temps`] for every session file of a folder (`.<name>.jsonl….tmp-…`): what
+/// a killed writer of many files (import, which writes a run's new files aside before
+/// naming them) left there. Returns what was removed.
+pub fn clean_stale_temps_in(dir: &Path) -> Vec<PathBuf> {
+    clean_temps(dir, None)
+}
+
+fn clean_temps(dir: &Path, own: Option<&str>) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
@@ -198,7 +208,14 @@ pub fn clean_stale_temps(path: &Path) -> Vec<PathBuf> {
         let entry_name = e.file_name().to_string_lossy().into_owned();
         // Temp files of the file itself and of its sidecars and backups:
         // `.<file>.tmp-…`, `.<file>.torn-<offset>….tmp-…`, `.<file>.bak-<time>….tmp-…`.
-        let Some(rest) = entry_name.strip_prefix(&own) else {
+        let rest = match own {
+            Some(own) => entry_name.strip_prefix(own),
+            None => entry_name.strip_prefix('.').and_then(|r| {
+                let at = r.find(".jsonl")?;
+                Some(&r[at + ".jsonl".len()..])
+            }),
+        };
+        let Some(rest) = rest else {
             continue;
         };
         let Some((middle, rest)) = rest.rsplit_once(".tmp-") else {

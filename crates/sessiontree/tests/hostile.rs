@@ -445,6 +445,54 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
     assert!(load(&p).unwrap().tree.header().version() == Some(3.0));
 }
 
+/// A killed import leaves every new file of its run under a temporary name (they are named
+/// only after one sync): the next import into the folder removes those of dead processes
+/// once untouched for a while, and nothing else.
+#[test]
+fn stale_temp_files_of_a_dead_bulk_writer_are_removed_folder_wide() {
+    let d = tempfile::tempdir().unwrap();
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let dead = dead_pid();
+    let age = |p: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap()
+    };
+    let stale: Vec<PathBuf> = ["a", "b", "c"]
+        .iter()
+        .map(|n| {
+            d.path().join(format!(
+                ".2025-10-02T09-00-00-000Z_{n}.jsonl.tmp-{dead}-deadbeef"
+            ))
+        })
+        .collect();
+    for p in &stale {
+        std::fs::write(p, "half an import").unwrap();
+        age(p);
+    }
+    let fresh = d
+        .path()
+        .join(format!(".f.jsonl.tmp-{}-cafecafe", dead_pid()));
+    std::fs::write(&fresh, "a run in progress elsewhere").unwrap();
+    let live = d.path().join(".l.jsonl.tmp-1-0badf00d");
+    let not_temp = d.path().join(format!(".n.jsonl.tmp-{dead}-nothex00"));
+    let session = d.path().join(format!("s.jsonl.tmp-{dead}-deadbeef"));
+    let other = d.path().join(format!(".o.txt.tmp-{dead}-deadbeef"));
+    for p in [&live, &not_temp, &session, &other] {
+        std::fs::write(p, "keep").unwrap();
+        age(p);
+    }
+    let mut removed = sessiontree::store::clean_stale_temps_in(d.path());
+    removed.sort();
+    assert_eq!(removed, stale);
+    for keep in [&fresh, &live, &not_temp, &session, &other] {
+        assert!(keep.exists(), "{} kept", keep.display());
+    }
+}
+
 #[test]
 fn a_fork_never_migrates_its_source_under_another_writers_lock() {
     let d = tempfile::tempdir().unwrap();
