@@ -461,3 +461,132 @@ fn two_sources_of_one_session_in_one_run_make_one_file() {
         .iter()
         .all(|r| r["status"] == "unchanged"));
 }
+
+/// SIGKILLed at random points, an import never leaves a session file that is not whole:
+/// every `*.jsonl` in the result is byte for byte what an uninterrupted import writes, the
+/// next run completes the set, and the temporary files the killed runs left are removed
+/// by a later import once they are old.
+#[test]
+fn killed_imports_leave_only_whole_files_and_the_next_run_completes_them() {
+    let kills: usize = std::env::var("SESSIONTREE_IMPORT_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25);
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("codex/sessions/2025/10/03");
+    std::fs::create_dir_all(&src).unwrap();
+    // 300 distinct rollouts made from one fixture (a new session id each).
+    let fixture = fixtures()
+        .join("codex/rollout-2025-10-03T14-00-00-0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a01.jsonl");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    let old_id = "0199a5b2-7c3d-7e4f-8a1b-2c3d4e5f6a01";
+    for n in 0..300 {
+        let id = format!("0199a5b2-7c3d-7e4f-8a1b-{n:012}");
+        std::fs::write(
+            src.join(format!("rollout-2025-10-03T14-00-00-{id}.jsonl")),
+            text.replace(old_id, &id),
+        )
+        .unwrap();
+    }
+    let import = |agent: &Path| {
+        let mut c = Command::new(BIN);
+        c.args(["import", "codex"])
+            .env("PI_CODING_AGENT_DIR", agent)
+            .env("CODEX_HOME", tmp.path().join("codex"))
+            .env("HOME", tmp.path())
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    let files = |agent: &Path| -> Vec<(String, Vec<u8>)> {
+        let dir = agent.join("sessions/--home-dev-shop--");
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+            .map(|rd| {
+                rd.map(|e| e.unwrap().path())
+                    .map(|p| {
+                        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                        let bytes = if name.ends_with(".jsonl") {
+                            std::fs::read(&p).unwrap()
+                        } else {
+                            Vec::new()
+                        };
+                        (name, bytes)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let reference = tmp.path().join("reference");
+    let t = std::time::Instant::now();
+    assert!(import(&reference).status().unwrap().success());
+    let full = t.elapsed();
+    let want: std::collections::HashMap<String, Vec<u8>> = files(&reference).into_iter().collect();
+    assert_eq!(want.len(), 300);
+
+    let agent = tmp.path().join("killed");
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut cut_short = 0;
+    for _ in 0..kills {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let delay = full.mul_f64((rng % 1000) as f64 / 1000.0);
+        let mut child = import(&agent).spawn().unwrap();
+        std::thread::sleep(delay);
+        if child.try_wait().unwrap().is_none() {
+            cut_short += 1;
+        }
+        let _ = child.kill();
+        child.wait().unwrap();
+        for (name, bytes) in files(&agent) {
+            if name.ends_with(".jsonl") {
+                assert!(
+                    want.get(&name) == Some(&bytes),
+                    "{name} is not what an uninterrupted import writes"
+                );
+            } else {
+                // Temp files of the killed run, and lock files (of files it was completing).
+                let temp = name.starts_with('.') && name.contains(".jsonl.tmp-");
+                assert!(temp || name.ends_with(".jsonl.lock"), "{name}");
+            }
+        }
+    }
+    assert!(cut_short > 0, "no run was killed before it finished");
+    assert!(import(&agent).status().unwrap().success());
+    let got = files(&agent);
+    let sessions: Vec<&(String, Vec<u8>)> =
+        got.iter().filter(|f| f.0.ends_with(".jsonl")).collect();
+    assert_eq!(sessions.len(), 300);
+    for (name, bytes) in sessions {
+        assert!(want.get(name) == Some(bytes), "{name}");
+    }
+    // Left-over temp files of the killed runs: gone with the next import once old.
+    let dir = agent.join("sessions/--home-dev-shop--");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for (name, _) in got.iter().filter(|f| f.0.contains(".jsonl.tmp-")) {
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(name))
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    }
+    // A new source makes the next run write into the folder.
+    let id = "0199a5b2-7c3d-7e4f-8a1b-999999999999";
+    std::fs::write(
+        src.join(format!("rollout-2025-10-03T14-00-00-{id}.jsonl")),
+        text.replace(old_id, id),
+    )
+    .unwrap();
+    assert!(import(&agent).status().unwrap().success());
+    let left: Vec<String> = files(&agent)
+        .into_iter()
+        .map(|f| f.0)
+        .filter(|n| n.contains(".jsonl.tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    eprintln!("import kill test: {kills} kills, {cut_short} cut a run short");
+}
