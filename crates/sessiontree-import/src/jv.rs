@@ -889,19 +889,10 @@ mod tests {
     /// serde_json + canonical writer path).
     #[test]
     fn agrees_with_serde_on_fixture_lines_and_damaged_copies() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut lines: Vec<Vec<u8>> = Vec::new();
-        let mut stack = vec![root];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    let bytes = std::fs::read(&p).unwrap();
-                    lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
-                }
-            }
+        for p in crate::fixture_files() {
+            let bytes = std::fs::read(&p).unwrap();
+            lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
         }
         assert!(lines.len() > 300, "{}", lines.len());
         let check = |l: &[u8]| {

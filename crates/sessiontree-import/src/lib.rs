@@ -318,6 +318,26 @@ fn kind_name(v: &jv::V<'_>) -> &'static str {
     }
 }
 
+/// Every transcript under `tests/fixtures`, sorted.
+#[cfg(test)]
+pub(crate) fn fixture_files() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut files = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,19 +357,10 @@ mod tests {
     #[test]
     fn one_pass_and_line_by_line_reading_agree() {
         use crate::jv::xorshift;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-        let mut files = Vec::new();
-        let mut stack = vec![root];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(d).unwrap() {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    files.push(std::fs::read(&p).unwrap());
-                }
-            }
-        }
+        let files: Vec<Vec<u8>> = fixture_files()
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
         let show = |l: &[(usize, jv::Obj<'_>)], p: &[Problem]| {
             let lines: Vec<(usize, String)> = l
                 .iter()

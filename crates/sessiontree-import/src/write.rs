@@ -78,21 +78,28 @@ pub fn stage(
     if dry_run || path.exists() {
         return write_unsynced(conv, dir, parent_session, dry_run).map(Staged::Done);
     }
+    let header = prepare_new(conv, dir, parent_session)?;
+    let aside = store::write_aside(&path, &[header.as_bytes(), conv.body.as_bytes()])?;
+    Ok(Staged::Aside(aside, created(conv, path)))
+}
+
+/// Makes the folder of a new file; gives the file's header line (with its newline).
+fn prepare_new(conv: &Conversion, dir: &Path, parent_session: Option<&str>) -> Result<String> {
     std::fs::create_dir_all(dir).map_err(|e| Error::Io {
         path: dir.to_path_buf(),
         source: e,
     })?;
     let mut header = conv.header_line(parent_session);
     header.push('\n');
-    let aside = store::write_aside(&path, &[header.as_bytes(), conv.body.as_bytes()])?;
-    Ok(Staged::Aside(
-        aside,
-        Outcome {
-            path,
-            status: Status::Created,
-            added: conv.lines.len(),
-        },
-    ))
+    Ok(header)
+}
+
+fn created(conv: &Conversion, path: PathBuf) -> Outcome {
+    Outcome {
+        path,
+        status: Status::Created,
+        added: conv.lines.len(),
+    }
 }
 
 /// [`write()`] without the folder's fsync after creating a file: the new file's content is on
@@ -108,28 +115,13 @@ pub fn write_unsynced(
     let path = dir.join(conv.file_name());
     if !path.exists() {
         if dry_run {
-            return Ok(Outcome {
-                path,
-                status: Status::Created,
-                added: conv.lines.len(),
-            });
+            return Ok(created(conv, path));
         }
-        std::fs::create_dir_all(dir).map_err(|e| Error::Io {
-            path: dir.to_path_buf(),
-            source: e,
-        })?;
-        let mut header = conv.header_line(parent_session);
-        header.push('\n');
-        let created =
+        let header = prepare_new(conv, dir, parent_session)?;
+        let made =
             store::create_exclusive_unsynced(&path, &[header.as_bytes(), conv.body.as_bytes()]);
-        match created {
-            Ok(()) => {
-                return Ok(Outcome {
-                    path,
-                    status: Status::Created,
-                    added: conv.lines.len(),
-                })
-            }
+        match made {
+            Ok(()) => return Ok(created(conv, path)),
             // Someone else created it meanwhile: complete it like an earlier import.
             Err(Error::Exists { .. }) => {}
             Err(e) => return Err(e),
