@@ -76,6 +76,15 @@ impl<'a> S<'a> {
                 out.push_str(raw);
                 out.push('"');
             }
+            // Short made-up strings (keys, ids, times) rarely need an escape.
+            S::Text(t)
+                if t.len() < 64 && !t.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') =>
+            {
+                out.reserve(t.len() + 2);
+                out.push('"');
+                out.push_str(t);
+                out.push('"');
+            }
             _ => sessiontree::json::canon::write_js_string(out, self.as_str()),
         }
     }
@@ -394,18 +403,25 @@ pub(crate) use obj;
 fn write_f64(out: &mut String, f: f64) {
     if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 {
         // Integral: digits, no fraction ("-0" prints as "0").
-        let mut buf = itoa_buf(f.abs() as u64);
-        if f < 0.0 {
-            buf.insert(0, '-');
+        let mut n = f.abs() as u64;
+        if f < 0.0 && n != 0 {
+            out.push('-');
         }
-        out.push_str(&buf);
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        // ASCII digits.
+        out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
     } else {
         out.push_str(&sessiontree::json::format_number(f));
     }
-}
-
-fn itoa_buf(n: u64) -> String {
-    n.to_string()
 }
 
 /// Does JavaScript print the number this literal stands for as the literal itself? True for
@@ -635,6 +651,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A string's inside from `self.i` (after its opening quote) to its closing quote.
+    #[inline(always)]
     fn string(&mut self) -> Option<S<'a>> {
         let b = self.b;
         let start = self.i;
@@ -647,6 +664,14 @@ impl<'a> Parser<'a> {
                 return Some(S::Plain(&self.s[start..start + stop]));
             }
         }
+        self.long_string()
+    }
+
+    /// [`Parser::string`] beyond its first 16 bytes, or near the end of the text.
+    #[inline(never)]
+    fn long_string(&mut self) -> Option<S<'a>> {
+        let b = self.b;
+        let start = self.i;
         let mut i = start;
         let mut escaped = false;
         let mut canonical = true;
