@@ -218,8 +218,8 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     // New files written aside, by order: linked after one sync of their file systems.
     let asides: Mutex<Vec<(usize, Aside)>> = Mutex::new(Vec::new());
-    // Twice the cores: each new file waits for its fsyncs, and another thread converts
-    // meanwhile.
+    // Twice the cores: a thread held up by the disk (page cache writes are throttled when
+    // writeback falls behind) leaves its core to another. (Once per core measures the same.)
     let threads =
         (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
     // Many transcripts take a while: a bar on stderr when it is a terminal.
