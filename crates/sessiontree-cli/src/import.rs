@@ -315,6 +315,15 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 sessiontree::folder::find_by_id(&cwd, &parent_id, session_dir.as_deref())
             })
         });
+        // A copy whose original was not imported with it: an earlier import's file.
+        let parent_path = parent_path.or_else(|| {
+            let copy = conv.agent == sessiontree_import::Agent::Claude
+                && conv.kind == "main"
+                && conv.parent_source.is_none();
+            let dir = target_dir(&conv, session_dir.as_deref()).ok()?;
+            copy.then(|| copies::original_on_disk(&conv, &dir))
+                .flatten()
+        });
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
         let (result, aside) = write_one(
             &conv,

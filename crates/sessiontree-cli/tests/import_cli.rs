@@ -326,6 +326,42 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
     let v = alone.json(&["import", "claude", "--json", only.to_str().unwrap()]);
     assert_eq!(v[0]["status"], "created");
     assert!(v[0].get("parentSession").is_none(), "{v}");
+
+    // Imported in separate runs, original first: a copy that shows it is one (lines older
+    // than the file's own first line, as Claude Code 2.1.197 writes --fork-session and
+    // resume copies) is linked to the original's file from the earlier run, as when both
+    // come in one run. (A copy known only by sharing its first line with another
+    // transcript is linked only within one run.)
+    let apart = Home::new();
+    let (copy, original) = (
+        "claude-recorded/cb94987c-b200-4f6e-9102-ef6dd61e0d01.jsonl",
+        "claude-recorded/2eb18699-69bc-4917-863b-8879884dd4b1.jsonl",
+    );
+    {
+        let o = apart.json(&[
+            "import",
+            "claude",
+            "--json",
+            fixtures().join(original).to_str().unwrap(),
+        ]);
+        let c = apart.json(&[
+            "import",
+            "claude",
+            "--json",
+            fixtures().join(copy).to_str().unwrap(),
+        ]);
+        let main_of = |v: &Value| -> Value {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["kind"] == "main")
+                .unwrap()
+                .clone()
+        };
+        let (o, c) = (main_of(&o), main_of(&c));
+        assert_eq!(c["parentSession"], o["path"], "{copy}: {c}");
+        assert_eq!(header(&c)["parentSession"], o["path"], "{copy}");
+    }
 }
 
 /// A long import shows a progress bar on a terminal (`script` gives the command one), and

@@ -2,7 +2,8 @@
 //! `--fork-session` write a new transcript that starts with lines copied from the session
 //! it continues (same uuids and times, its own session id), and record no link to it. Pi
 //! links a session to the one it came from with the header's `parentSession`; this finds
-//! that session among those imported together, the same way on every run:
+//! that session among those imported together (or, for a copy whose file shows it, among
+//! the files of an earlier import: [`original_on_disk`]), the same way on every run:
 //!
 //! * the copy's first entry (same uuid, so the same Pi id) is held by its original;
 //! * of the sessions holding it, the original is the newest that is older than the copy,
@@ -60,6 +61,62 @@ impl Copies {
             .max()
             .map(|k| k.session_id.as_str())
     }
+}
+
+/// For a copy whose original was not imported with it: the original among the Pi session
+/// files already in `folder` (an earlier import), by the same rule: the files holding the
+/// copy's first entry, of those the newest older than the copy. Only files that hold the
+/// entry's id at all are loaded.
+pub fn original_on_disk(c: &Conversion, folder: &std::path::Path) -> Option<std::path::PathBuf> {
+    let first = &c.lines.first()?.id;
+    let needle = format!("\"id\":\"{first}\"");
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    let me = key(c);
+    let mut best: Option<(Key, std::path::PathBuf)> = None;
+    for path in sessiontree::list::jsonl_files(folder) {
+        if path.file_name().and_then(|n| n.to_str()) == Some(c.file_name().as_str()) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        if finder.find(&bytes).is_none() {
+            continue;
+        }
+        let Ok(loaded) = sessiontree::session::load_bytes(&path, bytes) else {
+            continue;
+        };
+        let tree = &loaded.tree;
+        if !tree.contains(first) {
+            continue;
+        }
+        let ms = |t: Option<sessiontree::json::Raw<'_>>| {
+            t.and_then(|t| t.as_str())
+                .and_then(|t| sessiontree::date::parse_iso(&t))
+                .map(|f| f as i64)
+        };
+        let k = Key {
+            first: tree
+                .header()
+                .timestamp()
+                .and_then(|t| t.as_str().map(|t| t.into_owned()))
+                .unwrap_or_default(),
+            last_ms: tree
+                .entries()
+                .iter()
+                .filter_map(|e| ms(e.timestamp()))
+                .max()
+                .unwrap_or(0),
+            session_id: tree.session_id().to_string(),
+        };
+        if k.session_id == me.session_id || k >= me {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(b, _)| k > *b) {
+            best = Some((k, path));
+        }
+    }
+    best.map(|(_, p)| p)
 }
 
 /// The uuid of the first main-conversation line of a Claude Code transcript (reading only
