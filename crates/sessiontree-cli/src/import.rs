@@ -304,6 +304,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         (&x.2.timestamp, x.2.last_ms, x.0).cmp(&(&y.2.timestamp, y.2.last_ms, y.0))
     });
     let copies_seen = copies_seen.into_inner().unwrap();
+    let mut on_disk = copies::OnDisk::default();
     for (order, source, conv) in waiting {
         let parent_id = conv
             .parent_source
@@ -321,8 +322,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 && conv.kind == "main"
                 && conv.parent_source.is_none();
             let dir = target_dir(&conv, session_dir.as_deref()).ok()?;
-            copy.then(|| copies::original_on_disk(&conv, &dir))
-                .flatten()
+            copy.then(|| on_disk.original_of(&conv, &dir)).flatten()
         });
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
         let (result, aside) = write_one(

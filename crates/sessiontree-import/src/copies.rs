@@ -3,7 +3,7 @@
 //! it continues (same uuids and times, its own session id), and record no link to it. Pi
 //! links a session to the one it came from with the header's `parentSession`; this finds
 //! that session among those imported together (or, for a copy whose file shows it, among
-//! the files of an earlier import: [`original_on_disk`]), the same way on every run:
+//! the files of an earlier import: [`OnDisk`]), the same way on every run:
 //!
 //! * the copy's first entry (same uuid, so the same Pi id) is held by its original;
 //! * of the sessions holding it, the original is the newest that is older than the copy,
@@ -63,33 +63,52 @@ impl Copies {
     }
 }
 
-/// For a copy whose original was not imported with it: the original among the Pi session
-/// files already in `folder` (an earlier import), by the same rule: the files holding the
-/// copy's first entry, of those the newest older than the copy. Only files that hold the
-/// entry's id at all are loaded.
-pub fn original_on_disk(c: &Conversion, folder: &std::path::Path) -> Option<std::path::PathBuf> {
-    let first = &c.lines.first()?.id;
-    let needle = format!("\"id\":\"{first}\"");
-    let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    let me = key(c);
-    let mut best: Option<(Key, std::path::PathBuf)> = None;
+/// For copies whose original was not imported with them: the originals among the Pi
+/// session files already in their folder (an earlier import). Each folder is read once,
+/// the first time a copy needs it (every session file loaded, its entries indexed); the
+/// same rule then picks the original: of the files holding the copy's first entry, the
+/// newest older than the copy.
+#[derive(Default)]
+pub struct OnDisk {
+    folders: HashMap<std::path::PathBuf, Folder>,
+}
+
+#[derive(Default)]
+struct Folder {
+    sessions: Vec<(Key, std::path::PathBuf)>,
+    holders: HashMap<String, Vec<u32>>,
+}
+
+impl OnDisk {
+    pub fn original_of(
+        &mut self,
+        c: &Conversion,
+        folder: &std::path::Path,
+    ) -> Option<std::path::PathBuf> {
+        let first = &c.lines.first()?.id;
+        let f = self
+            .folders
+            .entry(folder.to_path_buf())
+            .or_insert_with(|| index_folder(folder));
+        let me = key(c);
+        f.holders
+            .get(first)?
+            .iter()
+            .map(|&n| &f.sessions[n as usize])
+            .filter(|(k, _)| k.session_id != me.session_id && *k < me)
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, p)| p.clone())
+    }
+}
+
+/// Every session file of a folder: its place in the "older than" order and its entries.
+fn index_folder(folder: &std::path::Path) -> Folder {
+    let mut out = Folder::default();
     for path in sessiontree::list::jsonl_files(folder) {
-        if path.file_name().and_then(|n| n.to_str()) == Some(c.file_name().as_str()) {
-            continue;
-        }
-        let Ok(bytes) = std::fs::read(&path) else {
-            continue;
-        };
-        if finder.find(&bytes).is_none() {
-            continue;
-        }
-        let Ok(loaded) = sessiontree::session::load_bytes(&path, bytes) else {
+        let Ok(loaded) = sessiontree::load(&path) else {
             continue;
         };
         let tree = &loaded.tree;
-        if !tree.contains(first) {
-            continue;
-        }
         let ms = |t: Option<sessiontree::json::Raw<'_>>| {
             t.and_then(|t| t.as_str())
                 .and_then(|t| sessiontree::date::parse_iso(&t))
@@ -109,14 +128,15 @@ pub fn original_on_disk(c: &Conversion, folder: &std::path::Path) -> Option<std:
                 .unwrap_or(0),
             session_id: tree.session_id().to_string(),
         };
-        if k.session_id == me.session_id || k >= me {
-            continue;
-        }
-        if best.as_ref().is_none_or(|(b, _)| k > *b) {
-            best = Some((k, path));
+        let n = out.sessions.len() as u32;
+        out.sessions.push((k, path.clone()));
+        for e in tree.entries() {
+            if let Some(id) = e.id() {
+                out.holders.entry(id.to_string()).or_default().push(n);
+            }
         }
     }
-    best.map(|(_, p)| p)
+    out
 }
 
 /// The uuid of the first main-conversation line of a Claude Code transcript (reading only
