@@ -2,6 +2,9 @@
 //! CODEX_HOME, Pi's folder layout under the agent dir, idempotence, --dry-run, --json, exit
 //! codes; and `ls`, `search`, `stats`, `export` on the imported sessions.
 
+#[path = "../../sessiontree/tests/common/xorshift.rs"]
+mod xorshift;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -563,13 +566,10 @@ fn killed_imports_leave_only_whole_files_and_the_next_run_completes_them() {
     assert_eq!(want.len(), 300);
 
     let agent = tmp.path().join("killed");
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = xorshift::Rng(0x9e37_79b9_7f4a_7c15);
     let mut cut_short = 0;
     for _ in 0..kills {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        let delay = full.mul_f64((rng % 1000) as f64 / 1000.0);
+        let delay = full.mul_f64(rng.below(1000) as f64 / 1000.0);
         let mut child = import(&agent).spawn().unwrap();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_none() {
