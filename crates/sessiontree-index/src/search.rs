@@ -38,6 +38,15 @@ pub struct Query {
     pub limit: usize,
 }
 
+impl Query {
+    /// Does a session of this working directory belong to the query (its `cwd`, if any)?
+    fn cwd_ok(&self, cwd: &str) -> bool {
+        self.cwd
+            .as_deref()
+            .is_none_or(|w| crate::list::cwd_matches(cwd, w))
+    }
+}
+
 /// One entry whose text matches.
 #[derive(Clone, Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -77,6 +86,17 @@ pub struct Stats {
     pub bytes_scanned: u64,
     /// Candidate lines decoded.
     pub decoded_lines: u64,
+}
+
+impl Stats {
+    /// Adds what one scanning thread did (files and bytes read, lines decoded; files
+    /// skipped as older: the most any thread skipped, they count the same tail).
+    fn add_scan(&mut self, st: &Stats) {
+        self.scanned += st.scanned;
+        self.bytes_scanned += st.bytes_scanned;
+        self.decoded_lines += st.decoded_lines;
+        self.skipped_older = self.skipped_older.max(st.skipped_older);
+    }
 }
 
 /// An invalid query (a regex that does not compile).
@@ -540,19 +560,11 @@ fn header_cwd(buf: &[u8]) -> Option<String> {
 }
 
 /// Searches one file's complete lines (all of `buf` up to its last `\n`).
-fn search_buf(
-    path: &str,
-    buf: &[u8],
-    m: &Matcher,
-    q: &Query,
-    cwd_ok: &dyn Fn(&str) -> bool,
-    stats: &mut Stats,
-    top: &mut Top,
-) {
+fn search_buf(path: &str, buf: &[u8], m: &Matcher, q: &Query, stats: &mut Stats, top: &mut Top) {
     let end = memchr::memrchr(b'\n', buf).map_or(0, |p| p + 1);
     let buf = &buf[..end];
     let Some(cwd) = header_cwd(buf) else { return };
-    if !cwd_ok(&cwd) {
+    if !q.cwd_ok(&cwd) {
         return;
     }
     let header_end = memchr::memchr(b'\n', buf).map_or(0, |p| p + 1);
@@ -695,13 +707,12 @@ fn branch_ids(buf: &[u8]) -> rustc_hash::FxHashSet<String> {
 /// The files `q` may find something in, each with the newest entry time it may hold
 /// (infinite without a valid summary: anything is possible there), in `files`' order. A
 /// summary rules a file out when it is no session, lacks the query's trigrams, has a cwd
-/// `cwd_ok` refuses, or ends before `since`; `stats.ruled_out` counts those. The one rule [`search`] and
+/// the query's `cwd` refuses, or ends before `since`; `stats.ruled_out` counts those. The one rule [`search`] and
 /// [`search_sessions`] both apply.
 fn files_to_read<'a>(
     files: &'a [(PathBuf, Option<FileStat>)],
     q: &Query,
     m: &Matcher,
-    cwd_ok: &dyn Fn(&str) -> bool,
     summaries: Option<&Summaries>,
     stats: &mut Stats,
 ) -> Vec<(&'a PathBuf, f64)> {
@@ -712,7 +723,7 @@ fn files_to_read<'a>(
             Some(s) => {
                 if !s.is_session()
                     || !m.may_match(&s)
-                    || !cwd_ok(s.cwd())
+                    || !q.cwd_ok(s.cwd())
                     || q.since_ms.is_some_and(|since| s.max_ts() < since)
                 {
                     stats.ruled_out += 1;
@@ -740,15 +751,9 @@ pub fn search(
         files: files.len(),
         ..Default::default()
     };
-    let want_cwd = q.cwd.clone();
-    let cwd_ok = move |c: &str| {
-        want_cwd
-            .as_deref()
-            .is_none_or(|w| crate::list::cwd_matches(c, w))
-    };
     // The work list, newest first; files without a valid summary first (anything is
     // possible there).
-    let mut work = files_to_read(files, q, &m, &cwd_ok, summaries, &mut stats);
+    let mut work = files_to_read(files, q, &m, summaries, &mut stats);
     work.sort_by(|a, b| b.1.total_cmp(&a.1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let top = Mutex::new(Top {
@@ -789,34 +794,18 @@ pub fn search(
                         }
                         st.scanned += 1;
                         st.bytes_scanned += buf.len() as u64;
-                        search_buf(
-                            &p.to_string_lossy(),
-                            &buf,
-                            &m,
-                            q,
-                            &cwd_ok,
-                            &mut st,
-                            &mut mine,
-                        );
+                        search_buf(&p.to_string_lossy(), &buf, &m, q, &mut st, &mut mine);
                     }
                 });
                 let mut t = top.lock().expect("top");
                 for h in mine.heap.drain() {
                     t.push(h.0 .0);
                 }
-                let mut a = stats_all.lock().expect("stats");
-                a.scanned += st.scanned;
-                a.bytes_scanned += st.bytes_scanned;
-                a.decoded_lines += st.decoded_lines;
-                a.skipped_older = a.skipped_older.max(st.skipped_older);
+                stats_all.lock().expect("stats").add_scan(&st);
             });
         }
     });
-    let st = stats_all.into_inner().expect("stats");
-    stats.scanned = st.scanned;
-    stats.bytes_scanned = st.bytes_scanned;
-    stats.decoded_lines = st.decoded_lines;
-    stats.skipped_older = st.skipped_older;
+    stats.add_scan(&stats_all.into_inner().expect("stats"));
     let mut hits: Vec<Hit> = top
         .into_inner()
         .expect("top")
@@ -861,13 +850,7 @@ pub fn search_sessions(
         files: files.len(),
         ..Default::default()
     };
-    let want_cwd = q.cwd.clone();
-    let cwd_ok = move |c: &str| {
-        want_cwd
-            .as_deref()
-            .is_none_or(|w| crate::list::cwd_matches(c, w))
-    };
-    let work: Vec<&PathBuf> = files_to_read(files, q, &m, &cwd_ok, summaries, &mut stats)
+    let work: Vec<&PathBuf> = files_to_read(files, q, &m, summaries, &mut stats)
         .into_iter()
         .map(|(p, _)| p)
         .collect();
@@ -899,30 +882,16 @@ pub fn search_sessions(
                             limit: 1,
                             heap: BinaryHeap::new(),
                         };
-                        search_buf(
-                            &p.to_string_lossy(),
-                            &buf,
-                            &m,
-                            q,
-                            &cwd_ok,
-                            &mut st,
-                            &mut one,
-                        );
+                        search_buf(&p.to_string_lossy(), &buf, &m, q, &mut st, &mut one);
                         mine.extend(one.heap.into_iter().map(|r| r.0 .0));
                     }
                 });
                 found.lock().expect("found").append(&mut mine);
-                let mut a = stats_all.lock().expect("stats");
-                a.scanned += st.scanned;
-                a.bytes_scanned += st.bytes_scanned;
-                a.decoded_lines += st.decoded_lines;
+                stats_all.lock().expect("stats").add_scan(&st);
             });
         }
     });
-    let st = stats_all.into_inner().expect("stats");
-    stats.scanned = st.scanned;
-    stats.bytes_scanned = st.bytes_scanned;
-    stats.decoded_lines = st.decoded_lines;
+    stats.add_scan(&stats_all.into_inner().expect("stats"));
     let mut hits: Vec<Ranked> = found
         .into_inner()
         .expect("found")
