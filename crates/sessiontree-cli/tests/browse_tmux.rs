@@ -25,6 +25,29 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// A tmux server of its own (socket in `dir`) running `script` in a 110x30 pane.
+    fn start(dir: &Path, script: &str) -> Tmux {
+        let t = Tmux {
+            socket: dir.join("tmux.sock"),
+        };
+        t.cmd(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "110",
+            "-y",
+            "30",
+            "sh",
+            "-c",
+            script,
+        ]);
+        t
+    }
+
     fn cmd(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-S")
@@ -112,24 +135,7 @@ fn browse_end_to_end_in_tmux() {
         tmp = tmp.path().display(),
         agent = agent.display(),
     );
-    let t = Tmux {
-        socket: tmp.path().join("tmux.sock"),
-    };
-    t.cmd(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "110",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let t = Tmux::start(tmp.path(), &script);
     t.wait_for("2 of 2 sessions");
     assert_eq!(
         t.var("#{alternate_on}"),
@@ -205,24 +211,7 @@ fn browse_a_folder_searches_full_text_in_tmux() {
         agent = tmp.path().join("agent").display(),
         dir = dir.display(),
     );
-    let t = Tmux {
-        socket: tmp.path().join("tmux.sock"),
-    };
-    t.cmd(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "110",
-        "-y",
-        "30",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    let t = Tmux::start(tmp.path(), &script);
     t.wait_for("2 of 2 sessions");
     t.text("regression");
     let s = t.wait_for("1 matching");
