@@ -611,9 +611,8 @@ fn flush(
         let srcs: Vec<i64> = new.iter().map(|p| p.src_length).collect();
         let infos: Vec<String> = new.iter().map(|p| p.info.to_string()).collect();
         let rows = tx.query_typed(
-            "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[],
-                                             $5::int8[], $6::bytea[], $7::int8[], $8::text[])
-                        WITH ORDINALITY AS u(sid, cwd, created, rel, len, hash, src, info, n)),
+            "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+                        WITH ORDINALITY AS u(sid, cwd, created, n)),
              s AS (INSERT INTO sessiontree.sessions (session_id, cwd, created)
                    SELECT sid, cwd, created FROM u
                    ON CONFLICT (owner, session_id) DO UPDATE SET cwd = EXCLUDED.cwd
@@ -623,11 +622,6 @@ fn flush(
                 (&ids, Type::TEXT_ARRAY),
                 (&cwds, Type::TEXT_ARRAY),
                 (&created, Type::TEXT_ARRAY),
-                (&rels, Type::TEXT_ARRAY),
-                (&lens, Type::INT8_ARRAY),
-                (&hashes, Type::BYTEA_ARRAY),
-                (&srcs, Type::INT8_ARRAY),
-                (&infos, Type::TEXT_ARRAY),
             ],
         )?;
         let spks: Vec<i64> = rows.iter().map(|r| r.get(1)).collect();
