@@ -18,10 +18,7 @@ use foldhash::HashMap;
 
 /// Where each Claude Code entry is held: Pi entry id -> the sessions holding it.
 #[derive(Default)]
-pub struct Copies {
-    sessions: Vec<Key>,
-    holders: HashMap<String, Vec<u32>>,
-}
+pub struct Copies(Holders<()>);
 
 /// A session's place in the "older than" order.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,27 +36,54 @@ fn key(c: &Conversion) -> Key {
     }
 }
 
-impl Copies {
-    /// Registers the entries of a Claude Code main session (before its lines are dropped).
-    pub fn add(&mut self, c: &Conversion) {
+/// Sessions (each with a `T`: where it is) and the entries each holds.
+struct Holders<T> {
+    sessions: Vec<(Key, T)>,
+    holders: HashMap<String, Vec<u32>>,
+}
+
+impl<T> Default for Holders<T> {
+    fn default() -> Self {
+        Holders {
+            sessions: Vec::new(),
+            holders: HashMap::default(),
+        }
+    }
+}
+
+impl<T> Holders<T> {
+    fn add<'i>(&mut self, k: Key, at: T, ids: impl Iterator<Item = &'i str>) {
         let n = self.sessions.len() as u32;
-        self.sessions.push(key(c));
-        for l in &c.lines {
-            self.holders.entry(l.id.clone()).or_default().push(n);
+        self.sessions.push((k, at));
+        for id in ids {
+            self.holders.entry(id.to_string()).or_default().push(n);
         }
     }
 
-    /// The session id of the session `c` was copied from, if one imported with it holds
-    /// `c`'s first entry and is older.
-    pub fn original_of(&self, c: &Conversion) -> Option<&str> {
+    /// The rule: of the other sessions holding the copy's first entry, the newest that is
+    /// older than the copy.
+    fn original(&self, c: &Conversion) -> Option<&(Key, T)> {
         let me = key(c);
         self.holders
             .get(&c.lines.first()?.id)?
             .iter()
             .map(|&n| &self.sessions[n as usize])
-            .filter(|k| k.session_id != me.session_id && **k < me)
-            .max()
-            .map(|k| k.session_id.as_str())
+            .filter(|(k, _)| k.session_id != me.session_id && *k < me)
+            .max_by(|a, b| a.0.cmp(&b.0))
+    }
+}
+
+impl Copies {
+    /// Registers the entries of a Claude Code main session (before its lines are dropped).
+    pub fn add(&mut self, c: &Conversion) {
+        self.0
+            .add(key(c), (), c.lines.iter().map(|l| l.id.as_str()));
+    }
+
+    /// The session id of the session `c` was copied from, if one imported with it holds
+    /// `c`'s first entry and is older.
+    pub fn original_of(&self, c: &Conversion) -> Option<&str> {
+        self.0.original(c).map(|(k, ())| k.session_id.as_str())
     }
 }
 
@@ -70,13 +94,7 @@ impl Copies {
 /// newest older than the copy.
 #[derive(Default)]
 pub struct OnDisk {
-    folders: HashMap<std::path::PathBuf, Folder>,
-}
-
-#[derive(Default)]
-struct Folder {
-    sessions: Vec<(Key, std::path::PathBuf)>,
-    holders: HashMap<String, Vec<u32>>,
+    folders: HashMap<std::path::PathBuf, Holders<std::path::PathBuf>>,
 }
 
 impl OnDisk {
@@ -85,25 +103,17 @@ impl OnDisk {
         c: &Conversion,
         folder: &std::path::Path,
     ) -> Option<std::path::PathBuf> {
-        let first = &c.lines.first()?.id;
-        let f = self
-            .folders
+        self.folders
             .entry(folder.to_path_buf())
-            .or_insert_with(|| index_folder(folder));
-        let me = key(c);
-        f.holders
-            .get(first)?
-            .iter()
-            .map(|&n| &f.sessions[n as usize])
-            .filter(|(k, _)| k.session_id != me.session_id && *k < me)
-            .max_by(|a, b| a.0.cmp(&b.0))
+            .or_insert_with(|| index_folder(folder))
+            .original(c)
             .map(|(_, p)| p.clone())
     }
 }
 
 /// Every session file of a folder: its place in the "older than" order and its entries.
-fn index_folder(folder: &std::path::Path) -> Folder {
-    let mut out = Folder::default();
+fn index_folder(folder: &std::path::Path) -> Holders<std::path::PathBuf> {
+    let mut out = Holders::default();
     for path in sessiontree::list::jsonl_files(folder) {
         let Ok(loaded) = sessiontree::load(&path) else {
             continue;
@@ -128,13 +138,7 @@ fn index_folder(folder: &std::path::Path) -> Folder {
                 .unwrap_or(0),
             session_id: tree.session_id().to_string(),
         };
-        let n = out.sessions.len() as u32;
-        out.sessions.push((k, path.clone()));
-        for e in tree.entries() {
-            if let Some(id) = e.id() {
-                out.holders.entry(id.to_string()).or_default().push(n);
-            }
-        }
+        out.add(k, path, tree.entries().iter().filter_map(|e| e.id()));
     }
     out
 }
