@@ -430,19 +430,12 @@ pub fn create_exclusive(path: &Path, content: &[&[u8]]) -> Result<()> {
 /// durable only once the caller calls [`sync_folder`] on its folder. For writers of many
 /// new files (import), one folder sync per batch instead of one per file.
 pub fn create_exclusive_unsynced(path: &Path, content: &[&[u8]]) -> Result<()> {
-    let tmp = write_temp(path, content)?;
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(Error::Exists {
-            path: path.to_path_buf(),
-        }),
-        Err(e) => Err(Error::Io {
-            path: path.to_path_buf(),
-            source: e,
-        }),
+    // Written and synced aside, then linked (the temporary name goes either way).
+    Aside {
+        tmp: write_temp(path, content)?,
+        path: path.to_path_buf(),
     }
+    .link()
 }
 
 /// A new file written beside its final name: its content not yet synced, its name not yet
