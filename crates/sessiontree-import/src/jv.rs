@@ -667,9 +667,33 @@ impl<'a> Parser<'a> {
         self.long_string()
     }
 
-    /// [`Parser::string`] beyond its first 16 bytes, or near the end of the text.
+    /// [`Parser::string`] beyond its first 16 bytes, or near the end of the text: skipped
+    /// and validated 64 bytes at a time; the escapes looked at one by one only when there
+    /// is a `\u` among them (lone surrogates are refused here, and whether the text is the
+    /// one `JSON.stringify` writes depends on each).
     #[inline(never)]
     fn long_string(&mut self) -> Option<S<'a>> {
+        let start = self.i;
+        let (end, esc) = sessiontree::json::skip_string_inside(self.b, start).ok()?;
+        if esc.unicode {
+            return self.string_by_escapes();
+        }
+        self.i = end;
+        let raw = &self.s[start..end - 1];
+        Some(if esc.any {
+            S::Esc {
+                raw,
+                // `\/` is the one other escape `JSON.stringify` does not write.
+                canonical: !esc.slash,
+                text: OnceCell::new(),
+            }
+        } else {
+            S::Plain(raw)
+        })
+    }
+
+    /// A string's inside, escape by escape.
+    fn string_by_escapes(&mut self) -> Option<S<'a>> {
         let b = self.b;
         let start = self.i;
         let mut i = start;
@@ -983,6 +1007,64 @@ mod tests {
         assert_eq!(v.to_json(), r#"{"a":"x\ny","b":"A","c":"plain"}"#);
         let owned = v.clone().into_owned();
         assert_eq!(owned.to_json(), v.to_json());
+    }
+
+    /// Long strings with escapes anywhere (across the 64-byte blocks the scan takes at a
+    /// time, runs of backslashes included): accepted and refused as `serde_json` does, the
+    /// same text, and the source text kept exactly when it is what `JSON.stringify` writes.
+    #[test]
+    fn long_strings_with_escapes_anywhere() {
+        let good = [
+            "\\n",
+            "\\\"",
+            "\\\\",
+            "\\/",
+            "\\u0041",
+            "\\u001f",
+            "\\u001F",
+            "\\ud83d\\ude00",
+            "\\t",
+            "é",
+            "\\\\\\\\",
+        ];
+        let bad = ["\\ud83d", "\\x", "\u{1}", "\\udc00"];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..4000 {
+            let mut inner = String::new();
+            for _ in 0..next() % 40 {
+                let r = next();
+                // Mostly plain text, sometimes an escape, rarely a bad one.
+                inner.push_str(match r % 60 {
+                    0 => bad[(r >> 8) as usize % bad.len()],
+                    1..=20 => good[(r >> 8) as usize % good.len()],
+                    _ => &"abcdefgh"[..1 + (r >> 8) as usize % 8],
+                });
+            }
+            let text = format!("{{\"k\":\"{inner}\"}}");
+            let ours = parse(&text);
+            let theirs = serde_json::from_str::<serde_json::Value>(&text);
+            assert_eq!(ours.is_some(), theirs.is_ok(), "{text}");
+            let (Some(ours), Ok(theirs)) = (ours, theirs) else {
+                continue;
+            };
+            let decoded = theirs["k"].as_str().unwrap();
+            assert_eq!(ours.get("k").unwrap().as_str(), Some(decoded), "{text}");
+            let mut js = String::new();
+            sessiontree::json::write_js_string(&mut js, decoded);
+            assert_eq!(ours.to_json(), format!("{{\"k\":{js}}}"), "{text}");
+            let kept = match ours.get("k") {
+                Some(V::Str(S::Plain(_))) => true,
+                Some(V::Str(S::Esc { canonical, .. })) => *canonical,
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(kept, js == format!("\"{inner}\""), "{text}");
+        }
     }
 
     #[test]

@@ -72,10 +72,15 @@ unsafe fn find_avx2(b: &[u8]) -> usize {
 /// 64 bytes at a time without a branch per escape: which bytes are escaped is computed with
 /// carries over runs of backslashes (the technique of simdjson), escaped bytes are checked
 /// against the nine allowed ones, and `\u` escapes get their four hex digits checked.
-/// Gives exactly the result (and error) of the portable loop.
+/// Gives exactly the result (and error) of the portable loop; with `NOTE`, also notes in
+/// `esc` which escapes the string holds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, super::ScanError> {
+pub(crate) unsafe fn skip_string_avx2<const NOTE: bool>(
+    b: &[u8],
+    mut i: usize,
+    esc: &mut super::scan::Escapes,
+) -> Result<usize, super::ScanError> {
     use std::arch::x86_64::*;
     const EVEN: u64 = 0x5555_5555_5555_5555;
     let splat = |c: u8| _mm256_set1_epi8(c as i8);
@@ -134,6 +139,11 @@ pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, s
                 escaped_here & both(&|v| _mm256_cmpeq_epi8(v, u)),
             )
         };
+        if NOTE && escaped_here != 0 {
+            esc.any = true;
+            esc.unicode |= u_escapes != 0;
+            esc.slash |= escaped_here & both(&|v| _mm256_cmpeq_epi8(v, splat(b'/'))) != 0;
+        }
         let bad_ctrl = ctrl & !escaped & before_end;
         if bad_escape | bad_ctrl | u_escapes != 0 {
             // The first problem in text order, as the portable loop reports it.
@@ -174,7 +184,7 @@ pub(crate) unsafe fn skip_string_avx2(b: &[u8], mut i: usize) -> Result<usize, s
     }
     // The rest with the portable loop; an odd backslash run ending the last block is
     // handed over whole by starting at its last backslash.
-    super::scan::skip_string_from(b, if carry != 0 { i - 1 } else { i })
+    super::scan::skip_string_noting::<NOTE>(b, if carry != 0 { i - 1 } else { i }, esc)
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -17,7 +17,7 @@ pub use canon::decode_units;
 pub use canon::{canonicalize, write_js_string, write_js_string_to};
 pub use fast::find_string_stop;
 pub use owned::Json;
-pub use scan::{Kind, Member, ScanError, Scanned, Span};
+pub use scan::{skip_string_inside, Escapes, Kind, Member, ScanError, Scanned, Span};
 
 /// A validated JSON value, borrowed from the text it was scanned in.
 #[derive(Clone, Copy, PartialEq, Eq)]
