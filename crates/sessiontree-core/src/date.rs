@@ -45,35 +45,49 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// `new Date(ms).toISOString()` (years 0..=9999 as four digits, others expanded).
 pub fn iso_from_ms(ms: i64) -> String {
+    let mut out = String::with_capacity(27);
+    write_iso_from_ms(ms, &mut out);
+    out
+}
+
+/// [`iso_from_ms`], appended to `out` (a timestamp is made for every written entry).
+pub fn write_iso_from_ms(ms: i64, out: &mut String) {
     let days = ms.div_euclid(86_400_000);
     let rem = ms.rem_euclid(86_400_000);
     let (y, m, d) = civil_from_days(days);
-    // Written digit by digit: a timestamp is made for every appended entry.
-    let mut out = String::with_capacity(27);
-    fn push(out: &mut String, v: i64, width: u32) {
+    // Into a buffer: a sign, at most 6 year digits and 20 more bytes.
+    let mut buf = [0u8; 28];
+    let mut n = 0;
+    fn push(buf: &mut [u8; 28], n: &mut usize, mut v: i64, width: usize) {
         for k in (0..width).rev() {
-            out.push((b'0' + (v / 10i64.pow(k) % 10) as u8) as char);
+            buf[*n + k] = b'0' + (v % 10) as u8;
+            v /= 10;
         }
+        *n += width;
     }
     if (0..=9999).contains(&y) {
-        push(&mut out, y, 4);
+        push(&mut buf, &mut n, y, 4);
     } else {
-        out.push(if y < 0 { '-' } else { '+' });
-        push(&mut out, y.abs(), 6);
+        buf[0] = if y < 0 { b'-' } else { b'+' };
+        n = 1;
+        push(&mut buf, &mut n, y.abs(), 6);
     }
-    for (sep, v, w) in [
-        ('-', m, 2),
-        ('-', d, 2),
-        ('T', rem / 3_600_000, 2),
-        (':', rem / 60_000 % 60, 2),
-        (':', rem / 1000 % 60, 2),
-        ('.', rem % 1000, 3),
+    for (c, v, w) in [
+        (b'-', m, 2),
+        (b'-', d, 2),
+        (b'T', rem / 3_600_000, 2),
+        (b':', rem / 60_000 % 60, 2),
+        (b':', rem / 1000 % 60, 2),
+        (b'.', rem % 1000, 3),
     ] {
-        out.push(sep);
-        push(&mut out, v, w);
+        buf[n] = c;
+        n += 1;
+        push(&mut buf, &mut n, v, w);
     }
-    out.push('Z');
-    out
+    buf[n] = b'Z';
+    n += 1;
+    // ASCII digits and separators only.
+    out.push_str(std::str::from_utf8(&buf[..n]).unwrap_or_default());
 }
 
 fn digits(s: &[u8], i: &mut usize, n: usize) -> Option<i64> {

@@ -63,7 +63,7 @@ impl<'a> S<'a> {
         }
     }
 
-    fn write(&self, out: &mut String) {
+    pub(crate) fn write(&self, out: &mut String) {
         match self {
             S::Plain(raw)
             | S::Esc {

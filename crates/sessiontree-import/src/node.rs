@@ -62,37 +62,53 @@ impl<'a> Nodes<'a> {
     /// Fixes ids (derived from `namespace` and each key, in file order, redrawn on a
     /// collision) and writes every entry as Pi writes it.
     pub fn finish(self, namespace: &str) -> (Vec<Line>, String) {
-        let mut used: HashSet<String> = HashSet::with_capacity(self.nodes.len());
-        let mut ids: Vec<String> = Vec::with_capacity(self.nodes.len());
+        let mut used: HashSet<u32> = HashSet::with_capacity(self.nodes.len());
+        let mut ids: Vec<[u8; 8]> = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
             let mut salt = 0u32;
             loop {
-                let s = salt.to_string();
-                let h = fnv(&[namespace.as_bytes(), n.key.as_bytes(), s.as_bytes()]);
-                let id = format!("{:08x}", (h >> 32) as u32);
-                if used.insert(id.clone()) {
-                    ids.push(id);
+                let mut digits = [0u8; 10];
+                let h = fnv(&[
+                    namespace.as_bytes(),
+                    n.key.as_bytes(),
+                    decimal(salt, &mut digits),
+                ]);
+                let id = (h >> 32) as u32;
+                if used.insert(id) {
+                    ids.push(hex8(id));
                     break;
                 }
                 salt += 1;
             }
         }
+        // 8 lowercase hex digits.
+        let id_str = |i: usize| std::str::from_utf8(&ids[i]).unwrap_or_default();
         let mut out = Vec::with_capacity(self.nodes.len());
         let mut body = crate::body_buffer();
         for (i, n) in self.nodes.into_iter().enumerate() {
-            let id = &ids[i];
-            let parent = n.parent.map(|p| ids[p].clone());
-            let ts = V::from(sessiontree::date::iso_from_ms(n.ms));
-            let pid = parent.clone().map_or(V::Null, V::from);
-            let mut o = Obj::with_capacity(8);
+            let id = id_str(i);
+            let parent = n.parent.map(id_str);
+            let start = body.len();
+            // The entry's members in Pi's order; the header members (type, id, parentId,
+            // timestamp) come first except for custom entries, where Pi writes them last.
+            let mut e = Entry::new(&mut body);
+            let header = |e: &mut Entry<'_>| {
+                e.plain("id", id);
+                match parent {
+                    Some(p) => e.plain("parentId", p),
+                    None => e.raw("parentId", "null"),
+                }
+                e.key("timestamp");
+                e.out.push('"');
+                sessiontree::date::write_iso_from_ms(n.ms, e.out);
+                e.out.push('"');
+            };
             match n.body {
                 Body::Custom { custom_type, data } => {
-                    o.push_new("type", V::from("custom"));
-                    o.push_new("customType", V::from(custom_type));
-                    o.push_new("data", data);
-                    o.push_new("id", V::from(id.as_str()));
-                    o.push_new("parentId", pid);
-                    o.push_new("timestamp", ts);
+                    e.plain("type", "custom");
+                    e.text("customType", &custom_type);
+                    e.value("data", &data);
+                    header(&mut e);
                 }
                 Body::CustomMessage {
                     custom_type,
@@ -100,77 +116,138 @@ impl<'a> Nodes<'a> {
                     display,
                     details,
                 } => {
-                    o.push_new("type", V::from("custom_message"));
-                    o.push_new("customType", V::from(custom_type));
-                    o.push_new("content", content);
-                    o.push_new("display", V::Bool(display));
-                    if let Some(d) = details {
-                        o.push_new("details", d);
+                    e.plain("type", "custom_message");
+                    e.text("customType", &custom_type);
+                    e.value("content", &content);
+                    e.raw("display", if display { "true" } else { "false" });
+                    if let Some(d) = &details {
+                        e.value("details", d);
                     }
-                    o.push_new("id", V::from(id.as_str()));
-                    o.push_new("parentId", pid);
-                    o.push_new("timestamp", ts);
+                    header(&mut e);
                 }
-                body => {
-                    let ty = match &body {
-                        Body::Message(_) => "message",
-                        Body::Compaction { .. } => "compaction",
-                        Body::ModelChange { .. } => "model_change",
-                        Body::ThinkingLevel(_) => "thinking_level_change",
-                        Body::SessionInfo(_) => "session_info",
-                        _ => unreachable!(),
-                    };
-                    o.push_new("type", V::from(ty));
-                    o.push_new("id", V::from(id.as_str()));
-                    o.push_new("parentId", pid);
-                    o.push_new("timestamp", ts);
-                    match body {
-                        Body::Message(m) => {
-                            o.push_new("message", V::Obj(m));
-                        }
-                        Body::Compaction {
-                            summary,
-                            tokens_before,
-                            details,
-                            first_kept,
-                            system_message,
-                        } => {
-                            o.push_new("summary", V::from(summary));
-                            let first = first_kept.map_or_else(|| id.clone(), |f| ids[f].clone());
-                            o.push_new("firstKeptEntryId", V::from(first));
-                            o.push_new("tokensBefore", V::from(tokens_before));
-                            if let Some(d) = details {
-                                o.push_new("details", d);
-                            }
-                            if let Some(m) = system_message {
-                                o.push_new("systemMessage", m);
-                            }
-                        }
-                        Body::ModelChange { provider, model_id } => {
-                            o.push_new("provider", V::from(provider));
-                            o.push_new("modelId", V::from(model_id));
-                        }
-                        Body::ThinkingLevel(l) => {
-                            o.push_new("thinkingLevel", V::from(l));
-                        }
-                        Body::SessionInfo(name) => {
-                            o.push_new("name", V::from(name));
-                        }
-                        _ => unreachable!(),
+                Body::Message(m) => {
+                    e.plain("type", "message");
+                    header(&mut e);
+                    e.key("message");
+                    V::Obj(m).write(e.out);
+                }
+                Body::Compaction {
+                    summary,
+                    tokens_before,
+                    details,
+                    first_kept,
+                    system_message,
+                } => {
+                    e.plain("type", "compaction");
+                    header(&mut e);
+                    e.text("summary", &summary);
+                    e.plain("firstKeptEntryId", first_kept.map_or(id, id_str));
+                    e.value("tokensBefore", &V::from(tokens_before));
+                    if let Some(d) = &details {
+                        e.value("details", d);
                     }
+                    if let Some(m) = &system_message {
+                        e.value("systemMessage", m);
+                    }
+                }
+                Body::ModelChange { provider, model_id } => {
+                    e.plain("type", "model_change");
+                    header(&mut e);
+                    e.text("provider", &provider);
+                    e.text("modelId", &model_id);
+                }
+                Body::ThinkingLevel(l) => {
+                    e.plain("type", "thinking_level_change");
+                    header(&mut e);
+                    e.text("thinkingLevel", &l);
+                }
+                Body::SessionInfo(name) => {
+                    e.plain("type", "session_info");
+                    header(&mut e);
+                    e.text("name", &name);
                 }
             }
-            let start = body.len();
-            V::Obj(o).write(&mut body);
+            body.push('}');
             out.push(Line {
-                id: id.clone(),
-                parent,
+                id: id.to_string(),
+                parent: parent.map(str::to_string),
                 range: start..body.len(),
             });
             body.push('\n');
         }
         (out, body)
     }
+}
+
+/// One entry's JSON object, written member by member as `JSON.stringify` writes it.
+struct Entry<'b> {
+    out: &'b mut String,
+    first: bool,
+}
+
+impl<'b> Entry<'b> {
+    fn new(out: &'b mut String) -> Self {
+        out.push('{');
+        Entry { out, first: true }
+    }
+
+    /// A member's key (a plain ASCII name) and colon.
+    fn key(&mut self, k: &str) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        self.out.push('"');
+        self.out.push_str(k);
+        self.out.push_str("\":");
+    }
+
+    /// JSON text as it is.
+    fn raw(&mut self, k: &str, json: &str) {
+        self.key(k);
+        self.out.push_str(json);
+    }
+
+    /// A string that needs no escape (type names, ids).
+    fn plain(&mut self, k: &str, s: &str) {
+        self.key(k);
+        self.out.push('"');
+        self.out.push_str(s);
+        self.out.push('"');
+    }
+
+    /// Any string, escaped as `JSON.stringify` escapes it.
+    fn text(&mut self, k: &str, s: &str) {
+        self.key(k);
+        S::from(s).write(self.out);
+    }
+
+    fn value(&mut self, k: &str, v: &V<'_>) {
+        self.key(k);
+        v.write(self.out);
+    }
+}
+
+/// `n` in decimal, in `buf`.
+fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// `n` as 8 lowercase hex digits.
+fn hex8(n: u32) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    for (k, c) in out.iter_mut().enumerate() {
+        *c = b"0123456789abcdef"[(n >> (28 - 4 * k)) as usize & 15];
+    }
+    out
 }
 
 /// Pi's usage object with zero cost (the sources record tokens, not prices).
