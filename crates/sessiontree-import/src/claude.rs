@@ -37,6 +37,7 @@ use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
 use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
 use foldhash::HashMap;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 const NAMESPACE: &str = "claude";
@@ -159,7 +160,7 @@ fn finish(
 
 #[derive(Default)]
 struct Group<'a> {
-    uuids: Vec<String>,
+    uuids: Vec<Cow<'a, str>>,
     usage: Option<V<'a>>,
     stop: Option<String>,
     error: bool,
@@ -171,7 +172,7 @@ struct Group<'a> {
 struct State<'a> {
     nodes: Nodes<'a>,
     /// uuid -> the node it stands for (`None`: a dropped line at the root).
-    map: HashMap<String, Option<usize>>,
+    map: HashMap<Cow<'a, str>, Option<usize>>,
     tool_names: HashMap<String, String>,
     /// message.id -> its assistant node.
     by_message_id: HashMap<String, usize>,
@@ -191,7 +192,7 @@ impl State<'_> {
     }
 
     fn skip(&mut self, what: &str) {
-        *self.skipped.entry(what.to_string()).or_default() += 1;
+        crate::count(&mut self.skipped, what);
     }
 }
 
@@ -204,8 +205,8 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
         .find_map(|r| time_ms(r.1.get("timestamp")))
         .unwrap_or(0);
     for (line, mut o) in records {
-        let ty = o.get("type").and_then(V::as_str).unwrap_or("").to_string();
-        let ty = ty.as_str();
+        let ty = o.get("type").and_then(V::src_str).unwrap_or_default();
+        let ty = &*ty;
         match ty {
             "summary" => {
                 if let Some(s) = o.get("summary").and_then(V::as_str) {
@@ -222,27 +223,27 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
             }
             _ => {}
         }
-        let Some(uuid) = o.get("uuid").and_then(V::as_str).map(str::to_string) else {
+        let Some(uuid) = o.get("uuid").and_then(V::src_str) else {
             st.skip(if ty.is_empty() { "untyped" } else { ty });
             continue;
         };
-        let uuid = uuid.as_str();
+        let uuid = &uuid;
         if st.map.contains_key(uuid) {
             st.skip("duplicate uuid");
             continue;
         }
         let ms = time_ms(o.get("timestamp")).unwrap_or(last_ms);
         last_ms = ms;
-        let parent_uuid = o.get("parentUuid").and_then(V::as_str).map(str::to_string);
+        let parent_uuid = o.get("parentUuid").and_then(V::src_str);
         let parent_uuid = parent_uuid.as_deref();
         let node = match ty {
             "progress" => {
                 st.skip("progress");
                 st.resolve(parent_uuid)
             }
-            "assistant" => assistant(&mut st, line, &mut o, uuid, parent_uuid, ms),
-            "user" => user(&mut st, line, &mut o, uuid, parent_uuid, ms),
-            "attachment" => attachment(&mut st, &mut o, uuid, parent_uuid, ms),
+            "assistant" => assistant(&mut st, line, &mut o, uuid.clone(), parent_uuid, ms),
+            "user" => user(&mut st, line, &mut o, uuid.clone(), parent_uuid, ms),
+            "attachment" => attachment(&mut st, &mut o, uuid.clone(), parent_uuid, ms),
             "system" if o.get("subtype").and_then(V::as_str) == Some("compact_boundary") => {
                 let logical =
                     parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(V::as_str));
@@ -251,7 +252,7 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                 let tokens = meta.get("preTokens").and_then(V::as_f64).unwrap_or(0.0);
                 let mut details = Obj::with_capacity(3);
                 details.push_new("source", V::from("claude-code"));
-                details.push_new("uuid", V::from(uuid.to_string()));
+                details.push_new("uuid", V::from(uuid.clone()));
                 if !meta.is_null() {
                     details.push_new("compactMetadata", meta.clone());
                 }
@@ -279,7 +280,7 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                 });
                 let n = st.nodes.push(
                     parent,
-                    uuid.to_string(),
+                    uuid.clone(),
                     ms,
                     Body::Compaction {
                         summary: String::new(),
@@ -301,7 +302,7 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                 };
                 Some(st.nodes.push(
                     parent,
-                    uuid.to_string(),
+                    uuid.clone(),
                     ms,
                     Body::Custom {
                         custom_type,
@@ -310,7 +311,7 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                 ))
             }
         };
-        st.map.insert(uuid.to_string(), node);
+        st.map.insert(uuid.clone(), node);
     }
     // Finish the assistant messages: usage and stop reason of their last line.
     let groups = std::mem::take(&mut st.groups);
@@ -371,7 +372,10 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
         summaries
             .iter()
             .rev()
-            .find(|(leaf, _)| leaf.as_ref().is_some_and(|l| st.map.contains_key(l)))
+            .find(|(leaf, _)| {
+                leaf.as_ref()
+                    .is_some_and(|l| st.map.contains_key(l.as_str()))
+            })
             .map(|(_, s)| s.clone())
     });
     if let (Some(name), Some(last)) = (name.as_ref(), st.nodes.nodes.len().checked_sub(1)) {
@@ -411,7 +415,7 @@ fn assistant<'a>(
     st: &mut State<'a>,
     line: usize,
     o: &mut Obj<'a>,
-    uuid: &str,
+    uuid: Cow<'a, str>,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
@@ -486,9 +490,9 @@ fn assistant<'a>(
                         c.extend(blocks);
                     }
                 }
-                st.nodes.nodes[g].key = uuid.to_string();
+                st.nodes.nodes[g].key = uuid.clone();
                 let grp = st.groups.entry(g).or_default();
-                grp.uuids.push(uuid.to_string());
+                grp.uuids.push(uuid.clone());
                 grp.other_blocks.extend(other);
                 if let Some(u) = msg.get("usage").and_then(usage_of) {
                     grp.usage = Some(u);
@@ -518,11 +522,9 @@ fn assistant<'a>(
     m.push_new("stopReason", V::Null);
     m.push_new("errorMessage", V::Null);
     m.push_new("timestamp", V::from(ms));
-    let n = st
-        .nodes
-        .push(parent, uuid.to_string(), ms, Body::Message(m));
+    let n = st.nodes.push(parent, uuid.clone(), ms, Body::Message(m));
     let grp = st.groups.entry(n).or_default();
-    grp.uuids.push(uuid.to_string());
+    grp.uuids.push(uuid.clone());
     grp.other_blocks = other;
     grp.usage = msg.get("usage").and_then(usage_of);
     grp.stop = msg
@@ -587,7 +589,7 @@ fn user<'a>(
     st: &mut State<'a>,
     line: usize,
     o: &mut Obj<'a>,
-    uuid: &str,
+    uuid: Cow<'a, str>,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
@@ -611,7 +613,7 @@ fn user<'a>(
             {
                 *summary = text;
                 if let Some(V::Obj(d)) = details {
-                    d.insert("summaryUuid", V::from(uuid.to_string()));
+                    d.insert("summaryUuid", V::from(uuid.clone()));
                 }
             }
             return Some(c);
@@ -622,7 +624,7 @@ fn user<'a>(
         let data = V::Obj(std::mem::take(o));
         return Some(st.nodes.push(
             parent,
-            uuid.to_string(),
+            uuid.clone(),
             ms,
             Body::Custom {
                 custom_type: "claude-code:transcript-only".into(),
@@ -674,7 +676,7 @@ fn user<'a>(
             _ => Vec::new(),
         };
         let mut details = Obj::with_capacity(2);
-        details.push_new("uuid", V::from(uuid.to_string()));
+        details.push_new("uuid", V::from(uuid.clone()));
         if i + 1 == n_results {
             if let Some(t) = tool_use_result.take() {
                 details.push_new("toolUseResult", t);
@@ -689,9 +691,9 @@ fn user<'a>(
         m.push_new("isError", V::Bool(is_error));
         m.push_new("timestamp", V::from(ms));
         let key = if i == 0 {
-            uuid.to_string()
+            uuid.clone()
         } else {
-            format!("{uuid}#{i}")
+            Cow::Owned(format!("{uuid}#{i}"))
         };
         let n = st.nodes.push(cur, key, ms, Body::Message(m));
         if let Some(own) = owner {
@@ -717,23 +719,23 @@ fn user<'a>(
         }
     };
     let key = if n_results == 0 {
-        uuid.to_string()
+        uuid.clone()
     } else {
-        format!("{uuid}#text")
+        Cow::Owned(format!("{uuid}#text"))
     };
     let body = if meta {
         Body::CustomMessage {
             custom_type: "claude-code:meta".into(),
             content: pi_content,
             display: false,
-            details: Some(obj! {"uuid": uuid.to_string()}),
+            details: Some(obj! {"uuid": uuid.clone()}),
         }
     } else {
         let mut m = Obj::with_capacity(4);
         m.push_new("role", V::from("user"));
         m.push_new("content", pi_content);
         m.push_new("timestamp", V::from(ms));
-        m.push_new("claudeCode", obj! {"uuid": uuid.to_string()});
+        m.push_new("claudeCode", obj! {"uuid": uuid.clone()});
         Body::Message(m)
     };
     Some(st.nodes.push(cur, key, ms, body))
@@ -750,7 +752,7 @@ fn user<'a>(
 fn attachment<'a>(
     st: &mut State<'a>,
     o: &mut Obj<'a>,
-    uuid: &str,
+    uuid: Cow<'a, str>,
     parent_uuid: Option<&str>,
     ms: i64,
 ) -> Option<usize> {
@@ -765,7 +767,7 @@ fn attachment<'a>(
             m.push_new("timestamp", V::from(ms));
             m.push_new(
                 "claudeCode",
-                obj! {"uuid": uuid.to_string(), "attachment": kept},
+                obj! {"uuid": uuid.clone(), "attachment": kept},
             );
             Body::Message(m)
         }
@@ -774,7 +776,7 @@ fn attachment<'a>(
             data: V::Obj(std::mem::take(o)),
         },
     };
-    Some(st.nodes.push(parent, uuid.to_string(), ms, body))
+    Some(st.nodes.push(parent, uuid.clone(), ms, body))
 }
 
 /// The text Claude Code sends for an attachment, or `None` for a kind it does not send (or

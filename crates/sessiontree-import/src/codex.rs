@@ -215,6 +215,21 @@ fn injected(text: &str) -> bool {
         || t.starts_with("<turn_aborted>")
 }
 
+/// `n` in decimal, in `buf`.
+fn itoa_usize(mut n: usize, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
 fn effort_level(e: &str) -> String {
     match e {
         "none" => "off".into(),
@@ -224,7 +239,7 @@ fn effort_level(e: &str) -> String {
 
 impl<'a> Converter<'a> {
     fn skip(&mut self, what: &str) {
-        *self.skipped.entry(what.to_string()).or_default() += 1;
+        crate::count(&mut self.skipped, what);
     }
 
     fn add(&mut self, key: String, ms: i64, body: Body<'a>) -> usize {
@@ -296,9 +311,13 @@ impl<'a> Converter<'a> {
     fn line(&mut self, line: usize, mut o: Obj<'a>) {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
-        let key = format!("{}:{line}", self.prefix);
-        let ty = o.get("type").and_then(V::as_str).unwrap_or("").to_string();
-        let ty = ty.as_str();
+        // The line's key, sized once (`format!` would grow it a few times).
+        let mut key = String::with_capacity(self.prefix.len() + 24);
+        key.push_str(&self.prefix);
+        key.push(':');
+        key.push_str(itoa_usize(line, &mut [0u8; 20]));
+        let ty = o.get("type").and_then(V::src_str).unwrap_or_default();
+        let ty = &*ty;
         // Moved out of the line, not copied (put back for lines kept whole).
         let mut payload = o.remove("payload").unwrap_or(V::Null);
         match ty {

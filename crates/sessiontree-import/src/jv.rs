@@ -104,6 +104,12 @@ impl<'a> From<&'a str> for S<'a> {
     }
 }
 
+impl<'a> From<Cow<'a, str>> for S<'a> {
+    fn from(s: Cow<'a, str>) -> S<'a> {
+        S::Text(s)
+    }
+}
+
 impl From<String> for S<'_> {
     fn from(s: String) -> Self {
         S::Text(Cow::Owned(s))
@@ -203,6 +209,17 @@ impl<'a> V<'a> {
         }
     }
 
+    /// The string's text, borrowed from the source when it holds no escape (a copy
+    /// otherwise): for text kept while the value it came from changes.
+    pub fn src_str(&self) -> Option<Cow<'a, str>> {
+        match self {
+            V::Str(S::Plain(s)) => Some(Cow::Borrowed(s)),
+            V::Str(S::Text(Cow::Borrowed(s))) => Some(Cow::Borrowed(s)),
+            V::Str(s) => Some(Cow::Owned(s.as_str().to_string())),
+            _ => None,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             V::Bool(b) => Some(*b),
@@ -276,7 +293,8 @@ impl<'a> V<'a> {
 
     /// The value as `JSON.stringify` writes it.
     pub fn to_json(&self) -> String {
-        let mut s = String::new();
+        // Grown from a few hundred bytes, not from nothing.
+        let mut s = String::with_capacity(256);
         self.write(&mut s);
         s
     }
@@ -342,6 +360,12 @@ impl<'a> V<'a> {
 
 impl<'a> From<&'a str> for V<'a> {
     fn from(s: &'a str) -> V<'a> {
+        V::Str(S::from(s))
+    }
+}
+
+impl<'a> From<Cow<'a, str>> for V<'a> {
+    fn from(s: Cow<'a, str>) -> V<'a> {
         V::Str(S::from(s))
     }
 }

@@ -148,6 +148,16 @@ pub fn recycle(mut body: String) {
     });
 }
 
+/// Counts one more `what` (a copy of the name only the first time).
+pub(crate) fn count(counts: &mut std::collections::BTreeMap<String, usize>, what: &str) {
+    match counts.get_mut(what) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(what.to_string(), 1);
+        }
+    }
+}
+
 /// FNV-1a, 64 bits: the deterministic hash behind every derived id.
 pub(crate) fn fnv(parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

@@ -4,6 +4,7 @@
 use crate::jv::{obj, Obj, S, V};
 use crate::{fnv, Line};
 use foldhash::{HashSet, HashSetExt};
+use std::borrow::Cow;
 
 pub(crate) enum Body<'a> {
     /// A `message` entry; the message object (role, content, ..., timestamp).
@@ -38,7 +39,7 @@ pub(crate) enum Body<'a> {
 
 pub(crate) struct Node<'a> {
     pub parent: Option<usize>,
-    pub key: String,
+    pub key: Cow<'a, str>,
     pub ms: i64,
     pub body: Body<'a>,
 }
@@ -49,10 +50,16 @@ pub(crate) struct Nodes<'a> {
 }
 
 impl<'a> Nodes<'a> {
-    pub fn push(&mut self, parent: Option<usize>, key: String, ms: i64, body: Body<'a>) -> usize {
+    pub fn push(
+        &mut self,
+        parent: Option<usize>,
+        key: impl Into<Cow<'a, str>>,
+        ms: i64,
+        body: Body<'a>,
+    ) -> usize {
         self.nodes.push(Node {
             parent,
-            key,
+            key: key.into(),
             ms,
             body,
         });
