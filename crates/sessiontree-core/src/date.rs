@@ -92,11 +92,16 @@ pub fn write_iso_from_ms(ms: i64, out: &mut String) {
 
 fn digits(s: &[u8], i: &mut usize, n: usize) -> Option<i64> {
     let part = s.get(*i..*i + n)?;
-    if !part.iter().all(u8::is_ascii_digit) {
-        return None;
+    // At most 6 digits: no overflow.
+    let mut v = 0i64;
+    for &c in part {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + (c - b'0') as i64;
     }
     *i += n;
-    std::str::from_utf8(part).ok()?.parse().ok()
+    Some(v)
 }
 
 const MAX_MS: f64 = 8.64e15;
@@ -152,8 +157,10 @@ pub fn parse_iso(s: &str) -> Option<f64> {
                 if i == start {
                     return None;
                 }
-                let frac = &s[start..i.min(start + 3)];
-                ms = frac.parse::<i64>().ok()? * 10_i64.pow(3 - frac.len() as u32);
+                // Milliseconds: the first three digits, the others ignored.
+                let mut at = start;
+                ms = digits(b, &mut at, (i - start).min(3))?
+                    * 10_i64.pow(3 - (i - start).min(3) as u32);
             }
         }
         match b.get(i) {

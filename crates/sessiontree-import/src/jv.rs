@@ -78,7 +78,7 @@ impl<'a> S<'a> {
             }
             // Short made-up strings (keys, ids, times) rarely need an escape.
             S::Text(t)
-                if t.len() < 64 && !t.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') =>
+                if t.len() < 64 && sessiontree::json::find_string_stop(t.as_bytes()) == t.len() =>
             {
                 out.reserve(t.len() + 2);
                 out.push('"');

@@ -189,6 +189,7 @@ pub(crate) unsafe fn skip_string_avx2<const NOTE: bool>(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
+#[inline]
 unsafe fn find_sse2(b: &[u8]) -> usize {
     use std::arch::x86_64::*;
     let quote = _mm_set1_epi8(b'"' as i8);
