@@ -156,9 +156,11 @@ impl<'a> Obj<'a> {
         }
     }
 
-    /// Appends a member whose key is known not to be there.
-    pub fn push_new(&mut self, k: impl Into<S<'a>>, v: V<'a>) {
-        self.0.push((k.into(), v));
+    /// Appends a member whose key (a name written in the code, needing no escape) is known
+    /// not to be there.
+    pub fn push_new(&mut self, k: &'static str, v: V<'a>) {
+        debug_assert_eq!(sessiontree::json::find_string_stop(k.as_bytes()), k.len());
+        self.0.push((S::Plain(k), v));
     }
 
     /// Takes a member out, the others keeping their order.

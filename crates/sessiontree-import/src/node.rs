@@ -88,8 +88,12 @@ impl<'a> Nodes<'a> {
                 salt += 1;
             }
         }
-        // 8 lowercase hex digits.
-        let id_str = |i: usize| std::str::from_utf8(&ids[i]).unwrap_or_default();
+        // Every id's 8 lowercase hex digits, one after the other.
+        let mut all_ids = String::with_capacity(8 * ids.len());
+        for id in &ids {
+            all_ids.extend(id.iter().map(|&c| c as char));
+        }
+        let id_str = |i: usize| &all_ids[8 * i..8 * i + 8];
         let mut out = Vec::with_capacity(self.nodes.len());
         let mut body = crate::body_buffer();
         for (i, n) in self.nodes.into_iter().enumerate() {
