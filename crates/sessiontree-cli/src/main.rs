@@ -1,5 +1,6 @@
 //! The `sessiontree` command: read, branch, append to and repair coding-agent sessions.
 
+mod alloc;
 mod archive;
 mod browse;
 mod export;
@@ -25,7 +26,7 @@ use std::time::Duration;
 // Many small allocations per entry: mimalloc keeps appends constant-time on large sessions
 // and loading faster than the system allocator.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(

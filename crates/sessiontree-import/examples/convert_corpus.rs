@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 // The allocator the command uses.
+#[path = "../../sessiontree-cli/src/alloc.rs"]
+mod alloc;
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
