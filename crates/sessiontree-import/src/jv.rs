@@ -820,13 +820,14 @@ impl<'a> Parser<'a> {
     fn object(&mut self) -> Option<V<'a>> {
         self.enter()?;
         self.i += 1;
-        let mut o = Obj::new();
         self.ws();
         if self.b.get(self.i) == Some(&b'}') {
             self.i += 1;
             self.depth -= 1;
-            return Some(V::Obj(o));
+            return Some(V::Obj(Obj::new()));
         }
+        // Room for the members of most objects in transcripts at once (grown for others).
+        let mut o = Obj::with_capacity(8);
         // Keys seen, for objects too large to search member by member; below that, a bit
         // per key (of its length and last byte) tells which keys cannot be there yet.
         let mut seen: Option<std::collections::HashMap<Box<str>, usize>> = None;
