@@ -161,7 +161,8 @@ fn finish(
 #[derive(Default)]
 struct Group<'a> {
     uuids: Vec<Cow<'a, str>>,
-    usage: Option<V<'a>>,
+    /// Tokens of the last line that had a usage: input, output, cache read, cache write.
+    usage: Option<[f64; 4]>,
     stop: Option<String>,
     error: bool,
     request_id: Option<String>,
@@ -332,11 +333,10 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                     None => "stop",
                 }
             };
-            m.insert(
-                "usage",
-                g.usage
-                    .unwrap_or_else(|| node::usage(0.0, 0.0, 0.0, 0.0, None)),
-            );
+            m.insert("usage", {
+                let [input, output, read, write] = g.usage.unwrap_or_default();
+                node::usage(input, output, read, write, None)
+            });
             m.insert("stopReason", V::from(stop));
             if g.error {
                 let text: Vec<&str> = m
@@ -398,16 +398,15 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
     }
 }
 
-fn usage_of(u: &V<'_>) -> Option<V<'static>> {
+fn usage_of(u: &V<'_>) -> Option<[f64; 4]> {
     let n = |k: &str| u.get(k).and_then(V::as_f64).unwrap_or(0.0);
     u.is_object().then(|| {
-        node::usage(
+        [
             n("input_tokens"),
             n("output_tokens"),
             n("cache_read_input_tokens"),
             n("cache_creation_input_tokens"),
-            None,
-        )
+        ]
     })
 }
 
