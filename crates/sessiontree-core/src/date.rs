@@ -109,6 +109,32 @@ const MAX_MS: f64 = 8.64e15;
 /// `Date.parse(s)` for the ECMAScript date-time string format; `None` is NaN.
 pub fn parse_iso(s: &str) -> Option<f64> {
     let b = s.as_bytes();
+    // The form `toISOString` writes (nearly every timestamp of a transcript): each field
+    // at its place.
+    if b.len() == 24
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[16] == b':'
+        && b[19] == b'.'
+        && b[23] == b'Z'
+    {
+        let field = |at: usize, n: usize| digits(b, &mut { at }, n);
+        return iso_ms(
+            field(0, 4)?,
+            field(5, 2)?,
+            field(8, 2)?,
+            (field(11, 2)?, field(14, 2)?, field(17, 2)?, field(20, 3)?),
+            0,
+        );
+    }
+    parse_iso_any(s)
+}
+
+/// [`parse_iso`] for every form of the format.
+fn parse_iso_any(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
     let mut i = 0;
     let year = match b.first()? {
         b'+' | b'-' => {
@@ -185,6 +211,17 @@ pub fn parse_iso(s: &str) -> Option<f64> {
     if i != b.len() {
         return None;
     }
+    iso_ms(year, month, day, (h, min, sec, ms), offset_min)
+}
+
+/// The time a date-time's fields stand for, `None` when a field is out of its range.
+fn iso_ms(
+    year: i64,
+    month: i64,
+    day: i64,
+    (h, min, sec, ms): (i64, i64, i64, i64),
+    offset_min: i64,
+) -> Option<f64> {
     let dim = [
         31,
         if is_leap(year) { 29 } else { 28 },
@@ -266,6 +303,31 @@ mod tests {
             "-000001-12-31T23:59:59.999Z"
         );
         assert_eq!(iso_from_ms(-62_167_219_200_000), "0000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_iso_string_form_reads_as_every_form_does() {
+        let mut ms = -62_198_755_200_000i64;
+        while ms < 253_402_300_800_000 {
+            let s = iso_from_ms(ms);
+            assert_eq!(parse_iso(&s), parse_iso_any(&s), "{s}");
+            assert_eq!(parse_iso(&s), Some(ms as f64), "{s}");
+            ms += 7_777_777_777;
+        }
+        for bad in [
+            "2023-02-29T00:00:00.000Z",
+            "2024-13-01T00:00:00.000Z",
+            "2024-12-03T25:00:00.000Z",
+            "2024-12-03T24:00:00.001Z",
+            "2024-12-03T24:00:00.000Z",
+            "2024-12-03T12:60:00.000Z",
+            "2024-12-03T12:00:60.000Z",
+            "2024-12-00T12:00:00.000Z",
+            "2024-1a-03T12:00:00.000Z",
+            "+02024-12-03T12:00:00.00",
+        ] {
+            assert_eq!(parse_iso(bad), parse_iso_any(bad), "{bad}");
+        }
     }
 
     #[test]
