@@ -215,21 +215,6 @@ fn injected(text: &str) -> bool {
         || t.starts_with("<turn_aborted>")
 }
 
-/// `n` in decimal, in `buf`.
-fn itoa_usize(mut n: usize, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // ASCII digits.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
-}
-
 fn effort_level(e: &str) -> String {
     match e {
         "none" => "off".into(),
@@ -315,7 +300,7 @@ impl<'a> Converter<'a> {
         let mut key = String::with_capacity(self.prefix.len() + 24);
         key.push_str(&self.prefix);
         key.push(':');
-        key.push_str(itoa_usize(line, &mut [0u8; 20]));
+        key.push_str(crate::decimal(line as u64, &mut [0u8; 20]));
         let ty = o.get("type").and_then(V::src_str).unwrap_or_default();
         let ty = &*ty;
         // Moved out of the line, not copied (put back for lines kept whole).

@@ -429,22 +429,11 @@ pub(crate) use obj;
 fn write_f64(out: &mut String, f: f64) {
     if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 {
         // Integral: digits, no fraction ("-0" prints as "0").
-        let mut n = f.abs() as u64;
+        let n = f.abs() as u64;
         if f < 0.0 && n != 0 {
             out.push('-');
         }
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        // ASCII digits.
-        out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or("0"));
+        out.push_str(crate::decimal(n, &mut [0u8; 20]));
     } else {
         out.push_str(&sessiontree::json::format_number(f));
     }
@@ -1055,17 +1044,11 @@ mod tests {
             "\\\\\\\\",
         ];
         let bad = ["\\ud83d", "\\x", "\u{1}", "\\udc00"];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rng = xorshift::Rng(0x2545_f491_4f6c_dd1d);
         for _ in 0..4000 {
             let mut inner = String::new();
-            for _ in 0..next() % 40 {
-                let r = next();
+            for _ in 0..rng.below(40) {
+                let r = rng.next();
                 // Mostly plain text, sometimes an escape, rarely a bad one.
                 inner.push_str(match r % 60 {
                     0 => bad[(r >> 8) as usize % bad.len()],

@@ -148,6 +148,21 @@ pub fn recycle(mut body: String) {
     });
 }
 
+/// `n` in decimal, written at the end of `buf`.
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ASCII digits.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
 /// Counts one more `what` (a copy of the name only the first time).
 pub(crate) fn count(counts: &mut std::collections::BTreeMap<String, usize>, what: &str) {
     match counts.get_mut(what) {

@@ -74,11 +74,11 @@ impl<'a> Nodes<'a> {
         for n in &self.nodes {
             let mut salt = 0u32;
             loop {
-                let mut digits = [0u8; 10];
+                let mut digits = [0u8; 20];
                 let h = fnv(&[
                     namespace.as_bytes(),
                     n.key.as_bytes(),
-                    decimal(salt, &mut digits),
+                    crate::decimal(salt.into(), &mut digits).as_bytes(),
                 ]);
                 let id = (h >> 32) as u32;
                 if used.insert(id) {
@@ -236,19 +236,6 @@ impl<'b> Entry<'b> {
     fn value(&mut self, k: &str, v: &V<'_>) {
         self.key(k);
         v.write(self.out);
-    }
-}
-
-/// `n` in decimal, in `buf`.
-fn decimal(mut n: u32, buf: &mut [u8; 10]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[at..];
-        }
     }
 }
 
