@@ -35,7 +35,7 @@
 
 use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
-use crate::{derived_uuid, read_lines, time_ms, Agent, Conversion, Problem};
+use crate::{derived_uuid, time_ms, Agent, Conversion, Lines, Problem};
 use foldhash::HashMap;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -48,50 +48,49 @@ const NAMESPACE: &str = "claude";
 /// gives conversions without lines.
 pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
-    let records = read_lines(bytes, &mut problems);
     let is_agent_file = file_stem.starts_with("agent-");
-    let source_id = records
-        .iter()
-        .find_map(|r| r.1.get("sessionId").and_then(V::as_str))
-        .unwrap_or(file_stem)
-        .to_string();
-    let (mut main, mut side): (Vec<_>, Vec<_>) = (Vec::new(), Vec::new());
-    for r in records {
-        if is_agent_file || r.1.get("isSidechain").and_then(V::as_bool) == Some(true) {
-            side.push(r);
+    let mut source_id = None;
+    let mut agent_id = None;
+    let (mut main, mut side) = (Builder::default(), Builder::default());
+    // Each line converted as it is read, its tree still in the cache.
+    for (line, o) in Lines::new(bytes).with(&mut problems) {
+        if source_id.is_none() {
+            source_id = o.get("sessionId").and_then(V::as_str).map(str::to_string);
+        }
+        if is_agent_file || o.get("isSidechain").and_then(V::as_bool) == Some(true) {
+            if agent_id.is_none() {
+                agent_id = o.get("agentId").and_then(V::as_str).map(str::to_string);
+            }
+            side.push(line, o);
         } else {
-            main.push(r);
+            main.push(line, o);
         }
     }
+    let source_id = source_id.unwrap_or_else(|| file_stem.to_string());
     let mut out = Vec::new();
     if !is_agent_file {
-        let head = Head::of(&main);
+        let head = std::mem::take(&mut main.head);
         // Lines copied from another session (a resume or fork copy) keep their times, so
         // the first line with a uuid is older than the copy's own first line.
-        let first_uuid_ms = main
-            .iter()
-            .find(|r| r.1.get("uuid").is_some_and(V::is_string))
-            .and_then(|r| time_ms(r.1.get("timestamp")));
-        let copied = first_uuid_ms.is_some_and(|t| t < head.first_ms);
-        let mut c = build(main, NAMESPACE);
+        let copied = main
+            .first_uuid_ms
+            .flatten()
+            .is_some_and(|t| t < head.first_ms);
+        let mut c = main.finish(NAMESPACE);
         c.problems = problems.clone();
         let mut conv = finish(c, source_id.clone(), source_id.clone(), None, "main", head);
         conv.copied = copied;
         out.push(conv);
     }
-    if !side.is_empty() || is_agent_file {
-        let agent = side
-            .iter()
-            .find_map(|r| r.1.get("agentId").and_then(V::as_str))
-            .map(str::to_string)
-            .unwrap_or_else(|| file_stem.trim_start_matches("agent-").to_string());
+    if side.any || is_agent_file {
+        let agent = agent_id.unwrap_or_else(|| file_stem.trim_start_matches("agent-").to_string());
         let sid = if is_agent_file {
             format!("{source_id}/agent-{agent}")
         } else {
             format!("{source_id}/sidechains")
         };
-        let head = Head::of(&side);
-        let mut c = build(side, NAMESPACE);
+        let head = std::mem::take(&mut side.head);
+        let mut c = side.finish(NAMESPACE);
         if is_agent_file {
             c.problems = problems;
         }
@@ -102,24 +101,10 @@ pub fn convert(bytes: &[u8], file_stem: &str) -> Vec<Conversion> {
 }
 
 /// What the header takes from a session's lines: the first time and cwd.
+#[derive(Default)]
 struct Head {
     first_ms: i64,
     cwd: Option<String>,
-}
-
-impl Head {
-    fn of(records: &[(usize, Obj<'_>)]) -> Head {
-        Head {
-            first_ms: records
-                .iter()
-                .find_map(|r| time_ms(r.1.get("timestamp")))
-                .unwrap_or(0),
-            cwd: records
-                .iter()
-                .find_map(|r| r.1.get("cwd").and_then(V::as_str))
-                .map(str::to_string),
-        }
-    }
 }
 
 struct Built {
@@ -197,58 +182,91 @@ impl State<'_> {
     }
 }
 
-fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
-    let mut st = State::default();
-    let mut summaries: Vec<(Option<String>, String)> = Vec::new();
-    let mut title: Option<String> = None;
-    let mut last_ms = records
-        .iter()
-        .find_map(|r| time_ms(r.1.get("timestamp")))
-        .unwrap_or(0);
-    for (line, mut o) in records {
+/// One session's lines (the main one or the sidechains) turned into Pi entries, line by
+/// line as they are read.
+#[derive(Default)]
+struct Builder<'a> {
+    st: State<'a>,
+    summaries: Vec<(Option<String>, String)>,
+    title: Option<String>,
+    /// The time of the last line, for a line without one; `None` until the first line with
+    /// a time (the lines before it wait in `waiting`, and get that time).
+    last_ms: Option<i64>,
+    waiting: Vec<(usize, Obj<'a>)>,
+    /// What the header takes: the first time and cwd.
+    head: Head,
+    /// The time of the first line with a uuid (`Some(None)`: that line has no time).
+    first_uuid_ms: Option<Option<i64>>,
+    any: bool,
+}
+
+impl<'a> Builder<'a> {
+    fn push(&mut self, line: usize, o: Obj<'a>) {
+        self.any = true;
+        if self.head.cwd.is_none() {
+            self.head.cwd = o.get("cwd").and_then(V::as_str).map(str::to_string);
+        }
+        if self.first_uuid_ms.is_none() && o.get("uuid").is_some_and(V::is_string) {
+            self.first_uuid_ms = Some(time_ms(o.get("timestamp")));
+        }
+        if self.last_ms.is_none() {
+            let Some(t) = time_ms(o.get("timestamp")) else {
+                self.waiting.push((line, o));
+                return;
+            };
+            self.head.first_ms = t;
+            self.last_ms = Some(t);
+            for (l, w) in std::mem::take(&mut self.waiting) {
+                self.line(l, w);
+            }
+        }
+        self.line(line, o);
+    }
+
+    fn line(&mut self, line: usize, mut o: Obj<'a>) {
         let ty = o.get("type").and_then(V::src_str).unwrap_or_default();
         let ty = &*ty;
         match ty {
             "summary" => {
                 if let Some(s) = o.get("summary").and_then(V::as_str) {
                     let leaf = o.get("leafUuid").and_then(V::as_str).map(str::to_string);
-                    summaries.push((leaf, s.to_string()));
+                    self.summaries.push((leaf, s.to_string()));
                 }
-                continue;
+                return;
             }
             "custom-title" => {
                 if let Some(s) = o.get("customTitle").and_then(V::as_str) {
-                    title = Some(s.to_string());
+                    self.title = Some(s.to_string());
                 }
-                continue;
+                return;
             }
             _ => {}
         }
         let Some(uuid) = o.get("uuid").and_then(V::src_str) else {
-            st.skip(if ty.is_empty() { "untyped" } else { ty });
-            continue;
+            self.st.skip(if ty.is_empty() { "untyped" } else { ty });
+            return;
         };
         let uuid = &uuid;
-        if st.map.contains_key(uuid) {
-            st.skip("duplicate uuid");
-            continue;
+        if self.st.map.contains_key(uuid) {
+            self.st.skip("duplicate uuid");
+            return;
         }
-        let ms = time_ms(o.get("timestamp")).unwrap_or(last_ms);
-        last_ms = ms;
+        let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms.unwrap_or(0));
+        self.last_ms = Some(ms);
         let parent_uuid = o.get("parentUuid").and_then(V::src_str);
         let parent_uuid = parent_uuid.as_deref();
         let node = match ty {
             "progress" => {
-                st.skip("progress");
-                st.resolve(parent_uuid)
+                self.st.skip("progress");
+                self.st.resolve(parent_uuid)
             }
-            "assistant" => assistant(&mut st, line, &mut o, uuid.clone(), parent_uuid, ms),
-            "user" => user(&mut st, line, &mut o, uuid.clone(), parent_uuid, ms),
-            "attachment" => attachment(&mut st, &mut o, uuid.clone(), parent_uuid, ms),
+            "assistant" => assistant(&mut self.st, line, &mut o, uuid.clone(), parent_uuid, ms),
+            "user" => user(&mut self.st, line, &mut o, uuid.clone(), parent_uuid, ms),
+            "attachment" => attachment(&mut self.st, &mut o, uuid.clone(), parent_uuid, ms),
             "system" if o.get("subtype").and_then(V::as_str) == Some("compact_boundary") => {
                 let logical =
                     parent_uuid.or_else(|| o.get("logicalParentUuid").and_then(V::as_str));
-                let parent = st.resolve(logical);
+                let parent = self.st.resolve(logical);
                 let meta = o.get("compactMetadata").cloned().unwrap_or(V::Null);
                 let tokens = meta.get("preTokens").and_then(V::as_f64).unwrap_or(0.0);
                 let mut details = Obj::with_capacity(3);
@@ -263,7 +281,7 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                     .get("preservedSegment")
                     .and_then(|p| p.get("headUuid"))
                     .and_then(V::as_str)
-                    .and_then(|h| st.map.get(h).copied().flatten());
+                    .and_then(|h| self.st.map.get(h).copied().flatten());
                 let first_kept = head.filter(|&h| {
                     let mut cur = parent;
                     let mut steps = 0;
@@ -272,14 +290,14 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                             return true;
                         }
                         steps += 1;
-                        if steps > st.nodes.nodes.len() {
+                        if steps > self.st.nodes.nodes.len() {
                             break;
                         }
-                        cur = st.nodes.nodes[c].parent;
+                        cur = self.st.nodes.nodes[c].parent;
                     }
                     false
                 });
-                let n = st.nodes.push(
+                let n = self.st.nodes.push(
                     parent,
                     uuid.clone(),
                     ms,
@@ -291,17 +309,17 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                         system_message: None,
                     },
                 );
-                st.compactions.insert(n, ());
+                self.st.compactions.insert(n, ());
                 Some(n)
             }
             _ => {
-                let parent = st.resolve(parent_uuid);
+                let parent = self.st.resolve(parent_uuid);
                 let custom_type = if ty == "system" {
                     "claude-code:system".to_string()
                 } else {
                     format!("claude-code:{}", if ty.is_empty() { "line" } else { ty })
                 };
-                Some(st.nodes.push(
+                Some(self.st.nodes.push(
                     parent,
                     uuid.clone(),
                     ms,
@@ -312,89 +330,100 @@ fn build(records: Vec<(usize, Obj<'_>)>, namespace: &str) -> Built {
                 ))
             }
         };
-        st.map.insert(uuid.clone(), node);
+        self.st.map.insert(uuid.clone(), node);
     }
-    // Finish the assistant messages: usage and stop reason of their last line.
-    let groups = std::mem::take(&mut st.groups);
-    for (n, g) in groups {
-        if let Body::Message(m) = &mut st.nodes.nodes[n].body {
-            let has_tool = m.get("content").and_then(V::as_array).is_some_and(|c| {
-                c.iter()
-                    .any(|b| b.get("type").and_then(V::as_str) == Some("toolCall"))
-            });
-            let stop = if g.error {
-                "error"
-            } else {
-                match g.stop.as_deref() {
-                    Some("tool_use") => "toolUse",
-                    Some("max_tokens") | Some("model_context_window_exceeded") => "length",
-                    Some(_) => "stop",
-                    None if has_tool => "toolUse",
-                    None => "stop",
+
+    fn finish(mut self, namespace: &str) -> Built {
+        // No line with a time: the waiting lines get 0.
+        self.last_ms.get_or_insert(0);
+        for (l, w) in std::mem::take(&mut self.waiting) {
+            self.line(l, w);
+        }
+        // Finish the assistant messages: usage and stop reason of their last line.
+        let groups = std::mem::take(&mut self.st.groups);
+        for (n, g) in groups {
+            if let Body::Message(m) = &mut self.st.nodes.nodes[n].body {
+                let has_tool = m.get("content").and_then(V::as_array).is_some_and(|c| {
+                    c.iter()
+                        .any(|b| b.get("type").and_then(V::as_str) == Some("toolCall"))
+                });
+                let stop = if g.error {
+                    "error"
+                } else {
+                    match g.stop.as_deref() {
+                        Some("tool_use") => "toolUse",
+                        Some("max_tokens") | Some("model_context_window_exceeded") => "length",
+                        Some(_) => "stop",
+                        None if has_tool => "toolUse",
+                        None => "stop",
+                    }
+                };
+                m.insert("usage", {
+                    let [input, output, read, write] = g.usage.unwrap_or_default();
+                    node::usage(input, output, read, write, None)
+                });
+                m.insert("stopReason", V::from(stop));
+                if g.error {
+                    let text: Vec<&str> = m
+                        .get("content")
+                        .and_then(V::as_array)
+                        .map(|c| {
+                            c.iter()
+                                .filter_map(|b| b.get("text").and_then(V::as_str))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    m.insert("errorMessage", V::from(text.join("\n")));
+                } else {
+                    m.remove("errorMessage");
                 }
-            };
-            m.insert("usage", {
-                let [input, output, read, write] = g.usage.unwrap_or_default();
-                node::usage(input, output, read, write, None)
-            });
-            m.insert("stopReason", V::from(stop));
-            if g.error {
-                let text: Vec<&str> = m
-                    .get("content")
-                    .and_then(V::as_array)
-                    .map(|c| {
-                        c.iter()
-                            .filter_map(|b| b.get("text").and_then(V::as_str))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                m.insert("errorMessage", V::from(text.join("\n")));
-            } else {
-                m.remove("errorMessage");
+                let ts = m.remove("timestamp");
+                if let Some(ts) = ts {
+                    m.insert("timestamp", ts);
+                }
+                let mut src = Obj::with_capacity(3);
+                src.push_new("uuids", V::Arr(g.uuids.into_iter().map(V::from).collect()));
+                if let Some(r) = g.request_id {
+                    src.push_new("requestId", V::from(r));
+                }
+                if !g.other_blocks.is_empty() {
+                    src.push_new("otherBlocks", V::Arr(g.other_blocks));
+                }
+                m.insert("claudeCode", V::Obj(src));
             }
-            let ts = m.remove("timestamp");
-            if let Some(ts) = ts {
-                m.insert("timestamp", ts);
-            }
-            let mut src = Obj::with_capacity(3);
-            src.push_new("uuids", V::Arr(g.uuids.into_iter().map(V::from).collect()));
-            if let Some(r) = g.request_id {
-                src.push_new("requestId", V::from(r));
-            }
-            if !g.other_blocks.is_empty() {
-                src.push_new("otherBlocks", V::Arr(g.other_blocks));
-            }
-            m.insert("claudeCode", V::Obj(src));
         }
-    }
-    // The name: a title the person gave, else the newest summary of a leaf in this file.
-    let name = title.or_else(|| {
-        summaries
-            .iter()
-            .rev()
-            .find(|(leaf, _)| {
-                leaf.as_ref()
-                    .is_some_and(|l| st.map.contains_key(l.as_str()))
-            })
-            .map(|(_, s)| s.clone())
-    });
-    if let (Some(name), Some(last)) = (name.as_ref(), st.nodes.nodes.len().checked_sub(1)) {
-        let clean = sessiontree::session::sanitize_name(name);
-        if !clean.is_empty() {
-            let key = format!("name\u{0}{}\u{0}{clean}", st.nodes.nodes[last].key);
-            let ms = st.nodes.nodes[last].ms;
-            st.nodes.push(Some(last), key, ms, Body::SessionInfo(clean));
+        // The name: a title the person gave, else the newest summary of a leaf in this file.
+        let name = self.title.take().or_else(|| {
+            self.summaries
+                .iter()
+                .rev()
+                .find(|(leaf, _)| {
+                    leaf.as_ref()
+                        .is_some_and(|l| self.st.map.contains_key(l.as_str()))
+                })
+                .map(|(_, s)| s.clone())
+        });
+        if let (Some(name), Some(last)) = (name.as_ref(), self.st.nodes.nodes.len().checked_sub(1))
+        {
+            let clean = sessiontree::session::sanitize_name(name);
+            if !clean.is_empty() {
+                let key = format!("name\u{0}{}\u{0}{clean}", self.st.nodes.nodes[last].key);
+                let ms = self.st.nodes.nodes[last].ms;
+                self.st
+                    .nodes
+                    .push(Some(last), key, ms, Body::SessionInfo(clean));
+            }
         }
-    }
-    let last_ms = st.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
-    let (lines, body) = st.nodes.finish(namespace);
-    Built {
-        last_ms,
-        lines,
-        body,
-        name,
-        problems: st.problems,
-        skipped: st.skipped,
+        let last_ms = self.st.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
+        let (lines, body) = self.st.nodes.finish(namespace);
+        Built {
+            last_ms,
+            lines,
+            body,
+            name,
+            problems: std::mem::take(&mut self.st.problems),
+            skipped: std::mem::take(&mut self.st.skipped),
+        }
     }
 }
 

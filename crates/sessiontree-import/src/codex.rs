@@ -26,7 +26,7 @@
 
 use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
-use crate::{read_lines, time_ms, Agent, Conversion, Problem};
+use crate::{time_ms, Agent, Conversion, Lines, Problem};
 use foldhash::HashMap;
 use std::collections::BTreeMap;
 
@@ -55,20 +55,39 @@ pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
 /// (`forked_from_ordinal_exclusive`, newer releases): `parent` is the parent's rollout,
 /// whose first lines come first, with the ids they get in the parent's own import.
 pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
+    let mut read_problems = Vec::new();
     let mut problems = Vec::new();
-    let records = read_lines(bytes, &mut problems);
-    let meta = records
-        .iter()
-        .find(|r| r.1.get("type").and_then(V::as_str) == Some("session_meta"))
-        .and_then(|r| r.1.get("payload"))
-        .and_then(V::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let mut lines = Lines::new(bytes).with(&mut read_problems);
+    // Lines are converted as they are read, once the session's meta (the first
+    // `session_meta` line, usually the first line) and its first time are known; the
+    // lines before that wait.
+    let mut head = Vec::new();
+    let mut meta: Option<Obj<'_>> = None;
+    let mut first_time = None;
+    loop {
+        if let Some(m) = &meta {
+            if time_ms(m.get("timestamp")).is_some() || first_time.is_some() {
+                break;
+            }
+        }
+        let Some(r) = lines.next() else { break };
+        if first_time.is_none() {
+            first_time = time_ms(r.1.get("timestamp"));
+        }
+        if meta.is_none() && r.1.get("type").and_then(V::as_str) == Some("session_meta") {
+            meta = Some(
+                r.1.get("payload")
+                    .and_then(V::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        }
+        head.push(r);
+    }
+    let meta = meta.unwrap_or_default();
     let s = |k: &str| meta.get(k).and_then(V::as_str).map(str::to_string);
     let session_id = s("id").unwrap_or_else(|| stem_id(file_stem));
-    let first_ms = time_ms(meta.get("timestamp"))
-        .or_else(|| records.iter().find_map(|r| time_ms(r.1.get("timestamp"))))
-        .unwrap_or(0);
+    let first_ms = time_ms(meta.get("timestamp")).or(first_time).unwrap_or(0);
     let parent_source = s("forked_from_id");
     let ordinal = meta
         .get("forked_from_ordinal_exclusive")
@@ -92,7 +111,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         context_tokens: 0.0,
         prefix: session_id.clone(),
     };
-    let mut rest = records.into_iter().peekable();
+    let mut rest = head.into_iter().chain(lines).peekable();
     // The fork's own session_meta first: it names the session.
     if let Some(first) =
         rest.next_if(|r| r.1.get("type").and_then(V::as_str) == Some("session_meta"))
@@ -103,7 +122,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         (Some(n), Some(pb), Some(pid)) => {
             let mut ignored = Vec::new();
             c.prefix = pid.clone();
-            for (line, o) in read_lines(pb, &mut ignored) {
+            for (line, o) in Lines::new(pb).with(&mut ignored) {
                 if line as u64 <= n {
                     c.line(line, o);
                 }
@@ -122,6 +141,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         c.line(line, o);
     }
     c.close();
+    problems.splice(0..0, read_problems);
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
     let (lines, body) = c.nodes.finish("codex");
     let mut all = problems;

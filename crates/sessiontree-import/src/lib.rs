@@ -228,24 +228,85 @@ pub(crate) fn time_ms(v: Option<&jv::V<'_>>) -> Option<i64> {
     }
 }
 
-/// Splits source bytes into lines (1-based numbers) and parses each; a line that does not
-/// parse, or is not an object, is a problem. A last line without its newline is read if it
-/// parses (an agent may be writing it right now: if it does not parse, it is left for the
-/// next import and not reported). The values borrow the source's bytes ([`jv`]).
-pub(crate) fn read_lines<'a>(
+/// The lines of source bytes (1-based numbers), each parsed when it is asked for: a
+/// converter that takes each line as it comes finds its tree still in the cache. A line
+/// that does not parse, or is not an object, is a problem. A last line without its newline
+/// is read if it parses (an agent may be writing it right now: if it does not parse, it is
+/// left for the next import and not reported). The values borrow the source's bytes
+/// ([`jv`]).
+pub(crate) struct Lines<'a> {
     bytes: &'a [u8],
-    problems: &mut Vec<Problem>,
-) -> Vec<(usize, jv::Obj<'a>)> {
-    // UTF-8 throughout (the usual case): each line is parsed where it stands, the parser
-    // finding its end, in one pass over the bytes.
-    let Ok(text) = simdutf8::basic::from_utf8(bytes) else {
-        return read_lines_one_by_one(bytes, problems);
-    };
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut n = 0;
-    while start < bytes.len() {
-        n += 1;
+    /// The whole text when it is UTF-8 throughout (the usual case): each line is then
+    /// parsed where it stands, the parser finding its end, in one pass over the bytes.
+    text: Option<&'a str>,
+    start: usize,
+    n: usize,
+}
+
+/// [`Lines`] with the list its problems go to.
+pub(crate) struct LinesWith<'a, 'p> {
+    lines: Lines<'a>,
+    problems: &'p mut Vec<Problem>,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Lines {
+            bytes,
+            text: simdutf8::basic::from_utf8(bytes).ok(),
+            start: 0,
+            n: 0,
+        }
+    }
+
+    /// [`Lines::new`] that splits first and checks each line on its own, as it does for a
+    /// source that is not UTF-8 throughout.
+    #[cfg(test)]
+    fn line_by_line(bytes: &'a [u8]) -> Self {
+        Lines {
+            bytes,
+            text: None,
+            start: 0,
+            n: 0,
+        }
+    }
+
+    pub fn with(self, problems: &mut Vec<Problem>) -> LinesWith<'a, '_> {
+        LinesWith {
+            lines: self,
+            problems,
+        }
+    }
+
+    /// The next line's object, or a problem; `None` at the end.
+    fn next_line(&mut self) -> Option<Result<(usize, jv::Obj<'a>), Option<Problem>>> {
+        let bytes = self.bytes;
+        if self.start >= bytes.len() {
+            return None;
+        }
+        self.n += 1;
+        let n = self.n;
+        let start = self.start;
+        let Some(text) = self.text else {
+            // Not UTF-8 throughout: split, then each line checked and parsed.
+            let (end, complete) = match memchr_nl(&bytes[start..]) {
+                Some(p) => (start + p, true),
+                None => (bytes.len(), false),
+            };
+            let mut line = &bytes[start..end];
+            self.start = end + 1;
+            if line.last() == Some(&b'\r') {
+                line = &line[..line.len() - 1];
+            }
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                return Some(Err(None));
+            }
+            return Some(match std::str::from_utf8(line).ok().and_then(jv::parse) {
+                Some(v) => object(n, v),
+                None if !complete => Err(None),
+                None => Err(Some(invalid(n, line))),
+            });
+        };
         let (v, stop) = jv::parse_line(text, start);
         let (end, complete, parsed) = match (v, bytes.get(stop)) {
             (Some(v), None) => (stop, false, Some(v)),
@@ -256,31 +317,40 @@ pub(crate) fn read_lines<'a>(
             },
         };
         let mut line = &bytes[start..end];
-        start = end + 1;
+        self.start = end + 1;
         if line.last() == Some(&b'\r') {
             line = &line[..line.len() - 1];
         }
-        match parsed {
-            Some(v) => take_line(n, v, &mut out, problems),
-            None if line.iter().all(|b| b.is_ascii_whitespace()) || !complete => {}
-            None => problems.push(invalid(n, line)),
-        }
+        Some(match parsed {
+            Some(v) => object(n, v),
+            None if line.iter().all(|b| b.is_ascii_whitespace()) || !complete => Err(None),
+            None => Err(Some(invalid(n, line))),
+        })
     }
-    out
 }
 
-fn take_line<'a>(
-    n: usize,
-    v: jv::V<'a>,
-    out: &mut Vec<(usize, jv::Obj<'a>)>,
-    problems: &mut Vec<Problem>,
-) {
+impl<'a> Iterator for LinesWith<'a, '_> {
+    type Item = (usize, jv::Obj<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.lines.next_line()? {
+                Ok(line) => return Some(line),
+                Err(Some(p)) => self.problems.push(p),
+                Err(None) => {}
+            }
+        }
+    }
+}
+
+/// A parsed line: its object, or the problem of a value that is not one.
+fn object(n: usize, v: jv::V<'_>) -> Result<(usize, jv::Obj<'_>), Option<Problem>> {
     match v {
-        jv::V::Obj(m) => out.push((n, m)),
-        other => problems.push(Problem {
+        jv::V::Obj(m) => Ok((n, m)),
+        other => Err(Some(Problem {
             line: n,
             message: format!("not a JSON object ({})", kind_name(&other)),
-        }),
+        })),
     }
 }
 
@@ -294,38 +364,6 @@ fn invalid(n: usize, line: &[u8]) -> Problem {
         line: n,
         message: format!("not valid JSON: {e}"),
     }
-}
-
-/// [`read_lines`] for a source that is not UTF-8 throughout: split, then each line
-/// checked and parsed.
-fn read_lines_one_by_one<'a>(
-    bytes: &'a [u8],
-    problems: &mut Vec<Problem>,
-) -> Vec<(usize, jv::Obj<'a>)> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut n = 0;
-    while start < bytes.len() {
-        n += 1;
-        let (end, complete) = match memchr_nl(&bytes[start..]) {
-            Some(p) => (start + p, true),
-            None => (bytes.len(), false),
-        };
-        let mut line = &bytes[start..end];
-        start = end + 1;
-        if line.last() == Some(&b'\r') {
-            line = &line[..line.len() - 1];
-        }
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
-            continue;
-        }
-        match std::str::from_utf8(line).ok().and_then(jv::parse) {
-            Some(v) => take_line(n, v, &mut out, problems),
-            None if !complete => {}
-            None => problems.push(invalid(n, line)),
-        }
-    }
-    out
 }
 
 fn memchr_nl(b: &[u8]) -> Option<usize> {
@@ -408,8 +446,8 @@ mod tests {
                 continue;
             }
             let (mut p1, mut p2) = (Vec::new(), Vec::new());
-            let one = read_lines(&bytes, &mut p1);
-            let each = read_lines_one_by_one(&bytes, &mut p2);
+            let one: Vec<_> = Lines::new(&bytes).with(&mut p1).collect();
+            let each: Vec<_> = Lines::line_by_line(&bytes).with(&mut p2).collect();
             assert_eq!(show(&one, &p1), show(&each, &p2), "round {round}");
             checked += 1;
         }
@@ -420,7 +458,7 @@ mod tests {
     fn lines_with_problems() {
         let mut p = Vec::new();
         let src = b"{\"a\":1}\n\nnope\n[1]\n{\"b\":2}\r\n{\"torn\":";
-        let l = read_lines(src, &mut p);
+        let l: Vec<_> = Lines::new(src).with(&mut p).collect();
         assert_eq!(l.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 5]);
         assert_eq!(p.iter().map(|x| x.line).collect::<Vec<_>>(), vec![3, 4]);
     }
