@@ -146,16 +146,25 @@ pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
             return Ok(i + 2 + stop);
         }
     }
+    skip_inside::<false>(b, i + 1, &mut Escapes::default())
+}
+
+/// A string's inside from `i` to after its closing quote, 64 bytes at a time where the CPU
+/// can (with `NOTE`, noting in `esc` which escapes it holds).
+#[inline]
+fn skip_inside<const NOTE: bool>(
+    b: &[u8],
+    i: usize,
+    esc: &mut Escapes,
+) -> Result<usize, ScanError> {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::json::fast::has_avx2() {
             // SAFETY: AVX2 is available (checked at run time).
-            return unsafe {
-                crate::json::fast::skip_string_avx2::<false>(b, i + 1, &mut Escapes::default())
-            };
+            return unsafe { crate::json::fast::skip_string_avx2::<NOTE>(b, i, esc) };
         }
     }
-    skip_string_from(b, i + 1)
+    skip_string_noting::<NOTE>(b, i, esc)
 }
 
 /// Which escapes a string holds (see [`skip_string_inside`]).
@@ -175,15 +184,7 @@ pub struct Escapes {
 /// time instead of stopping at each escape.
 pub fn skip_string_inside(b: &[u8], i: usize) -> Result<(usize, Escapes), ScanError> {
     let mut esc = Escapes::default();
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::json::fast::has_avx2() {
-            // SAFETY: AVX2 is available (checked at run time).
-            let end = unsafe { crate::json::fast::skip_string_avx2::<true>(b, i, &mut esc)? };
-            return Ok((end, esc));
-        }
-    }
-    let end = skip_string_noting::<true>(b, i, &mut esc)?;
+    let end = skip_inside::<true>(b, i, &mut esc)?;
     Ok((end, esc))
 }
 
@@ -208,12 +209,15 @@ pub(crate) fn escape_end(b: &[u8], i: usize) -> Result<usize, ScanError> {
     }
 }
 
-/// The portable loop: from inside a string at `i` to after its closing quote.
+/// The portable loop: from inside a string at `i` to after its closing quote (the
+/// reference the 64-byte scan is tested against).
+#[cfg(test)]
 pub(crate) fn skip_string_from(b: &[u8], i: usize) -> Result<usize, ScanError> {
     skip_string_noting::<false>(b, i, &mut Escapes::default())
 }
 
-/// [`skip_string_from`], with `NOTE` noting in `esc` which escapes the string holds.
+/// The portable loop: from inside a string at `i` to after its closing quote; with `NOTE`,
+/// noting in `esc` which escapes the string holds.
 pub(crate) fn skip_string_noting<const NOTE: bool>(
     b: &[u8],
     mut i: usize,
