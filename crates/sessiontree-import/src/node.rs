@@ -70,7 +70,8 @@ impl<'a> Nodes<'a> {
     /// collision) and writes every entry as Pi writes it.
     pub fn finish(self, namespace: &str) -> (Vec<Line>, String) {
         let mut used: HashSet<u32> = HashSet::with_capacity(self.nodes.len());
-        let mut ids: Vec<[u8; 8]> = Vec::with_capacity(self.nodes.len());
+        // Every id's 8 lowercase hex digits, one after the other.
+        let mut all_ids = String::with_capacity(8 * self.nodes.len());
         for n in &self.nodes {
             let mut salt = 0u32;
             loop {
@@ -82,16 +83,11 @@ impl<'a> Nodes<'a> {
                 ]);
                 let id = (h >> 32) as u32;
                 if used.insert(id) {
-                    ids.push(hex8(id));
+                    all_ids.extend(hex8(id).iter().map(|&c| c as char));
                     break;
                 }
                 salt += 1;
             }
-        }
-        // Every id's 8 lowercase hex digits, one after the other.
-        let mut all_ids = String::with_capacity(8 * ids.len());
-        for id in &ids {
-            all_ids.extend(id.iter().map(|&c| c as char));
         }
         let id_str = |i: usize| &all_ids[8 * i..8 * i + 8];
         let mut out = Vec::with_capacity(self.nodes.len());
