@@ -278,6 +278,17 @@ impl<'a> Lines<'a> {
         }
     }
 
+    /// The line from where the last one ended to `end`, without a closing `\r`; the next
+    /// starts after `end`.
+    fn cut(&mut self, end: usize) -> &'a [u8] {
+        let mut line = &self.bytes[self.start..end];
+        self.start = end + 1;
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        line
+    }
+
     /// The next line's object, or a problem; `None` at the end.
     fn next_line(&mut self) -> Option<Result<(usize, jv::Obj<'a>), Option<Problem>>> {
         let bytes = self.bytes;
@@ -293,11 +304,7 @@ impl<'a> Lines<'a> {
                 Some(p) => (start + p, true),
                 None => (bytes.len(), false),
             };
-            let mut line = &bytes[start..end];
-            self.start = end + 1;
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
+            let line = self.cut(end);
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 return Some(Err(None));
             }
@@ -316,11 +323,7 @@ impl<'a> Lines<'a> {
                 None => (bytes.len(), false, None),
             },
         };
-        let mut line = &bytes[start..end];
-        self.start = end + 1;
-        if line.last() == Some(&b'\r') {
-            line = &line[..line.len() - 1];
-        }
+        let line = self.cut(end);
         Some(match parsed {
             Some(v) => object(n, v),
             None if line.iter().all(|b| b.is_ascii_whitespace()) || !complete => Err(None),
