@@ -3,7 +3,7 @@
 //! converters' CPU from the disk (the import bench measures both).
 //!   cargo run --release -p sessiontree-import --example convert_corpus -- claude|codex DIR [ROUNDS]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 // The allocator the command uses.
@@ -12,19 +12,8 @@ mod alloc;
 #[global_allocator]
 static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
+#[path = "../tests/common/jsonl.rs"]
+mod jsonl;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -33,9 +22,7 @@ fn main() {
         std::process::exit(2);
     };
     let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
-    let mut files = Vec::new();
-    collect(Path::new(dir), &mut files);
-    files.sort();
+    let files = jsonl::under(Path::new(dir));
     let data: Vec<(String, Vec<u8>)> = files
         .iter()
         .map(|p| {

@@ -384,24 +384,14 @@ fn kind_name(v: &jv::V<'_>) -> &'static str {
     }
 }
 
+#[cfg(test)]
+#[path = "../tests/common/jsonl.rs"]
+mod jsonl;
+
 /// Every transcript under `tests/fixtures`, sorted.
 #[cfg(test)]
 pub(crate) fn fixture_files() -> Vec<std::path::PathBuf> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut files = Vec::new();
-    let mut stack = vec![root];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
+    jsonl::under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
 }
 
 #[cfg(test)]

@@ -22,25 +22,15 @@ use std::path::{Path, PathBuf};
 
 #[path = "../../sessiontree/tests/common/interop.rs"]
 mod interop;
+#[path = "common/jsonl.rs"]
+mod jsonl;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
+    let mut out = jsonl::under(dir);
     // Main sessions before the subagents that name them.
     out.sort_by_key(|p| p.to_string_lossy().contains("/agent-"));
     out
