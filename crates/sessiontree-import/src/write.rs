@@ -102,6 +102,29 @@ fn created(conv: &Conversion, path: PathBuf) -> Outcome {
     }
 }
 
+/// Whether the file at `path` holds exactly the header and body `conv` writes. Any failure
+/// to read it is a "no": the caller then loads it and reports what is wrong.
+fn holds_exactly(path: &Path, conv: &Conversion, parent_session: Option<&str>) -> bool {
+    let header = conv.header_line(parent_session);
+    let want = header.len() as u64 + 1 + conv.body.len() as u64;
+    let Ok((file, meta)) = store::open_regular(path) else {
+        return false;
+    };
+    if meta.len() != want {
+        return false;
+    }
+    let mut bytes = Vec::with_capacity(want as usize);
+    // One byte more than expected is read if there is one: a file that grew meanwhile.
+    if std::io::Read::read_to_end(&mut std::io::Read::take(&file, want + 1), &mut bytes).is_err() {
+        return false;
+    }
+    let (head, body) = bytes.split_at(bytes.len().min(header.len()));
+    bytes.len() as u64 == want
+        && head == header.as_bytes()
+        && body.first() == Some(&b'\n')
+        && &body[1..] == conv.body.as_bytes()
+}
+
 /// [`write()`] without the folder's fsync after creating a file: the new file's content is on
 /// disk before its name appears, but the name is durable only after
 /// [`store::sync_folder`]`(dir)`, which the caller does once for a batch of files (before
@@ -126,6 +149,16 @@ pub fn write_unsynced(
             Err(Error::Exists { .. }) => {}
             Err(e) => return Err(e),
         }
+    }
+    // The file of an earlier import that nothing touched since is byte for byte what this
+    // conversion writes: then there is nothing to add, seen without parsing the file (or
+    // taking its lock: nothing is written). Anything else takes the full way below.
+    if holds_exactly(&path, conv, parent_session) {
+        return Ok(Outcome {
+            path,
+            status: Status::Unchanged,
+            added: 0,
+        });
     }
     let _lock = if dry_run {
         None
@@ -229,4 +262,75 @@ pub fn write_unsynced(
         status: Status::Appended,
         added,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An earlier import's file is taken as complete without loading it only when it is
+    /// byte for byte the conversion's (and then loading it would find every entry, with
+    /// the source's active leaf last); any change to it takes the full way.
+    #[test]
+    fn only_an_untouched_earlier_import_is_complete_without_loading_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut checked = 0;
+        for (k, src) in crate::fixture_files().iter().enumerate() {
+            let bytes = std::fs::read(src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy();
+            let convs = if src.parent().unwrap().ends_with("codex")
+                || src.parent().unwrap().ends_with("codex-recorded")
+            {
+                vec![crate::codex::convert(&bytes, &stem)]
+            } else {
+                crate::claude::convert(&bytes, &stem)
+            };
+            for (n, conv) in convs.iter().enumerate() {
+                if conv.lines.is_empty() {
+                    continue;
+                }
+                let dir = tmp.path().join(format!("{k}-{n}"));
+                let parent = Some("/elsewhere/parent.jsonl");
+                let path = write(conv, &dir, parent, false).unwrap().path;
+                assert!(holds_exactly(&path, conv, parent), "{}", src.display());
+                let loaded = sessiontree::load(&path).unwrap();
+                for l in &conv.lines {
+                    assert!(loaded.tree.contains(&l.id));
+                }
+                assert_eq!(
+                    loaded.tree.leaf_id(),
+                    conv.lines.last().map(|l| l.id.as_str())
+                );
+                // Another header (the parent's path changed) is not the same file.
+                assert!(!holds_exactly(&path, conv, None));
+                let original = std::fs::read(&path).unwrap();
+                let mut changed = Vec::new();
+                // Pi went on with the session.
+                let mut more = original.clone();
+                more.extend_from_slice(
+                    br#"{"type":"label","id":"0badf00d","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","targetId":"x","label":"l"}"#,
+                );
+                more.push(b'\n');
+                changed.push(more);
+                // The same length, one byte different (in the last entry).
+                let mut flipped = original.clone();
+                let at = flipped.len() - 3;
+                flipped[at] ^= 0x01;
+                changed.push(flipped);
+                // Cut short.
+                changed.push(original[..original.len() - 1].to_vec());
+                for c in changed {
+                    std::fs::write(&path, &c).unwrap();
+                    assert!(!holds_exactly(&path, conv, parent), "{}", src.display());
+                }
+                std::fs::write(&path, &original).unwrap();
+                // Not a regular file: not read at all.
+                std::fs::remove_file(&path).unwrap();
+                std::fs::create_dir(&path).unwrap();
+                assert!(!holds_exactly(&path, conv, parent));
+                checked += 1;
+            }
+        }
+        assert!(checked >= 16, "{checked}");
+    }
 }
