@@ -2,6 +2,8 @@
 //! returns at once and says what it skipped), links at the lock path, interrupted work
 //! reported by `verify` and closed by `repair --close-interrupted`.
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,10 +17,7 @@ const A1: &str = r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"202
 /// How long a command may take. The goal is a second; a loaded test machine gets a margin
 /// through `SESSIONTREE_TEST_TIMEOUT_SCALE` (a hang is forever, so any bound tells).
 fn limit() -> Duration {
-    let scale: f64 = std::env::var("SESSIONTREE_TEST_TIMEOUT_SCALE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1.0);
+    let scale: f64 = env::env_or("SESSIONTREE_TEST_TIMEOUT_SCALE", 1.0);
     Duration::from_secs_f64(1.0 * scale)
 }
 

@@ -2,6 +2,8 @@
 //! CODEX_HOME, Pi's folder layout under the agent dir, idempotence, --dry-run, --json, exit
 //! codes; and `ls`, `search`, `stats`, `export` on the imported sessions.
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
 #[path = "../../sessiontree/tests/common/xorshift.rs"]
 mod xorshift;
 
@@ -507,10 +509,7 @@ fn two_sources_of_one_session_in_one_run_make_one_file() {
 /// by a later import once they are old.
 #[test]
 fn killed_imports_leave_only_whole_files_and_the_next_run_completes_them() {
-    let kills: usize = std::env::var("SESSIONTREE_IMPORT_KILLS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(25);
+    let kills: usize = env::env_or("SESSIONTREE_IMPORT_KILLS", 25);
     let tmp = tempfile::tempdir().unwrap();
     let src = tmp.path().join("codex/sessions/2025/10/03");
     std::fs::create_dir_all(&src).unwrap();

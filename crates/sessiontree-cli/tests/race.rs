@@ -1,6 +1,8 @@
 //! Many `sessiontree append` processes on one file at once: the lock serializes them and
 //! refresh-before-append chains every entry under the previous one.
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -25,10 +27,7 @@ fn concurrent_cli_appends_form_one_chain() {
         &file,
         r#"{"type":"message","message":{"role":"user","content":"start","timestamp":1}}"#,
     ]);
-    let n: usize = std::env::var("SESSIONTREE_RACE_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let n: usize = env::env_or("SESSIONTREE_RACE_N", 40);
     let children: Vec<_> = (0..n)
         .map(|i| {
             Command::new(BIN)

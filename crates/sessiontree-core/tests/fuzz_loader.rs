@@ -3,6 +3,8 @@
 //! the tree index, every projection and the repair planner. Nothing may panic or hang,
 //! and a repaired file must load without line-level problems.
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
 #[path = "../../sessiontree/tests/common/xorshift.rs"]
 mod xorshift;
 use sessiontree_core::parse::{backing, parse};
@@ -137,10 +139,7 @@ fn exercise(bytes: &[u8]) {
 
 #[test]
 fn loader_survives_20000_generated_inputs() {
-    let n: usize = std::env::var("SESSIONTREE_FUZZ_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+    let n: usize = env::env_or("SESSIONTREE_FUZZ_N", 20_000);
     let mut r = Rng(0x5EED_1234_ABCD_0001);
     for i in 0..n {
         let input = generate(&mut r);

@@ -892,6 +892,10 @@ impl<'a> Parser<'a> {
 pub(crate) mod xorshift;
 
 #[cfg(test)]
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -979,10 +983,7 @@ mod tests {
             accepted += usize::from(serde_json::from_slice::<serde_json::Value>(l).is_ok());
         }
         assert!(accepted > 300);
-        let n: usize = std::env::var("SESSIONTREE_FUZZ_N")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(3000);
+        let n: usize = env::env_or("SESSIONTREE_FUZZ_N", 3000);
         let mut rng = xorshift::Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..n {
             let mut l = lines[rng.pick(lines.len())].clone();

@@ -7,6 +7,8 @@
 //! its child, no line-level problem when loaded, and the same bytes on a second run.
 //! `SESSIONTREE_FUZZ_N` sets how many inputs each agent gets (default 1,500).
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
 #[path = "../../sessiontree/tests/common/xorshift.rs"]
 mod xorshift;
 
@@ -143,10 +145,7 @@ fn check(c: &Conversion, input: &[u8]) {
 }
 
 fn run(agent: &str, lines: &[String], seed: u64, convert: &dyn Fn(&[u8]) -> Vec<Conversion>) {
-    let n: usize = std::env::var("SESSIONTREE_FUZZ_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_500);
+    let n: usize = env::env_or("SESSIONTREE_FUZZ_N", 1_500);
     let ids = id_values(lines);
     let mut r = Rng(seed);
     let mut produced = 0;

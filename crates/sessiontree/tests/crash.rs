@@ -5,6 +5,8 @@
 //! A SIGKILL loses no acknowledged entry under any policy, `none` included, because the
 //! page cache survives a process kill; only power loss separates the policies.
 
+#[path = "common/env.rs"]
+mod env;
 #[path = "common/xorshift.rs"]
 mod xorshift;
 use sessiontree::{load, Creation, DiagnosticKind, Durability, Json, Session, WriteOptions};
@@ -135,10 +137,7 @@ fn campaign(policy: &str, runs: u32, seed: u64) -> Tally {
 
 #[test]
 fn crash_campaign_sigkill() {
-    let runs: u32 = std::env::var("SESSIONTREE_CRASH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+    let runs: u32 = env::env_or("SESSIONTREE_CRASH_RUNS", 10);
     let mut total = Vec::new();
     for (i, policy) in ["entry", "none", "batch"].iter().enumerate() {
         let t = campaign(policy, runs, 0xC0FFEE + 1000 * i as u64);

@@ -22,12 +22,7 @@ use std::time::Duration;
 mod common;
 use common::interop::{available, interop_dir};
 
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use common::env::env_or;
 
 fn header(version: u32, id: &str) -> String {
     format!(

@@ -20,10 +20,7 @@ mod common;
 use common::interop::{available, node};
 
 fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    common::env::env_or(name, default)
 }
 
 /// A JSON value with every number as f64 and lone surrogates as U+FFFD, for comparison.

@@ -1,1 +1,2 @@
+pub mod env;
 pub mod interop;
