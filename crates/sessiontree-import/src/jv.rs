@@ -837,7 +837,14 @@ impl<'a> Parser<'a> {
             }
             self.i += 1;
             self.ws();
-            let v = self.value()?;
+            // Most members are strings: parsed here, not through a call of `value` (which
+            // returns its value through memory, read back at once).
+            let v = if self.b.get(self.i) == Some(&b'"') {
+                self.i += 1;
+                V::Str(self.string()?)
+            } else {
+                self.value()?
+            };
             // A repeated key keeps its first place and takes the last value.
             let at = match &mut seen {
                 Some(map) => map.get(k.as_str()).copied(),
