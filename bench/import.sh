@@ -24,9 +24,9 @@ add() { python3 -c "print(f'{$1+$2:.4f}')"; }
 # ext4 without a journal (this kind of VM disk) does not reuse an inode for 60 s after it
 # was deleted, or for 360 s while the inode's table block is dirty (as creating files keeps
 # it), and on each file it creates scans past every such inode (9% of an import's samples
-# in a profile taken 61 s after removing 3,000 files). So results are removed at the end of a run of this script,
-# the time is noted, and the next one waits until 361 s have passed since (SETTLE=seconds
-# to change it); each import run writes a new folder.
+# in a profile taken 61 s after removing 3,000 files). So results are removed at the end
+# of a run of this script, the time is noted, and the next one waits until 361 s have
+# passed since (SETTLE=seconds to change it); each import run writes a new folder.
 wait_after_removal() {
   local since=0
   [ -f "$DATA/.removed-at" ] && since=$(cat "$DATA/.removed-at")
