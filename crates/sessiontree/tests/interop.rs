@@ -19,9 +19,7 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::interop::{available, node};
 
-fn env_num(name: &str, default: u64) -> u64 {
-    common::env::env_or(name, default)
-}
+use common::env::env_or;
 
 /// A JSON value with every number as f64 and lone surrogates as U+FFFD, for comparison.
 fn norm(v: &Value) -> Value {
@@ -400,8 +398,8 @@ fn read_the_same() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let seed = env_num("SESSIONTREE_INTEROP_SEED", 20261129);
-    let count = env_num("SESSIONTREE_INTEROP_COUNT", 300);
+    let seed = env_or::<u64>("SESSIONTREE_INTEROP_SEED", 20261129);
+    let count = env_or::<u64>("SESSIONTREE_INTEROP_COUNT", 300);
     let files = generate(&tmp.path().join("gen"), seed, count, &[]);
     let results = oracle(
         &files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
@@ -545,11 +543,11 @@ fn extended() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let seed = env_num("SESSIONTREE_INTEROP_SEED", 20261129) + 1;
+    let seed = env_or::<u64>("SESSIONTREE_INTEROP_SEED", 20261129) + 1;
     let files = generate(
         &tmp.path().join("gen"),
         seed,
-        env_num("SESSIONTREE_INTEROP_COUNT", 300) / 3,
+        env_or::<u64>("SESSIONTREE_INTEROP_COUNT", 300) / 3,
         &["--writer", "pi16", "--no-hostile"],
     );
     let mut extended = Vec::new();
