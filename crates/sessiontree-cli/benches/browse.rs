@@ -9,30 +9,12 @@
 //! from `gen_sessions`) and `BROWSE_SESSION` (a large session from `gen_session`). A part
 //! whose corpus is not given is skipped with a message.
 
-#![allow(dead_code, unused_imports)]
-
-#[path = "../src/archive.rs"]
-mod archive;
-#[path = "../src/browse/mod.rs"]
-mod browse;
-#[path = "../src/export.rs"]
-mod export;
-#[path = "../src/ls.rs"]
-mod ls;
-#[path = "../src/out.rs"]
-mod out;
-#[path = "../src/paths.rs"]
-mod paths;
-#[path = "../src/show.rs"]
-mod show;
-#[path = "../src/target.rs"]
-mod target;
-
-use browse::state::{App, ListState, TreeState};
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use sessiontree_cli::browse;
+use sessiontree_cli::browse::state::{App, ListState, TreeState};
 use std::path::PathBuf;
 use std::time::Duration;
 

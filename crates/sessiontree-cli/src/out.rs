@@ -9,6 +9,7 @@ pub struct Out {
 }
 
 impl Out {
+    #[allow(clippy::new_without_default)] // it asks the terminal and NO_COLOR: not a default
     pub fn new() -> Out {
         let color = std::io::stdout().is_terminal()
             && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
