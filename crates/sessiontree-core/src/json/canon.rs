@@ -240,7 +240,7 @@ pub fn canonicalize(text: &[u8]) -> Result<String, ScanError> {
                 }
             }
             b'"' => {
-                let end = super::scan::skip_string(b, i)?;
+                let end = super::string::skip_string(b, i)?;
                 canon_string(&mut value, &b[i..end]);
                 i = end;
             }
@@ -320,7 +320,7 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 
 /// Reads `"key" :` at i (validated input); returns the canonical key and the value start.
 fn read_key(b: &[u8], i: usize) -> (String, usize) {
-    let end = super::scan::skip_string(b, i).expect("validated");
+    let end = super::string::skip_string(b, i).expect("validated");
     let mut key = String::new();
     canon_string(&mut key, &b[i..end]);
     let colon = ws(b, end);

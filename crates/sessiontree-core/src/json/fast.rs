@@ -1,8 +1,22 @@
-//! Word-at-a-time search for the bytes that end a run of plain string characters.
+//! Word-at-a-time search for the bytes that end a run of plain string characters: the
+//! bottom of the JSON layer (it imports nothing of it).
 //!
 //! Session lines are mostly long strings (tool output, file contents), so the scanner
-//! spends its time here. Eight bytes are tested at once; the exact position is then found
-//! with the lookup table.
+//! spends its time here. Eight bytes are tested at once (16 or 32 with SSE2 or AVX2); the
+//! exact position is then found with the lookup table.
+
+/// Bytes that end the fast run inside a string: quote, backslash, control characters.
+static STRING_STOP: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
@@ -68,125 +82,6 @@ unsafe fn find_avx2(b: &[u8]) -> usize {
     find_swar(b, i)
 }
 
-/// Skips a string's inside from `i` (after the opening quote) to after the closing quote,
-/// 64 bytes at a time without a branch per escape: which bytes are escaped is computed with
-/// carries over runs of backslashes (the technique of simdjson), escaped bytes are checked
-/// against the nine allowed ones, and `\u` escapes get their four hex digits checked.
-/// Gives exactly the result (and error) of the portable loop; with `NOTE`, also notes in
-/// `esc` which escapes the string holds.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn skip_string_avx2<const NOTE: bool>(
-    b: &[u8],
-    mut i: usize,
-    esc: &mut super::scan::Escapes,
-) -> Result<usize, super::ScanError> {
-    use std::arch::x86_64::*;
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    let splat = |c: u8| _mm256_set1_epi8(c as i8);
-    let (quote, backslash, limit) = (splat(b'"'), splat(b'\\'), splat(0x1f));
-    let u = splat(b'u');
-    // The nine bytes allowed after a backslash, as a nibble lookup: a byte is allowed when
-    // the bits of its low and high nibbles meet (bit 0: high nibble 2, 1: 5, 2: 6, 3: 7).
-    #[rustfmt::skip]
-    let lo_tbl = _mm256_setr_epi8(
-        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
-        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
-    );
-    #[rustfmt::skip]
-    let hi_tbl = _mm256_setr_epi8(
-        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
-        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
-    );
-    let nibble = splat(0x0f);
-    let zero = _mm256_setzero_si256();
-    let mask_of = |v: __m256i| _mm256_movemask_epi8(v) as u32 as u64;
-    // Whether the first byte of the next block is escaped by a backslash run before it.
-    let mut carry: u64 = 0;
-    while i + 64 <= b.len() {
-        let lo = _mm256_loadu_si256(b.as_ptr().add(i) as *const __m256i);
-        let hi = _mm256_loadu_si256(b.as_ptr().add(i + 32) as *const __m256i);
-        let both = |f: &dyn Fn(__m256i) -> __m256i| mask_of(f(lo)) | (mask_of(f(hi)) << 32);
-        let q = both(&|v| _mm256_cmpeq_epi8(v, quote));
-        let mut bs = both(&|v| _mm256_cmpeq_epi8(v, backslash));
-        let ctrl = both(&|v| _mm256_cmpeq_epi8(_mm256_max_epu8(v, limit), limit));
-        // Escaped bytes (simdjson's find_escaped_branchless).
-        bs &= !carry;
-        let follows = (bs << 1) | carry;
-        let odd_starts = bs & !EVEN & !follows;
-        let (even_runs, overflow) = odd_starts.overflowing_add(bs);
-        let escaped = (EVEN ^ (even_runs << 1)) & follows;
-        let real_quotes = q & !escaped;
-        let before_end = if real_quotes == 0 {
-            u64::MAX
-        } else {
-            (1u64 << real_quotes.trailing_zeros()) - 1
-        };
-        let escaped_here = escaped & before_end;
-        let (bad_escape, mut u_escapes) = if escaped_here == 0 {
-            (0, 0)
-        } else {
-            let not_allowed = both(&|v| {
-                let l = _mm256_shuffle_epi8(lo_tbl, _mm256_and_si256(v, nibble));
-                let h = _mm256_shuffle_epi8(
-                    hi_tbl,
-                    _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble),
-                );
-                _mm256_cmpeq_epi8(_mm256_and_si256(l, h), zero)
-            });
-            (
-                escaped_here & not_allowed,
-                escaped_here & both(&|v| _mm256_cmpeq_epi8(v, u)),
-            )
-        };
-        if NOTE && escaped_here != 0 {
-            esc.any = true;
-            esc.unicode |= u_escapes != 0;
-            esc.slash |= escaped_here & both(&|v| _mm256_cmpeq_epi8(v, splat(b'/'))) != 0;
-        }
-        let bad_ctrl = ctrl & !escaped & before_end;
-        if bad_escape | bad_ctrl | u_escapes != 0 {
-            // The first problem in text order, as the portable loop reports it.
-            let mut first_err: Option<(usize, super::ScanError)> = None;
-            let mut note = |pos: usize, e: super::ScanError| {
-                if first_err.as_ref().is_none_or(|(p, _)| pos < *p) {
-                    first_err = Some((pos, e));
-                }
-            };
-            if bad_escape != 0 {
-                let p = i + bad_escape.trailing_zeros() as usize - 1;
-                note(
-                    p,
-                    super::scan::escape_end(b, p).expect_err("not an allowed escape"),
-                );
-            }
-            if bad_ctrl != 0 {
-                let p = i + bad_ctrl.trailing_zeros() as usize;
-                note(p, super::scan::string_error(p, true));
-            }
-            while u_escapes != 0 {
-                let p = i + u_escapes.trailing_zeros() as usize - 1;
-                if let Err(e) = super::scan::escape_end(b, p) {
-                    note(p, e);
-                    break;
-                }
-                u_escapes &= u_escapes - 1;
-            }
-            if let Some((_, e)) = first_err {
-                return Err(e);
-            }
-        }
-        if real_quotes != 0 {
-            return Ok(i + real_quotes.trailing_zeros() as usize + 1);
-        }
-        carry = overflow as u64;
-        i += 64;
-    }
-    // The rest with the portable loop; an odd backslash run ending the last block is
-    // handed over whole by starting at its last backslash.
-    super::scan::skip_string_noting::<NOTE>(b, if carry != 0 { i - 1 } else { i }, esc)
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 #[inline]
@@ -214,7 +109,7 @@ unsafe fn find_sse2(b: &[u8]) -> usize {
 
 /// Eight bytes at a time, from `start`.
 fn find_swar(b: &[u8], start: usize) -> usize {
-    let table = super::scan::stop_table();
+    let table = &STRING_STOP;
     let mut i = start;
     while i + 8 <= b.len() {
         let w = u64::from_le_bytes(b[i..i + 8].try_into().unwrap());

@@ -7,8 +7,10 @@
 //!   byte (key order, escaping, number printing), which is how new lines are written.
 
 pub mod canon;
+mod error;
 pub(crate) mod fast;
 pub mod scan;
+mod string;
 
 use std::borrow::Cow;
 
@@ -178,14 +180,14 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
 /// End of the (valid) value starting at `i`.
 fn value_end(b: &[u8], i: usize) -> usize {
     match b[i] {
-        b'"' => scan::skip_string(b, i).expect("validated"),
+        b'"' => string::skip_string(b, i).expect("validated"),
         b'{' | b'[' => {
             let mut depth = 0usize;
             let mut j = i;
             loop {
                 match b[j] {
                     b'"' => {
-                        j = scan::skip_string(b, j).expect("validated");
+                        j = string::skip_string(b, j).expect("validated");
                         continue;
                     }
                     b'{' | b'[' => depth += 1,

@@ -7,6 +7,11 @@
 
 use std::ops::Range;
 
+use super::error::err;
+pub use super::error::ScanError;
+use super::string::skip_string;
+pub use super::string::{skip_string_inside, Escapes};
+
 /// A byte range inside the scanned text.
 pub type Span = Range<usize>;
 
@@ -64,21 +69,6 @@ pub struct Scanned {
     pub inner: Vec<(u32, Member)>,
 }
 
-/// Why a text is not JSON.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScanError {
-    /// Byte offset of the problem inside the scanned text.
-    pub offset: usize,
-    /// What is wrong there, for a person.
-    pub reason: &'static str,
-}
-
-impl std::fmt::Display for ScanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} at byte {}", self.reason, self.offset)
-    }
-}
-
 #[inline]
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
@@ -115,144 +105,6 @@ fn ws<const LINE: bool>(b: &[u8], i: usize) -> usize {
 #[doc(hidden)] // plumbing between the core and the store
 pub fn is_blank(b: &[u8]) -> bool {
     skip_ws(b, 0) == b.len()
-}
-
-fn err(offset: usize, reason: &'static str) -> ScanError {
-    ScanError { offset, reason }
-}
-
-/// Bytes that end the fast run inside a string: quote, backslash, control characters.
-static STRING_STOP: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
-/// Skips the string starting at `b[i] == '"'`; returns the index after its closing quote.
-#[inline]
-pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    debug_assert_eq!(b[i], b'"');
-    // Most strings are short (keys, ids, times): when the first stop byte among the next
-    // 16 is the closing quote, the string ends there (SSE2, inlined, no AVX2 call).
-    if let Some(window) = b.get(i + 1..i + 17) {
-        let stop = crate::json::fast::find_string_stop(window);
-        if stop < 16 && window[stop] == b'"' {
-            return Ok(i + 2 + stop);
-        }
-    }
-    skip_inside::<false>(b, i + 1, &mut Escapes::default())
-}
-
-/// A string's inside from `i` to after its closing quote, 64 bytes at a time where the CPU
-/// can (with `NOTE`, noting in `esc` which escapes it holds).
-#[inline]
-fn skip_inside<const NOTE: bool>(
-    b: &[u8],
-    i: usize,
-    esc: &mut Escapes,
-) -> Result<usize, ScanError> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::json::fast::has_avx2() {
-            // SAFETY: AVX2 is available (checked at run time).
-            return unsafe { crate::json::fast::skip_string_avx2::<NOTE>(b, i, esc) };
-        }
-    }
-    skip_string_noting::<NOTE>(b, i, esc)
-}
-
-/// Which escapes a string holds (see [`skip_string_inside`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Escapes {
-    /// Any escape at all: the string's text differs from its source text.
-    pub any: bool,
-    /// A `\u` escape.
-    pub unicode: bool,
-    /// A `\/` escape.
-    pub slash: bool,
-}
-
-/// Skips a string's inside from `i` (just after its opening quote) to after its closing
-/// quote, validating it as `JSON.parse` does, and tells which escapes it holds. Long strings
-/// with many escapes (file contents, with a `\n` on every line) are skipped 64 bytes at a
-/// time instead of stopping at each escape.
-pub fn skip_string_inside(b: &[u8], i: usize) -> Result<(usize, Escapes), ScanError> {
-    let mut esc = Escapes::default();
-    let end = skip_inside::<true>(b, i, &mut esc)?;
-    Ok((end, esc))
-}
-
-/// Validates one escape at `b[i] == '\\'`; returns the index after it.
-#[inline]
-pub(crate) fn escape_end(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    let Some(&e) = b.get(i + 1) else {
-        return Err(err(i, "unterminated string"));
-    };
-    match e {
-        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Ok(i + 2),
-        b'u' => {
-            let hex = b
-                .get(i + 2..i + 6)
-                .ok_or_else(|| err(i, "bad \\u escape"))?;
-            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                return Err(err(i, "bad \\u escape"));
-            }
-            Ok(i + 6)
-        }
-        _ => Err(err(i, "bad escape")),
-    }
-}
-
-/// The portable loop: from inside a string at `i` to after its closing quote (the
-/// reference the 64-byte scan is tested against).
-#[cfg(test)]
-pub(crate) fn skip_string_from(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    skip_string_noting::<false>(b, i, &mut Escapes::default())
-}
-
-/// The portable loop: from inside a string at `i` to after its closing quote; with `NOTE`,
-/// noting in `esc` which escapes the string holds.
-pub(crate) fn skip_string_noting<const NOTE: bool>(
-    b: &[u8],
-    mut i: usize,
-    esc: &mut Escapes,
-) -> Result<usize, ScanError> {
-    loop {
-        i += crate::json::fast::find_string_stop(&b[i..]);
-        if i >= b.len() {
-            return Err(err(b.len(), "unterminated string"));
-        }
-        match b[i] {
-            b'"' => return Ok(i + 1),
-            b'\\' => {
-                if NOTE {
-                    esc.any = true;
-                    esc.unicode |= b.get(i + 1) == Some(&b'u');
-                    esc.slash |= b.get(i + 1) == Some(&b'/');
-                }
-                i = escape_end(b, i)?
-            }
-            _ => return Err(err(i, "control character in string")),
-        }
-    }
-}
-
-pub(crate) fn string_error(offset: usize, control: bool) -> ScanError {
-    if control {
-        err(offset, "control character in string")
-    } else {
-        err(offset, "unterminated string")
-    }
-}
-
-pub(crate) fn stop_table() -> &'static [bool; 256] {
-    &STRING_STOP
 }
 
 fn skip_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
@@ -571,90 +423,6 @@ mod tests {
                 (2, "\"content\"", "[{\"x\":1}]")
             ]
         );
-    }
-
-    #[test]
-    fn simd_and_portable_string_skipping_agree() {
-        // Every mix of plain bytes, escapes (some crossing 32-byte blocks), quotes and
-        // control characters, at many lengths and offsets.
-        let pieces: [&[u8]; 9] = [
-            b"a",
-            b"\\n",
-            b"\\u00e9",
-            b"\\\"",
-            "é".as_bytes(),
-            b"\\",
-            b"\x01",
-            b"\\x",
-            b"\\u12",
-        ];
-        let mut seed = 7u64;
-        for _ in 0..60_000 {
-            let mut s = vec![b'"'];
-            let n = (seed % 90) as usize;
-            for _ in 0..n {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let p = pieces[((seed >> 33) % 9) as usize];
-                if (p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12")
-                    && !(seed >> 40).is_multiple_of(8)
-                {
-                    continue;
-                }
-                s.extend_from_slice(p);
-            }
-            if !(seed >> 20).is_multiple_of(5) {
-                s.push(b'"');
-            }
-            s.extend_from_slice(b"                                  tail");
-            assert_eq!(
-                skip_string(&s, 0),
-                skip_string_from(&s, 1),
-                "{:?}",
-                String::from_utf8_lossy(&s)
-            );
-        }
-    }
-
-    #[test]
-    fn backslash_runs_across_block_boundaries() {
-        for k in 0..140 {
-            for run in 1..72 {
-                for next in [b'"', b'n', b'u', b'x', 0x01] {
-                    let mut s = vec![b'"'];
-                    s.extend(std::iter::repeat_n(b'a', k));
-                    s.extend(std::iter::repeat_n(b'\\', run));
-                    s.push(next);
-                    s.extend_from_slice(b"00e9 and more text to fill a block or two \" end");
-                    s.extend(std::iter::repeat_n(b' ', 70));
-                    assert_eq!(
-                        skip_string(&s, 0),
-                        skip_string_from(&s, 1),
-                        "k {k} run {run} next {next}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn every_byte_after_a_backslash_is_judged_as_the_portable_loop_does() {
-        for esc in 0..=255u8 {
-            for k in [0usize, 5, 31, 62, 63, 64, 100] {
-                let mut s = vec![b'"'];
-                s.extend(std::iter::repeat_n(b'a', k));
-                s.push(b'\\');
-                s.push(esc);
-                s.extend_from_slice(b"0041 tail text\" after");
-                s.extend(std::iter::repeat_n(b' ', 80));
-                assert_eq!(
-                    skip_string(&s, 0),
-                    skip_string_from(&s, 1),
-                    "escape byte {esc:#x} at {k}"
-                );
-            }
-        }
     }
 
     #[test]
