@@ -10,6 +10,7 @@
 use sessiontree::{context, date, error, json, list};
 pub use sessiontree::{Error, Result};
 
+mod escapes;
 pub mod index;
 mod listing_store;
 pub mod search;

@@ -325,17 +325,7 @@ impl Matcher {
         }
         // Lines with escapes that JSON.stringify would not write (`\u0041`, `\/`) may
         // hide a piece from the literal search: they are candidates too.
-        let mut odd: Vec<usize> = Vec::new();
-        for at in memchr::memmem::find_iter(buf, b"\\u") {
-            if !canonical_u(&buf[at..]) && !escaped_backslash(buf, at) {
-                odd.push(at);
-            }
-        }
-        for at in memchr::memmem::find_iter(buf, b"\\/") {
-            if !escaped_backslash(buf, at) {
-                odd.push(at);
-            }
-        }
+        let mut odd: Vec<usize> = crate::escapes::unusual(buf).collect();
         odd.sort_unstable();
         let driver = self.driver.as_ref().expect("driver");
         let mut odd_i = 0;
@@ -369,17 +359,6 @@ impl Matcher {
             }
         }
     }
-}
-
-/// `\u00XX` with XX < 0x20: how JSON.stringify writes a control character.
-pub(crate) fn canonical_u(b: &[u8]) -> bool {
-    b.len() >= 6 && &b[2..4] == b"00" && matches!(b[4], b'0' | b'1') && b[5].is_ascii_hexdigit()
-}
-
-/// Whether the backslash at `at` is itself escaped (preceded by an odd run of `\`).
-pub(crate) fn escaped_backslash(buf: &[u8], at: usize) -> bool {
-    let run = buf[..at].iter().rev().take_while(|&&c| c == b'\\').count();
-    run % 2 == 1
 }
 
 /// Literals one of which every match of `pattern` starts with, split into pieces

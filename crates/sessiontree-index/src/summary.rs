@@ -242,10 +242,7 @@ impl FromBytes for std::ffi::OsStr {
 /// Whether `buf` holds an escape JSON.stringify would not write (`\u` other than a control
 /// character, `\/`), which may hide text from a literal search.
 pub(crate) fn unusual_escapes(buf: &[u8]) -> bool {
-    memchr::memmem::find_iter(buf, b"\\u").any(|at| {
-        !crate::search::canonical_u(&buf[at..]) && !crate::search::escaped_backslash(buf, at)
-    }) || memchr::memmem::find_iter(buf, b"\\/")
-        .any(|at| !crate::search::escaped_backslash(buf, at))
+    crate::escapes::unusual(buf).next().is_some()
 }
 
 /// Trigram sets, reused per thread: a 2^24-bit exact set and the list of its members.
