@@ -142,7 +142,7 @@ fn convert_file(
     })
 }
 
-pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
+pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     let roots = if a.paths.is_empty() {
         vec![default_root(a.agent)]
     } else {
@@ -464,11 +464,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         );
     }
     Ok(if failed {
-        crate::Outcome::Code(2)
+        crate::status::Outcome::Code(2)
     } else if any {
-        crate::Outcome::Done
+        crate::status::Outcome::Done
     } else {
-        crate::Outcome::NothingFound
+        crate::status::Outcome::NothingFound
     })
 }
 

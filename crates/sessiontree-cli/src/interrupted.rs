@@ -58,6 +58,6 @@ pub fn close_quiet(file: &Path, options: WriteOptions) -> Result<Vec<String>> {
         .with_context(|| format!("cannot open {} for writing", file.display()))?;
     let ids = interrupted::close_interrupted(&mut s)
         .with_context(|| format!("cannot append to {}", file.display()))?;
-    crate::report_notices(&mut s);
+    crate::status::report_notices(&mut s);
     Ok(ids)
 }

@@ -14,9 +14,11 @@ pub mod interrupted;
 pub mod ls;
 pub mod out;
 pub mod paths;
+pub mod rows;
 pub mod search;
 pub mod show;
 pub mod stats;
+pub mod status;
 pub mod target;
 pub mod verify;
 
@@ -24,6 +26,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use out::Out;
 use sessiontree::{Creation, Durability, LeafArg, Session, WriteOptions};
+use status::{found, report_notices, report_skipped, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -289,31 +292,6 @@ pub enum Cmd {
 pub enum Position {
     At,
     Before,
-}
-
-/// Exit status: 0 done, 1 nothing found, 2 error.
-pub enum Outcome {
-    Done,
-    NothingFound,
-    Code(u8),
-}
-
-/// Says on stderr which `*.jsonl` names folder walks skipped (FIFOs, devices, links to
-/// them): they are never read, but the user should know they are there.
-fn report_skipped() {
-    for (p, what) in sessiontree::folder::take_skipped() {
-        eprintln!(
-            "sessiontree: {}: not a regular file ({what}); skipped",
-            p.display()
-        );
-    }
-}
-
-/// Prints on stderr what a session handle did on its own (a torn last line moved aside).
-pub(crate) fn report_notices(s: &mut Session) {
-    for n in s.take_notices() {
-        eprintln!("sessiontree: {n}");
-    }
 }
 
 /// What the process exits with after [`run`]: the archive's clean-up done and skipped
@@ -634,14 +612,6 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     };
     out.finish()?;
     Ok(outcome)
-}
-
-fn found(any: bool) -> Outcome {
-    if any {
-        Outcome::Done
-    } else {
-        Outcome::NothingFound
-    }
 }
 
 fn open_existing(file: &std::path::Path, write: &WriteArgs) -> Result<Session> {

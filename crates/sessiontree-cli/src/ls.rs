@@ -331,7 +331,7 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
         })
         .collect();
     // Widths in terminal columns (a CJK character or an emoji takes two).
-    use crate::browse::rows::{fit, width as columns};
+    use crate::rows::{fit, width as columns};
     let msgw = rows.iter().map(|r| columns(&r.1)).max().unwrap_or(1).max(4);
     let cwdw = rows
         .iter()

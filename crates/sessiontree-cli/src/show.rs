@@ -398,7 +398,7 @@ pub fn message_body(m: &sessiontree::Message<'_>) -> (String, String) {
 /// highlighted. Indented only where the tree forks, the indentation bounded to a quarter of `width`
 /// (deeper levels collapse into a `N›` marker), and each line cut to `width` columns.
 pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>, width: usize) -> Result<()> {
-    use crate::browse::rows::{self, Layout};
+    use crate::rows::{self, Layout};
     let layout = Layout::new(t);
     let on_path = rows::on_path(t, focus);
     let leaf = t.leaf_id();

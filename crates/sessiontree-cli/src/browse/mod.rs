@@ -5,11 +5,11 @@
 //! the files, and the search worker.
 
 pub mod render;
-pub mod rows;
 pub mod state;
 #[cfg(test)]
 mod tests;
 
+use crate::rows;
 use anyhow::{Context as _, Result};
 use crossterm::event::{self, Event, KeyEventKind};
 use sessiontree::list::{self, ListOptions};

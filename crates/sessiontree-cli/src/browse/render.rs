@@ -2,8 +2,8 @@
 //! session when it is drawn), so a frame costs the same on a 50,000-entry session as on a
 //! small one.
 
-use super::rows::{self, fit, width, NONE};
 use super::state::{Action, App, Archived, ListState, Modal, TreeState};
+use crate::rows::{self, fit, width, NONE};
 use ratatui::layout::{Constraint, Direction, Layout as Split, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};

@@ -2,7 +2,7 @@
 //! state and may ask for one effect (I/O), which `browse::run` performs. Nothing here
 //! reads or writes files or the terminal.
 
-use super::rows::{Layout, NONE};
+use crate::rows::{Layout, NONE};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use sessiontree::list::SessionInfo;
 use sessiontree::{EntryType, Loaded};
@@ -421,7 +421,7 @@ impl ListState {
 impl TreeState {
     pub fn new(path: PathBuf, loaded: Loaded) -> TreeState {
         let layout = Layout::new(&loaded.tree);
-        let on_path = super::rows::on_path(&loaded.tree, None);
+        let on_path = crate::rows::on_path(&loaded.tree, None);
         let mut t = TreeState {
             path,
             loaded,
@@ -530,7 +530,7 @@ impl TreeState {
         let Some(leaf) = self.loaded.tree.leaf_entry() else {
             return;
         };
-        let Some(i) = super::rows::index_of(&self.loaded.tree, leaf) else {
+        let Some(i) = crate::rows::index_of(&self.loaded.tree, leaf) else {
             return;
         };
         let mut r = self.layout.row_of[i as usize];

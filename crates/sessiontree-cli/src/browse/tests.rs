@@ -1,8 +1,8 @@
 //! Reducer tests (key -> state) and snapshots of the rendered screen.
 
 use super::render;
-use super::rows::{self, Layout};
 use super::state::*;
+use crate::rows::{self, Layout};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;

@@ -2,9 +2,9 @@
 //! (a chain of single children stays in one column, as Pi's `/tree` draws it), with the
 //! indentation bounded so that deep branches keep room for their text.
 //!
-//! Used by `sessiontree browse` and by `sessiontree tree`. Building the rows is one
-//! iterative pass over the tree (no text is read); a row's prefix and text are made only
-//! when the row is drawn.
+//! Used by `sessiontree browse`, by `sessiontree tree` and (the text fitting) by `ls`.
+//! Building the rows is one iterative pass over the tree (no text is read); a row's prefix
+//! and text are made only when the row is drawn.
 
 use sessiontree::{Entry, SessionTree, TreeView};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
