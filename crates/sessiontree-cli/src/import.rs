@@ -2,6 +2,7 @@
 //! rollouts as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
+use crate::safe;
 use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
@@ -159,7 +160,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             continue;
         }
         if let Err(e) = collect(r, &mut files) {
-            eprintln!("sessiontree: {}: {e}", r.display());
+            eprintln!(
+                "sessiontree: {}: {}",
+                safe::path(r),
+                safe::line(&e.to_string())
+            );
             failed = true;
         }
     }
@@ -382,7 +387,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
     let mut errors = errors.into_inner().unwrap();
     errors.sort();
     for (_, e) in &errors {
-        eprintln!("sessiontree: {e}");
+        eprintln!("sessiontree: {}", safe::line(e));
         failed = true;
     }
 
@@ -392,9 +397,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
         for p in &d.conv.problems {
             eprintln!(
                 "sessiontree: {}:{}: {}",
-                d.source.display(),
+                safe::path(&d.source),
                 p.line,
-                p.message
+                safe::line(&p.message)
             );
         }
         let mut obj = json!({
@@ -418,7 +423,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
                 obj["status"] = json!(o.status.name());
                 obj["added"] = json!(o.added);
                 if !a.json {
-                    out.line(&o.path.to_string_lossy())?;
+                    out.line(&safe::path(&o.path))?;
                 }
             }
             Err(e) if e == EMPTY => {
@@ -428,7 +433,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             }
             Err(e) => {
                 failed = true;
-                eprintln!("sessiontree: {}: {e}", d.source.display());
+                eprintln!("sessiontree: {}: {}", safe::path(&d.source), safe::line(e));
                 obj["path"] = Value::Null;
                 obj["status"] = json!("error");
                 obj["error"] = json!(e);

@@ -23,9 +23,10 @@ pub fn print_findings(out: &mut Out, found: &[Finding], json: bool) -> Result<us
         out.line(&serde_json::to_string(found)?)?;
     } else {
         for f in found {
+            let what = crate::safe::line(&f.problem.describe()).into_owned();
             match &f.leaf {
-                Some(l) => out.line(&format!("{} (branch to {l})", f.problem.describe()))?,
-                None => out.line(&f.problem.describe())?,
+                Some(l) => out.line(&format!("{what} (branch to {})", crate::safe::line(l)))?,
+                None => out.line(&what)?,
             }
         }
     }

@@ -89,7 +89,10 @@ pub fn open_index() -> Option<Index> {
     match Index::open(&path) {
         Ok(i) => Some(i),
         Err(e) => {
-            eprintln!("sessiontree: index unavailable ({e}); reading every file");
+            eprintln!(
+                "sessiontree: index unavailable ({}); reading every file",
+                crate::safe::line(&e.to_string())
+            );
             None
         }
     }
@@ -124,7 +127,10 @@ pub fn listing(
         match index::listed(&mut idx, files, in_scope, no_text, &|n, _| tick(n)) {
             Ok((v, _)) => Some((v, idx)),
             Err(e) => {
-                eprintln!("sessiontree: index not usable ({e}); reading every file");
+                eprintln!(
+                    "sessiontree: index not usable ({}); reading every file",
+                    crate::safe::line(&e.to_string())
+                );
                 None
             }
         }
@@ -314,6 +320,8 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
                 _ => i.cwd.clone(),
             };
+            // The title is made safe where it is cut to fit; the cwd here.
+            let cwd = crate::safe::line(&cwd).into_owned();
             let fork = if i.is_fork() { "⑂" } else { " " };
             let imported = match i.imported.as_deref() {
                 _ if !any_imported => "",
@@ -422,7 +430,7 @@ pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
             &serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string(),
         )?;
     } else if let Some(p) = &p {
-        out.line(&p.to_string_lossy())?;
+        out.line(&crate::safe::path(p))?;
     }
     Ok(p.is_some())
 }

@@ -9,6 +9,7 @@ mod interrupted;
 mod ls;
 mod out;
 mod paths;
+mod safe;
 mod search;
 mod show;
 mod stats;
@@ -298,7 +299,7 @@ fn report_skipped() {
     for (p, what) in sessiontree::folder::take_skipped() {
         eprintln!(
             "sessiontree: {}: not a regular file ({what}); skipped",
-            p.display()
+            safe::path(&p)
         );
     }
 }
@@ -306,7 +307,7 @@ fn report_skipped() {
 /// Prints on stderr what a session handle did on its own (a torn last line moved aside).
 pub(crate) fn report_notices(s: &mut Session) {
     for n in s.take_notices() {
-        eprintln!("sessiontree: {n}");
+        eprintln!("sessiontree: {}", safe::line(&n));
     }
 }
 
@@ -541,7 +542,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             .with_context(|| format!("cannot fork {}", file.display()))?;
             out.line(&f.path.display().to_string())?;
             if let Some(t) = f.text {
-                eprintln!("{t}");
+                eprintln!("{}", safe::text(&t));
             }
             Outcome::Done
         }

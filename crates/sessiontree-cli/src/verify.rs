@@ -1,6 +1,7 @@
 //! `sessiontree verify` and `sessiontree repair`.
 
 use crate::out::Out;
+use crate::safe;
 use anyhow::Result;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -69,14 +70,18 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
     match meta {
         Ok(m) if m.is_dir() => {
             if let Err(e) = collect(target, &mut files) {
-                eprintln!("sessiontree: {}: {e}", target.display());
+                eprintln!(
+                    "sessiontree: {}: {}",
+                    safe::path(target),
+                    safe::line(&e.to_string())
+                );
                 return Ok(2);
             }
         }
         Ok(m) if !m.is_file() => {
             eprintln!(
                 "sessiontree: {}: not a regular file ({}); not read",
-                target.display(),
+                safe::path(target),
                 sessiontree::store::kind_name(&m.file_type())
             );
             return Ok(2);
@@ -85,7 +90,7 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         Err(e) => {
             eprintln!(
                 "sessiontree: {}: {}",
-                target.display(),
+                safe::path(target),
                 crate::paths::os_text(&e)
             );
             return Ok(2);
@@ -119,7 +124,7 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         for r in &reports {
             if r.ok() {
                 if reports.len() == 1 {
-                    out.line(&format!("{}: ok", r.path.display()))?;
+                    out.line(&format!("{}: ok", safe::path(&r.path)))?;
                 }
                 continue;
             }
@@ -127,15 +132,15 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
             if let Some(e) = &r.error {
                 out.line(&format!(
                     "{}: {}",
-                    r.path.display(),
+                    safe::path(&r.path),
                     out.paint("31", "error")
                 ))?;
-                out.line(&format!("  {e}"))?;
+                out.line(&format!("  {}", safe::line(e)))?;
             } else {
                 let n = r.diagnostics.len() + r.interrupted.len();
                 out.line(&format!(
                     "{}: {} problem{}",
-                    r.path.display(),
+                    safe::path(&r.path),
                     n,
                     if n == 1 { "" } else { "s" }
                 ))?;
@@ -150,14 +155,14 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     d.line,
                     d.offset,
                     out.paint("33", &kind),
-                    d.message
+                    safe::line(&d.message)
                 ))?;
             }
             for f in &r.interrupted {
                 out.line(&format!(
                     "  {}: {} (resuming would send this to the model; `sessiontree close-interrupted` or `repair --close-interrupted` closes it)",
                     out.paint("33", "interrupted"),
-                    f.problem.describe()
+                    safe::line(&f.problem.describe())
                 ))?;
             }
         }
@@ -199,23 +204,25 @@ pub fn repair(
         Err(e) => {
             eprintln!(
                 "sessiontree: {}",
-                crate::paths::strip_os_code(&e.to_string())
+                safe::line(&crate::paths::strip_os_code(&e.to_string()))
             );
             return Ok(2);
         }
     };
     if plan.is_noop() {
-        out.line(&format!("{}: nothing to repair", file.display()))?;
+        out.line(&format!("{}: nothing to repair", safe::path(file)))?;
     } else {
         let verb = if dry_run { "would" } else { "will" };
-        out.line(&format!("{}: repair {verb}:", file.display()))?;
+        out.line(&format!("{}: repair {verb}:", safe::path(file)))?;
         for a in &plan.actions {
             if a.line == 0 {
-                out.line(&format!("  {}", a.what))?;
+                out.line(&format!("  {}", safe::line(&a.what)))?;
             } else {
                 out.line(&format!(
                     "  line {} (byte {}): {}",
-                    a.line, a.offset, a.what
+                    a.line,
+                    a.offset,
+                    safe::line(&a.what)
                 ))?;
             }
         }
@@ -246,7 +253,7 @@ pub fn repair(
         match repair::apply(file, &opts, wait) {
             Ok(r) => {
                 if let Some(b) = r.backup {
-                    out.line(&format!("original kept as {}", b.display()))?;
+                    out.line(&format!("original kept as {}", safe::path(&b)))?;
                 }
                 if r.carried > 0 {
                     out.line(&format!(
@@ -263,7 +270,7 @@ pub fn repair(
             Err(e) => {
                 eprintln!(
                     "sessiontree: {}",
-                    crate::paths::strip_os_code(&e.to_string())
+                    safe::line(&crate::paths::strip_os_code(&e.to_string()))
                 );
                 return Ok(2);
             }
@@ -284,11 +291,11 @@ pub fn repair(
                     if ids.len() == 1 { "" } else { "s" }
                 ))?;
                 for id in ids {
-                    out.line(&format!("  {id}"))?;
+                    out.line(&format!("  {}", safe::line(&id)))?;
                 }
             }
             Err(e) => {
-                eprintln!("sessiontree: {e:#}");
+                eprintln!("sessiontree: {}", safe::line(&format!("{e:#}")));
                 return Ok(2);
             }
         }
