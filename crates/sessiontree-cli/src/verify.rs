@@ -17,6 +17,9 @@ struct FileReport {
     /// Work left half done at the leaf (dangling tool calls, an aborted last reply, ...):
     /// a model API rejects the session on resume until it is closed.
     interrupted: Vec<sessiontree::interrupted::Finding>,
+    /// Tool calls left without a result earlier on the branch, past which Pi went on
+    /// (it answers them for the provider): worth a note, not a problem.
+    notes: Vec<sessiontree::interrupted::Finding>,
 }
 
 impl FileReport {
@@ -43,13 +46,19 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 fn check(path: &Path) -> FileReport {
     match sessiontree::load(path) {
-        Ok(l) => FileReport {
-            path: path.to_path_buf(),
-            unreadable: false,
-            error: None,
-            diagnostics: l.tree.diagnostics().to_vec(),
-            interrupted: crate::interrupted::findings(&l.tree, false),
-        },
+        Ok(l) => {
+            let (notes, interrupted) = crate::interrupted::findings(&l.tree, false)
+                .into_iter()
+                .partition(|f| crate::interrupted::resumed_past(&l.tree, f));
+            FileReport {
+                path: path.to_path_buf(),
+                unreadable: false,
+                error: None,
+                diagnostics: l.tree.diagnostics().to_vec(),
+                interrupted,
+                notes,
+            }
+        }
         Err(e) => FileReport {
             path: path.to_path_buf(),
             // Not a session at all (empty, binary, no header) is as unreadable as an I/O
@@ -59,6 +68,7 @@ fn check(path: &Path) -> FileReport {
             error: Some(e.to_string()),
             diagnostics: Vec::new(),
             interrupted: Vec::new(),
+            notes: Vec::new(),
         },
     }
 }
@@ -115,6 +125,10 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     "interrupted".into(),
                     serde_json::to_value(&r.interrupted).expect("serializable"),
                 );
+                o.insert(
+                    "notes".into(),
+                    serde_json::to_value(&r.notes).expect("serializable"),
+                );
                 serde_json::Value::Object(o)
             })
             .collect();
@@ -123,9 +137,10 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         let mut bad = 0;
         for r in &reports {
             if r.ok() {
-                if reports.len() == 1 {
+                if reports.len() == 1 || !r.notes.is_empty() {
                     out.line(&format!("{}: ok", safe::path(&r.path)))?;
                 }
+                print_notes(out, r)?;
                 continue;
             }
             bad += 1;
@@ -165,6 +180,7 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     safe::line(&f.problem.describe())
                 ))?;
             }
+            print_notes(out, r)?;
         }
         if reports.len() != 1 {
             out.line(&format!(
@@ -183,6 +199,17 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
     } else {
         1
     })
+}
+
+fn print_notes(out: &mut Out, r: &FileReport) -> Result<()> {
+    for f in &r.notes {
+        out.line(&format!(
+            "  {}: {} (Pi went on past it and answers it with an error result; nothing to do)",
+            out.paint("2", "note"),
+            safe::line(&f.problem.describe())
+        ))?;
+    }
+    Ok(())
 }
 
 /// Exit 0 repaired (or nothing to do), 2 refused or failed. With `close_interrupted`,
