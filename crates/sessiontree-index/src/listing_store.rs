@@ -131,7 +131,14 @@ impl Store {
         let mut at = HEADER_LEN;
         let mut offsets = Vec::with_capacity(ranges.len());
         let mut buf = Vec::new();
+        let have = self.file.metadata()?.len();
         for &(off, len) in ranges {
+            // A range the store does not hold (a damaged length or offset in the
+            // database) is not copied: its listing then fails its check and is read again.
+            if off.checked_add(len).is_none_or(|end| end > have) {
+                offsets.push(at);
+                continue;
+            }
             buf.resize(len as usize, 0);
             self.file.read_exact_at(&mut buf, off)?;
             out.write_all(&buf)?;
