@@ -109,6 +109,8 @@ fn stem_of(path: &Path) -> String {
 /// The rollout of Codex session `id`: among the files being imported, else under Codex's
 /// sessions folder (rollout names end with the session id).
 fn find_rollout(id: &str, files: &[PathBuf]) -> Option<PathBuf> {
+    // The id is the transcript's: an empty or odd one would match any file name.
+    dirs::validate_session_id(id).ok()?;
     if let Some(p) = files.iter().find(|p| stem_of(p).ends_with(id)) {
         return Some(p.clone());
     }
