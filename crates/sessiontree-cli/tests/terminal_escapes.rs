@@ -4,6 +4,9 @@
 //! bidi overrides is shown by every read command with those characters as visible escapes,
 //! on stdout and stderr; `--json` still gives the exact strings.
 
+#[path = "../../sessiontree-archive/tests/common/mod.rs"]
+mod pg;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -241,4 +244,46 @@ fn json_outputs_keep_the_exact_strings() {
     assert_eq!(found[0]["name"], "rm\u{1b}[2J");
     let verify = json(&["verify", f, "--json"]);
     assert_eq!(verify["files"][0]["path"], f);
+}
+
+/// The archive's print sites: `push`, `ls --archive`, `search --archive` and `pull` show
+/// what the server sends (ids, owners, machine names, cwds, paths, texts) made safe.
+#[test]
+fn archive_outputs_show_escapes_visibly() {
+    let Some(c) = pg::Cluster::start("archive_outputs_show_escapes_visibly") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("a");
+    hostile(&agent);
+    let other = tmp.path().join("b");
+    std::fs::create_dir_all(&other).unwrap();
+    let machine = "lap\u{1b}]0;pwned\u{7}top\u{202e}";
+    let cases: Vec<(&Path, Vec<&str>)> = vec![
+        (
+            &agent,
+            vec!["push", "--archive", &url, "--machine", machine],
+        ),
+        (&agent, vec!["ls", "--archive", &url]),
+        (&agent, vec!["search", "needle", "--archive", &url]),
+        (&other, vec!["pull", "--archive", &url]),
+        (&other, vec!["ls", "--all"]),
+    ];
+    for (dir, args) in &cases {
+        let (code, out, err) = run(dir, args);
+        eprintln!("{args:?}: exit {code}\n{out}{err}");
+        assert_eq!(code, 0, "{args:?}: {err}");
+        for (what, text) in [("stdout", &out), ("stderr", &err)] {
+            let bad = unsafe_chars(text);
+            assert!(
+                bad.is_empty(),
+                "{args:?}: {what} passes {bad:?} through:\n{text}"
+            );
+        }
+        if args[0] == "ls" && args.len() > 2 {
+            assert!(out.contains("lap\\x1b]0;pwned\\x07top\\u{202e}"), "{out}");
+        }
+    }
 }
