@@ -23,6 +23,8 @@ mod ls;
 mod out;
 #[path = "../src/paths.rs"]
 mod paths;
+#[path = "../src/safe.rs"]
+mod safe;
 #[path = "../src/show.rs"]
 mod show;
 #[path = "../src/target.rs"]

@@ -104,7 +104,7 @@ fn hostile(agent: &Path) -> PathBuf {
     );
     // A line that is not JSON, with raw escapes in it: a diagnostic.
     s += "garbage \u{1b}]52;c;QUJD\u{7} \u{9b}2J\n";
-    let p = dir.join(format!("2025-03-01T10-00-00-000Z_x\u{1b}[2J\u{202e}.jsonl"));
+    let p = dir.join("2025-03-01T10-00-00-000Z_x\u{1b}[2J\u{202e}.jsonl");
     std::fs::write(&p, s).unwrap();
     p
 }

@@ -441,7 +441,7 @@ pub fn build(
     let (tmp, mut f) = crate::listing_store::create_temp(store)?;
     if let Err(e) = std::io::Write::write_all(&mut f, &out) {
         let _ = std::fs::remove_file(&tmp);
-        return Err(e.into());
+        return Err(e);
     }
     std::fs::rename(&tmp, store)?;
     stats.store_bytes = out.len() as u64;

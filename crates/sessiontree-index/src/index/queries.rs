@@ -526,7 +526,8 @@ mod tests {
             f.set_len(len - 10).unwrap();
         };
         let victim = "(SELECT id FROM files WHERE path LIKE '%s2.jsonl')";
-        let damages: Vec<(&str, Box<dyn Fn()>)> = vec![
+        type Damage<'a> = (&'a str, Box<dyn Fn() + 'a>);
+        let damages: Vec<Damage> = vec![
             ("a flipped byte in the store", Box::new(flip)),
             (
                 "a length past the store",
