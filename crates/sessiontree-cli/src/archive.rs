@@ -108,7 +108,11 @@ fn print_push(out: &mut Out, r: &PushReport, json: bool) -> Result<()> {
         r.files, r.created, r.appended, r.new_versions, r.unchanged, r.bytes_sent
     ))?;
     for (p, why) in &r.skipped {
-        eprintln!("sessiontree: skipped {}: {why}", p.display());
+        eprintln!(
+            "sessiontree: skipped {}: {}",
+            crate::safe::path(p),
+            crate::safe::line(why)
+        );
     }
     Ok(())
 }
@@ -118,15 +122,15 @@ fn print_pull(out: &mut Out, r: &PullReport, json: bool) -> Result<()> {
         return out.line(&r.to_json().to_string());
     }
     for p in &r.created {
-        out.line(&format!("new        {}", p.display()))?;
+        out.line(&format!("new        {}", crate::safe::path(p)))?;
     }
     for p in &r.fast_forwarded {
-        out.line(&format!("caught up  {}", p.display()))?;
+        out.line(&format!("caught up  {}", crate::safe::path(p)))?;
     }
     for (p, n) in &r.branched {
         out.line(&format!(
             "branch     {} (+{n} entries, leaf kept)",
-            p.display()
+            crate::safe::path(p)
         ))?;
     }
     out.line(&format!(
@@ -138,7 +142,11 @@ fn print_pull(out: &mut Out, r: &PullReport, json: bool) -> Result<()> {
         r.up_to_date
     ))?;
     for (id, why) in &r.skipped {
-        eprintln!("sessiontree: skipped session {id}: {why}");
+        eprintln!(
+            "sessiontree: skipped session {}: {}",
+            crate::safe::line(id),
+            crate::safe::line(why)
+        );
     }
     Ok(())
 }
@@ -207,7 +215,10 @@ pub fn sync_cmd(a: SyncArgs) -> Result<()> {
             let _ = o.finish();
         }
         sessiontree_archive::watch::Event::Trouble(m) => {
-            eprintln!("sessiontree: {m} (retrying)");
+            eprintln!(
+                "sessiontree: {} (retrying)",
+                crate::safe::line(&m.to_string())
+            );
         }
     })?;
     Ok(())
@@ -252,12 +263,12 @@ pub fn ls(out: &mut Out, url: Option<&str>, json: bool, limit: Option<usize>) ->
             let first: String = s("firstMessage").chars().take(60).collect();
             out.line(&format!(
                 "{}  {}  {}@{}  {}  {}",
-                s("modified"),
-                l.session_id,
-                l.owner,
-                l.machine,
-                s("cwd"),
-                first.replace('\n', " ")
+                crate::safe::line(&s("modified")),
+                crate::safe::line(&l.session_id),
+                crate::safe::line(&l.owner),
+                crate::safe::line(&l.machine),
+                crate::safe::line(&s("cwd")),
+                crate::safe::line(&first.replace('\n', " "))
             ))?;
         }
     }
@@ -293,7 +304,7 @@ pub fn search(
         } else {
             let lower = h.text.to_lowercase();
             let w = q.split_whitespace().next().unwrap_or("").to_lowercase();
-            let at = lower.find(&w).unwrap_or(0);
+            let at = lower.find(&w).unwrap_or(0).min(h.text.len());
             let mut start = at.saturating_sub(40);
             while !h.text.is_char_boundary(start) {
                 start -= 1;
@@ -304,12 +315,12 @@ pub fn search(
             }
             out.line(&format!(
                 "{} {} {} [{}@{}] {}",
-                h.session_id,
-                h.entry_id,
-                h.role,
-                h.owner,
-                h.machines.join(","),
-                h.text[start..end].replace('\n', " ")
+                crate::safe::line(&h.session_id),
+                crate::safe::line(&h.entry_id),
+                crate::safe::line(&h.role),
+                crate::safe::line(&h.owner),
+                crate::safe::line(&h.machines.join(",")),
+                crate::safe::line(&h.text[start..end].replace('\n', " "))
             ))?;
         }
     }

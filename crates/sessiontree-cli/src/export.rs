@@ -120,25 +120,45 @@ fn absolute(p: &Path) -> String {
         .into_owned()
 }
 
-/// Writes a temporary file next to `out` and renames it over.
+/// Writes a temporary file next to `out` and renames it over. The temporary file has a
+/// random name (`.<name>.tmp-<pid>-<random>`) and is created exclusively: a file or a
+/// link planted at a name never receives the bytes, and no name is reused.
 pub(crate) fn write_atomic(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = out
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()
-    })();
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+    sessiontree::store::atomic_replace(out, &[bytes]).map_err(|e| match e {
+        sessiontree::Error::Io { source, .. } => source,
+        e => std::io::Error::other(e.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 24: the temporary name was `.<name>.tmp-<pid>`, opened with `File::create`:
+    /// a link planted there had the export written through it (into any file the user
+    /// can write), and then became the output.
+    #[test]
+    fn a_link_planted_at_the_old_temporary_name_is_not_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let out = d.path().join("out.html");
+        let planted = d
+            .path()
+            .join(format!(".out.html.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        super::write_atomic(&out, b"<html>").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::fs::symlink_metadata(&out)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&out).unwrap(), b"<html>");
+        // Written again: a new temporary name each time, the output replaced.
+        super::write_atomic(&out, b"<html>2").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"<html>2");
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 3, "{left:?}");
     }
-    std::fs::rename(&tmp, out)
 }

@@ -2,6 +2,7 @@
 //! rollouts as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
+use crate::safe;
 use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
@@ -108,6 +109,8 @@ fn stem_of(path: &Path) -> String {
 /// The rollout of Codex session `id`: among the files being imported, else under Codex's
 /// sessions folder (rollout names end with the session id).
 fn find_rollout(id: &str, files: &[PathBuf]) -> Option<PathBuf> {
+    // The id is the transcript's: an empty or odd one would match any file name.
+    dirs::validate_session_id(id).ok()?;
     if let Some(p) = files.iter().find(|p| stem_of(p).ends_with(id)) {
         return Some(p.clone());
     }
@@ -159,7 +162,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             continue;
         }
         if let Err(e) = collect(r, &mut files) {
-            eprintln!("sessiontree: {}: {e}", r.display());
+            eprintln!(
+                "sessiontree: {}: {}",
+                safe::path(r),
+                safe::line(&e.to_string())
+            );
             failed = true;
         }
     }
@@ -382,7 +389,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     let mut errors = errors.into_inner().unwrap();
     errors.sort();
     for (_, e) in &errors {
-        eprintln!("sessiontree: {e}");
+        eprintln!("sessiontree: {}", safe::line(e));
         failed = true;
     }
 
@@ -392,9 +399,9 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
         for p in &d.conv.problems {
             eprintln!(
                 "sessiontree: {}:{}: {}",
-                d.source.display(),
+                safe::path(&d.source),
                 p.line,
-                p.message
+                safe::line(&p.message)
             );
         }
         let mut obj = json!({
@@ -418,7 +425,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
                 obj["status"] = json!(o.status.name());
                 obj["added"] = json!(o.added);
                 if !a.json {
-                    out.line(&o.path.to_string_lossy())?;
+                    out.line(&safe::path(&o.path))?;
                 }
             }
             Err(e) if e == EMPTY => {
@@ -428,7 +435,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             }
             Err(e) => {
                 failed = true;
-                eprintln!("sessiontree: {}: {e}", d.source.display());
+                eprintln!("sessiontree: {}: {}", safe::path(&d.source), safe::line(e));
                 obj["path"] = Value::Null;
                 obj["status"] = json!("error");
                 obj["error"] = json!(e);

@@ -3,8 +3,8 @@
 
 use crate::out::Out;
 use anyhow::{Context as _, Result};
-use sessiontree::interrupted::{self, Finding, Scope};
-use sessiontree::{Session, SessionTree, WriteOptions};
+use sessiontree::interrupted::{self, Finding, Problem, Scope};
+use sessiontree::{EntryType, Session, SessionTree, WriteOptions};
 use std::path::Path;
 
 /// The findings on a tree, for `verify` and friends.
@@ -17,15 +17,37 @@ pub fn findings(tree: &SessionTree, all_branches: bool) -> Vec<Finding> {
     interrupted::detect(tree, scope)
 }
 
+/// Whether Pi went on past a dangling tool call on the current branch: a later message
+/// that the model sees as a user or assistant turn (a user message, a reply, a bash run,
+/// a custom message, a summary) or a compaction follows it. Pi then answers the call for
+/// the provider (an error result "No result provided" when it builds the request), so
+/// resuming works; only a call with nothing but results after it is interrupted work at
+/// the leaf.
+pub fn resumed_past(tree: &SessionTree, f: &Finding) -> bool {
+    let Problem::DanglingToolCall { entry_id, .. } = &f.problem else {
+        return false;
+    };
+    let path = tree.get_branch(None);
+    let Some(at) = path.iter().position(|e| e.id() == Some(entry_id.as_str())) else {
+        return false;
+    };
+    path[at + 1..].iter().any(|e| match e.entry_type {
+        EntryType::Message => e.role() != Some("toolResult"),
+        EntryType::CustomMessage | EntryType::Compaction | EntryType::BranchSummary => true,
+        _ => false,
+    })
+}
+
 /// Prints findings: one line each, or a JSON array. Returns how many there were.
 pub fn print_findings(out: &mut Out, found: &[Finding], json: bool) -> Result<usize> {
     if json {
         out.line(&serde_json::to_string(found)?)?;
     } else {
         for f in found {
+            let what = crate::safe::line(&f.problem.describe()).into_owned();
             match &f.leaf {
-                Some(l) => out.line(&format!("{} (branch to {l})", f.problem.describe()))?,
-                None => out.line(&f.problem.describe())?,
+                Some(l) => out.line(&format!("{what} (branch to {})", crate::safe::line(l)))?,
+                None => out.line(&what)?,
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod ls;
 pub mod out;
 pub mod paths;
 pub mod rows;
+pub mod safe;
 pub mod search;
 pub mod show;
 pub mod stats;
@@ -526,7 +527,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             .with_context(|| format!("cannot fork {}", file.display()))?;
             out.line(&f.path.display().to_string())?;
             if let Some(t) = f.text {
-                eprintln!("{t}");
+                eprintln!("{}", safe::text(&t));
             }
             Outcome::Done
         }

@@ -89,7 +89,10 @@ pub fn open_index() -> Option<Index> {
     match Index::open(&path) {
         Ok(i) => Some(i),
         Err(e) => {
-            eprintln!("sessiontree: index unavailable ({e}); reading every file");
+            eprintln!(
+                "sessiontree: index unavailable ({}); reading every file",
+                crate::safe::line(&e.to_string())
+            );
             None
         }
     }
@@ -124,7 +127,10 @@ pub fn listing(
         match index::listed(&mut idx, files, in_scope, no_text, &|n, _| tick(n)) {
             Ok((v, _)) => Some((v, idx)),
             Err(e) => {
-                eprintln!("sessiontree: index not usable ({e}); reading every file");
+                eprintln!(
+                    "sessiontree: index not usable ({}); reading every file",
+                    crate::safe::line(&e.to_string())
+                );
                 None
             }
         }
@@ -145,21 +151,50 @@ pub fn listing(
     Ok(out)
 }
 
-/// `{"sessions":[...]}`, streamed: from the index's stored JSON when there is one.
-pub fn write_json(out: &mut Out, v: &[SessionInfo], idx: Option<&mut Index>) -> Result<()> {
-    out.write_str("{\"sessions\":[")?;
-    match idx {
-        Some(idx) => idx.write_json(v.iter().map(|i| i.path.as_path()), out)?,
-        None => {
-            for (n, i) in v.iter().enumerate() {
-                if n > 0 {
-                    out.write_str(",")?;
-                }
-                i.write_json(out)?;
-            }
+/// `{"sessions":[...]}`, streamed: from the index's stored JSON when there is one. Nothing
+/// is written before the answer is known to be whole: the index checks every stored
+/// listing first (a damaged one is read again from its session); if it cannot answer,
+/// the sessions are read from their files.
+pub fn write_json(
+    out: &mut Out,
+    v: &[SessionInfo],
+    idx: Option<&mut Index>,
+    opts: ListOptions,
+) -> Result<()> {
+    let (head, tail) = (b"{\"sessions\":[", b"]}\n");
+    if let Some(idx) = idx {
+        match idx.write_json_between(v.iter().map(|i| i.path.as_path()), head, tail, out) {
+            Ok(()) => return Ok(()),
+            Err(e) => eprintln!(
+                "sessiontree: index not usable ({}); reading every file",
+                crate::safe::line(&e.to_string())
+            ),
         }
+        // Listed from the index without the texts: read them (and the rest) from the files.
+        let paths: Vec<PathBuf> = v.iter().map(|i| i.path.clone()).collect();
+        let opts = ListOptions {
+            with_text: true,
+            ..opts
+        };
+        let read: Vec<SessionInfo> = list::scan_files(&paths, opts, &|_| {})
+            .into_iter()
+            .flatten()
+            .collect();
+        return write_infos(out, &read, head, tail);
     }
-    out.line("]}")?;
+    write_infos(out, v, head, tail)
+}
+
+fn write_infos(out: &mut Out, v: &[SessionInfo], head: &[u8], tail: &[u8]) -> Result<()> {
+    use std::io::Write;
+    out.write_all(head)?;
+    for (n, i) in v.iter().enumerate() {
+        if n > 0 {
+            out.write_str(",")?;
+        }
+        i.write_json(out)?;
+    }
+    out.write_all(tail)?;
     Ok(())
 }
 
@@ -272,7 +307,7 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
         v.truncate(l);
     }
     if a.json {
-        write_json(out, &v, idx.as_mut())?;
+        write_json(out, &v, idx.as_mut(), opts)?;
     } else if !v.is_empty() {
         table(out, &v)?;
     }
@@ -314,6 +349,8 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
                 _ => i.cwd.clone(),
             };
+            // The title is made safe where it is cut to fit; the cwd here.
+            let cwd = crate::safe::line(&cwd).into_owned();
             let fork = if i.is_fork() { "⑂" } else { " " };
             let imported = match i.imported.as_deref() {
                 _ if !any_imported => "",
@@ -422,7 +459,7 @@ pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
             &serde_json::json!({ "path": p.as_ref().map(|p| p.to_string_lossy()) }).to_string(),
         )?;
     } else if let Some(p) = &p {
-        out.line(&p.to_string_lossy())?;
+        out.line(&crate::safe::path(p))?;
     }
     Ok(p.is_some())
 }

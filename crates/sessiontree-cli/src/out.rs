@@ -92,9 +92,11 @@ fn closed_pipe(e: std::io::Error) -> anyhow::Result<()> {
     Err(e.into())
 }
 
-/// One line of preview text: whitespace folded, cut to `max` characters.
+/// One line of preview text: whitespace folded, controls made visible ([`crate::safe`]),
+/// cut to `max` characters.
 pub fn preview(s: &str, max: usize) -> String {
     let folded: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let folded = crate::safe::line(&folded).into_owned();
     if folded.chars().count() <= max {
         folded
     } else {
@@ -104,11 +106,12 @@ pub fn preview(s: &str, max: usize) -> String {
     }
 }
 
-/// A line cut to `max` characters, indentation kept (for showing code and output).
+/// A line cut to `max` characters, indentation kept (for showing code and output),
+/// controls other than tabs made visible ([`crate::safe`]).
 pub fn cut(s: &str, max: usize) -> String {
-    let s = s.trim_end();
+    let s = crate::safe::escape_except(s.trim_end(), |c| c == '\t');
     if s.chars().count() <= max {
-        s.to_string()
+        s.into_owned()
     } else {
         let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');

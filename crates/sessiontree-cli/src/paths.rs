@@ -74,7 +74,9 @@ pub fn strip_os_code(s: &str) -> String {
 }
 
 /// One line for an error and its causes: each cause once, a path said once ("cannot read
-/// X" followed by "X: reason" reads "cannot read X: reason"), OS codes left out.
+/// X" followed by "X: reason" reads "cannot read X: reason"), OS codes left out. What an
+/// error quotes (a file's name, its content, a name from the archive) is made safe for
+/// the terminal ([`crate::safe::line`]).
 pub fn one_line(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
@@ -93,7 +95,7 @@ pub fn one_line(e: &anyhow::Error) -> String {
         }
         out.push_str(&t);
     }
-    out
+    crate::safe::line(&out).into_owned()
 }
 
 #[cfg(test)]

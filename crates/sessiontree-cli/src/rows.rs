@@ -192,12 +192,15 @@ pub fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)
 }
 
-/// Whitespace folded to single spaces, control characters dropped, cut to `cols` display
-/// columns (an ellipsis marks a cut).
+/// Whitespace folded to single spaces, control characters and bidi overrides shown as
+/// visible escapes ([`crate::safe`]), cut to `cols` display columns (an ellipsis marks a
+/// cut).
 pub fn fit(s: &str, cols: usize) -> String {
     let mut out = String::new();
     let mut w = 0usize;
     let mut space = false;
+    // Whitespace controls (newline, tab) fold into spaces below; the others are escaped.
+    let s = crate::safe::escape_except(s, char::is_whitespace);
     for c in s.chars() {
         let c = if c.is_whitespace() { ' ' } else { c };
         if c == ' ' {
@@ -205,8 +208,6 @@ pub fn fit(s: &str, cols: usize) -> String {
                 continue;
             }
             space = true;
-        } else if c.is_control() {
-            continue;
         } else {
             space = false;
         }
@@ -253,18 +254,12 @@ pub fn on_path(t: &SessionTree, leaf: Option<&str>) -> Vec<bool> {
     v
 }
 
-/// One line of code or output: tabs as four spaces, indentation kept, control characters
-/// dropped, cut to `cols` display columns (an ellipsis marks a cut).
+/// One line of code or output: tabs as four spaces, indentation kept, other control
+/// characters and bidi overrides shown as visible escapes ([`crate::safe`]), cut to `cols`
+/// display columns (an ellipsis marks a cut).
 pub fn cut(s: &str, cols: usize) -> String {
-    let expanded: String = s
-        .trim_end()
-        .chars()
-        .flat_map(|c| {
-            let n = if c == '\t' { 4 } else { 1 };
-            std::iter::repeat_n(if c == '\t' { ' ' } else { c }, n)
-        })
-        .filter(|c| !c.is_control())
-        .collect();
+    let expanded: String = s.trim_end().replace('\t', "    ");
+    let expanded = crate::safe::line(&expanded).into_owned();
     if width(&expanded) <= cols {
         return expanded;
     }

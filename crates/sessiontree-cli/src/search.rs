@@ -3,6 +3,7 @@
 
 use crate::ls::parse_date;
 use crate::out::Out;
+use crate::safe;
 use anyhow::{bail, Result};
 use sessiontree::dirs;
 use sessiontree::list::{self, FileStat};
@@ -236,15 +237,17 @@ fn print_hit(out: &mut Out, h: &Hit) -> Result<()> {
     } else {
         " (abandoned branch)"
     };
+    let time: String = h
+        .timestamp
+        .as_deref()
+        .map(|t| t.chars().take(16).collect())
+        .unwrap_or_else(|| "-".into());
     out.line(&format!(
         "{}  {:<13} {}#{}{}",
-        h.timestamp
-            .as_deref()
-            .map(|t| &t[..16.min(t.len())])
-            .unwrap_or("-"),
-        h.role,
-        h.path,
-        h.entry_id,
+        safe::line(&time),
+        safe::line(&h.role),
+        safe::line(&h.path),
+        safe::line(&h.entry_id),
         out.paint("2", branch)
     ))?;
     let s = if out.color {
@@ -261,14 +264,18 @@ fn print_hit(out: &mut Out, h: &Hit) -> Result<()> {
                 s.push_str("\x1b[1;33m");
                 open = true;
             }
-            s.push(c);
+            if safe::is_unsafe(c) {
+                safe::push_escaped(&mut s, c);
+            } else {
+                s.push(c);
+            }
         }
         if open {
             s.push_str("\x1b[0m");
         }
         s
     } else {
-        h.snippet.clone()
+        safe::line(&h.snippet).into_owned()
     };
     out.line(&format!("    {s}"))?;
     Ok(())

@@ -1,6 +1,7 @@
 //! Human and JSON renderings of sessions.
 
 use crate::out::{preview, Out};
+use crate::safe;
 use anyhow::Result;
 use sessiontree::{Context, Entry, EntryType, Loaded, SessionTree};
 use std::path::Path;
@@ -100,7 +101,9 @@ pub fn describe(e: &Entry) -> (String, String) {
         ),
         _ => String::new(),
     };
-    (kind, text)
+    // The role is the file's: shown, it is untrusted text like the rest (the text is made
+    // safe where it is cut to fit).
+    (safe::line(&kind).into_owned(), text)
 }
 
 /// ` [label]` for an entry that has a label, painted; empty otherwise.
@@ -111,7 +114,7 @@ fn label_badge(out: &Out, t: &SessionTree, id: &str) -> String {
                 "1;33",
                 &format!(
                     " [{}]",
-                    sessiontree::json::Raw::trusted(&l.label).js_string()
+                    safe::line(&sessiontree::json::Raw::trusted(&l.label).js_string())
                 ),
             )
         })
@@ -170,19 +173,27 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
     }
     let h = t.header();
     let label = |k: &str| format!("{:<13}", format!("{k}:"));
-    out.line(&format!("{}{}", label("session"), t.session_id()))?;
-    out.line(&format!("{}{}", label("file"), file.display()))?;
+    out.line(&format!(
+        "{}{}",
+        label("session"),
+        safe::line(t.session_id())
+    ))?;
+    out.line(&format!("{}{}", label("file"), safe::path(file)))?;
     if let Some(n) = t.name() {
-        out.line(&format!("{}{}", label("name"), n))?;
+        out.line(&format!("{}{}", label("name"), safe::line(&n)))?;
     }
-    out.line(&format!("{}{}", label("cwd"), h.cwd().unwrap_or_default()))?;
+    out.line(&format!(
+        "{}{}",
+        label("cwd"),
+        safe::line(&h.cwd().unwrap_or_default())
+    ))?;
     out.line(&format!(
         "{}{}",
         label("created"),
-        h.timestamp().map(|t| t.js_string()).unwrap_or_default()
+        safe::line(&h.timestamp().map(|t| t.js_string()).unwrap_or_default())
     ))?;
     if let Some(p) = h.parent_session() {
-        out.line(&format!("{}{}", label("forked from"), p))?;
+        out.line(&format!("{}{}", label("forked from"), safe::line(&p)))?;
     }
     let version = h
         .field("version")
@@ -191,7 +202,7 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
     out.line(&format!(
         "{}{}{}",
         label("version"),
-        version,
+        safe::line(&version),
         if l.migrated {
             " (migrated to 3 in memory)"
         } else {
@@ -214,7 +225,7 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
     out.line(&format!(
         "{}{}",
         label("leaf"),
-        t.leaf_id().unwrap_or("(none)")
+        safe::line(t.leaf_id().unwrap_or("(none)"))
     ))?;
     out.line(&format!(
         "{}{}",
@@ -231,7 +242,7 @@ pub fn info(out: &mut Out, file: &Path, l: &Loaded, json: bool) -> Result<()> {
             out.paint("1;31", &diags.len().to_string())
         ))?;
         for d in diags {
-            out.line(&format!("  {d}"))?;
+            out.line(&format!("  {}", safe::line(&d.to_string())))?;
         }
     }
     Ok(())
@@ -257,23 +268,24 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
         return out.line("]");
     }
     let leaf = t.leaf_id();
-    let rows: Vec<(&Entry, String, String)> = list
+    let rows: Vec<(&Entry, String, String, String)> = list
         .iter()
         .map(|e| {
             let (kind, text) = describe(e);
-            (*e, kind, text)
+            let id = safe::line(e.id().unwrap_or("?")).into_owned();
+            (*e, id, kind, text)
         })
         .collect();
     // Columns as wide as their widest cell, so every entry type lines up.
     let idw = rows
         .iter()
-        .map(|(e, _, _)| e.id().unwrap_or("?").chars().count())
+        .map(|(_, id, _, _)| id.chars().count())
         .max()
         .unwrap_or(2)
         .max(2);
     let kindw = rows
         .iter()
-        .map(|(_, k, _)| k.chars().count())
+        .map(|(_, _, k, _)| k.chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
@@ -283,14 +295,14 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
             &format!("{:>6}  {:<idw$}  {:<kindw$}  TEXT", "LINE", "ID", "TYPE"),
         ))?;
     }
-    for (e, kind, text) in rows {
-        let id = e.id().unwrap_or("?");
-        let mark = if Some(id) == leaf {
+    for (e, id, kind, text) in rows {
+        let raw_id = e.id().unwrap_or("?");
+        let mark = if Some(raw_id) == leaf {
             out.paint("1;33", " ◀ leaf")
         } else {
             String::new()
         };
-        let label = label_badge(out, t, id);
+        let label = label_badge(out, t, raw_id);
         out.line(&format!(
             "{:>6}  {}  {}  {}{}{}",
             e.line,
@@ -315,14 +327,14 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
         .map(|m| {
             format!(
                 "{}/{}",
-                m.provider.map(|p| p.js_string()).unwrap_or_default(),
-                m.model_id.map(|p| p.js_string()).unwrap_or_default()
+                safe::line(&m.provider.map(|p| p.js_string()).unwrap_or_default()),
+                safe::line(&m.model_id.map(|p| p.js_string()).unwrap_or_default())
             )
         })
         .unwrap_or_else(|| "(none)".into());
     let thinking = ctx
         .thinking_level
-        .map(|t| t.js_string())
+        .map(|t| safe::line(&t.js_string()).into_owned())
         .unwrap_or_else(|| "(unset)".into());
     out.line(&out.paint(
         "2",
@@ -334,7 +346,7 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     ))?;
     for m in &ctx.messages {
         let (role, body) = message_body(m);
-        out.line(&out.paint(role_color(&role), &format!("── {role} ──")))?;
+        out.line(&out.paint(role_color(&role), &format!("── {} ──", safe::line(&role))))?;
         let lines: Vec<&str> = body.lines().collect();
         for l in lines.iter().take(12) {
             out.line(&format!("  {}", crate::out::cut(l, 160)))?;
@@ -402,30 +414,33 @@ pub fn tree(out: &mut Out, t: &SessionTree, focus: Option<&str>, width: usize) -
     let layout = Layout::new(t);
     let on_path = rows::on_path(t, focus);
     let leaf = t.leaf_id();
+    let sid = safe::line(t.session_id());
     if let Some(n) = t.name() {
-        out.line(&out.paint("1", &format!("{n}  ({})", t.session_id())))?;
+        out.line(&out.paint("1", &format!("{}  ({sid})", safe::line(&n))))?;
     } else {
-        out.line(&out.paint("1", t.session_id()))?;
+        out.line(&out.paint("1", &sid))?;
     }
     let budget = rows::indent_budget(width);
     for row in &layout.rows {
         let e = t.entry_at(row.node);
         let (kind, text) = describe(e);
-        let id = e.id().unwrap_or("?");
+        let raw_id = e.id().unwrap_or("?");
+        let id_shown = safe::line(raw_id);
+        let id = &*id_shown;
         let prefix = layout.prefix(row, budget);
         let path_here = on_path[row.node as usize];
         let label = t
-            .get_label(id)
+            .get_label(raw_id)
             .map(|l| {
                 format!(
                     " [{}]",
-                    sessiontree::json::Raw::trusted(&l.label).js_string()
+                    safe::line(&sessiontree::json::Raw::trusted(&l.label).js_string())
                 )
             })
             .unwrap_or_default();
-        let mark = if Some(id) == leaf {
+        let mark = if Some(raw_id) == leaf {
             " ◀ leaf"
-        } else if focus == Some(id) {
+        } else if focus == Some(raw_id) {
             " ◀"
         } else {
             ""

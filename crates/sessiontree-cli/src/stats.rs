@@ -174,9 +174,14 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
             .to_string(),
         )?;
     } else {
-        let keyw = groups
-            .keys()
-            .map(|k| k.chars().count())
+        // Model, provider and session names are the files' text: made safe to show.
+        let shown: Vec<(String, &Usage)> = groups
+            .iter()
+            .map(|(k, u)| (crate::safe::line(k).into_owned(), u))
+            .collect();
+        let keyw = shown
+            .iter()
+            .map(|(k, _)| k.chars().count())
             .max()
             .unwrap_or(5)
             .max(5);
@@ -206,7 +211,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
                 num(u.cost, 4)
             )
         };
-        for (k, u) in &groups {
+        for (k, u) in &shown {
             out.line(&row(k, u))?;
         }
         out.line(&row("total", &total))?;

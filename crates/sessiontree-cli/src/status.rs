@@ -16,7 +16,7 @@ pub fn report_skipped() {
     for (p, what) in sessiontree::folder::take_skipped() {
         eprintln!(
             "sessiontree: {}: not a regular file ({what}); skipped",
-            p.display()
+            crate::safe::path(&p)
         );
     }
 }
@@ -24,7 +24,7 @@ pub fn report_skipped() {
 /// Prints on stderr what a session handle did on its own (a torn last line moved aside).
 pub fn report_notices(s: &mut Session) {
     for n in s.take_notices() {
-        eprintln!("sessiontree: {n}");
+        eprintln!("sessiontree: {}", crate::safe::line(&n));
     }
 }
 

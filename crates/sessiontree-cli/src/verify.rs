@@ -1,6 +1,7 @@
 //! `sessiontree verify` and `sessiontree repair`.
 
 use crate::out::Out;
+use crate::safe;
 use anyhow::Result;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ struct FileReport {
     /// Work left half done at the leaf (dangling tool calls, an aborted last reply, ...):
     /// a model API rejects the session on resume until it is closed.
     interrupted: Vec<sessiontree::interrupted::Finding>,
+    /// Tool calls left without a result earlier on the branch, past which Pi went on
+    /// (it answers them for the provider): worth a note, not a problem.
+    notes: Vec<sessiontree::interrupted::Finding>,
 }
 
 impl FileReport {
@@ -42,13 +46,19 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 fn check(path: &Path) -> FileReport {
     match sessiontree::load(path) {
-        Ok(l) => FileReport {
-            path: path.to_path_buf(),
-            unreadable: false,
-            error: None,
-            diagnostics: l.tree.diagnostics().to_vec(),
-            interrupted: crate::interrupted::findings(&l.tree, false),
-        },
+        Ok(l) => {
+            let (notes, interrupted) = crate::interrupted::findings(&l.tree, false)
+                .into_iter()
+                .partition(|f| crate::interrupted::resumed_past(&l.tree, f));
+            FileReport {
+                path: path.to_path_buf(),
+                unreadable: false,
+                error: None,
+                diagnostics: l.tree.diagnostics().to_vec(),
+                interrupted,
+                notes,
+            }
+        }
         Err(e) => FileReport {
             path: path.to_path_buf(),
             // Not a session at all (empty, binary, no header) is as unreadable as an I/O
@@ -58,6 +68,7 @@ fn check(path: &Path) -> FileReport {
             error: Some(e.to_string()),
             diagnostics: Vec::new(),
             interrupted: Vec::new(),
+            notes: Vec::new(),
         },
     }
 }
@@ -69,14 +80,18 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
     match meta {
         Ok(m) if m.is_dir() => {
             if let Err(e) = collect(target, &mut files) {
-                eprintln!("sessiontree: {}: {e}", target.display());
+                eprintln!(
+                    "sessiontree: {}: {}",
+                    safe::path(target),
+                    safe::line(&e.to_string())
+                );
                 return Ok(2);
             }
         }
         Ok(m) if !m.is_file() => {
             eprintln!(
                 "sessiontree: {}: not a regular file ({}); not read",
-                target.display(),
+                safe::path(target),
                 sessiontree::store::kind_name(&m.file_type())
             );
             return Ok(2);
@@ -85,7 +100,7 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         Err(e) => {
             eprintln!(
                 "sessiontree: {}: {}",
-                target.display(),
+                safe::path(target),
                 crate::paths::os_text(&e)
             );
             return Ok(2);
@@ -110,6 +125,10 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     "interrupted".into(),
                     serde_json::to_value(&r.interrupted).expect("serializable"),
                 );
+                o.insert(
+                    "notes".into(),
+                    serde_json::to_value(&r.notes).expect("serializable"),
+                );
                 serde_json::Value::Object(o)
             })
             .collect();
@@ -118,24 +137,25 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
         let mut bad = 0;
         for r in &reports {
             if r.ok() {
-                if reports.len() == 1 {
-                    out.line(&format!("{}: ok", r.path.display()))?;
+                if reports.len() == 1 || !r.notes.is_empty() {
+                    out.line(&format!("{}: ok", safe::path(&r.path)))?;
                 }
+                print_notes(out, r)?;
                 continue;
             }
             bad += 1;
             if let Some(e) = &r.error {
                 out.line(&format!(
                     "{}: {}",
-                    r.path.display(),
+                    safe::path(&r.path),
                     out.paint("31", "error")
                 ))?;
-                out.line(&format!("  {e}"))?;
+                out.line(&format!("  {}", safe::line(e)))?;
             } else {
                 let n = r.diagnostics.len() + r.interrupted.len();
                 out.line(&format!(
                     "{}: {} problem{}",
-                    r.path.display(),
+                    safe::path(&r.path),
                     n,
                     if n == 1 { "" } else { "s" }
                 ))?;
@@ -150,16 +170,17 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
                     d.line,
                     d.offset,
                     out.paint("33", &kind),
-                    d.message
+                    safe::line(&d.message)
                 ))?;
             }
             for f in &r.interrupted {
                 out.line(&format!(
                     "  {}: {} (resuming would send this to the model; `sessiontree close-interrupted` or `repair --close-interrupted` closes it)",
                     out.paint("33", "interrupted"),
-                    f.problem.describe()
+                    safe::line(&f.problem.describe())
                 ))?;
             }
+            print_notes(out, r)?;
         }
         if reports.len() != 1 {
             out.line(&format!(
@@ -178,6 +199,17 @@ pub fn verify(out: &mut Out, target: &Path, json_out: bool) -> Result<u8> {
     } else {
         1
     })
+}
+
+fn print_notes(out: &mut Out, r: &FileReport) -> Result<()> {
+    for f in &r.notes {
+        out.line(&format!(
+            "  {}: {} (Pi went on past it and answers it with an error result; nothing to do)",
+            out.paint("2", "note"),
+            safe::line(&f.problem.describe())
+        ))?;
+    }
+    Ok(())
 }
 
 /// Exit 0 repaired (or nothing to do), 2 refused or failed. With `close_interrupted`,
@@ -199,23 +231,25 @@ pub fn repair(
         Err(e) => {
             eprintln!(
                 "sessiontree: {}",
-                crate::paths::strip_os_code(&e.to_string())
+                safe::line(&crate::paths::strip_os_code(&e.to_string()))
             );
             return Ok(2);
         }
     };
     if plan.is_noop() {
-        out.line(&format!("{}: nothing to repair", file.display()))?;
+        out.line(&format!("{}: nothing to repair", safe::path(file)))?;
     } else {
         let verb = if dry_run { "would" } else { "will" };
-        out.line(&format!("{}: repair {verb}:", file.display()))?;
+        out.line(&format!("{}: repair {verb}:", safe::path(file)))?;
         for a in &plan.actions {
             if a.line == 0 {
-                out.line(&format!("  {}", a.what))?;
+                out.line(&format!("  {}", safe::line(&a.what)))?;
             } else {
                 out.line(&format!(
                     "  line {} (byte {}): {}",
-                    a.line, a.offset, a.what
+                    a.line,
+                    a.offset,
+                    safe::line(&a.what)
                 ))?;
             }
         }
@@ -246,7 +280,7 @@ pub fn repair(
         match repair::apply(file, &opts, wait) {
             Ok(r) => {
                 if let Some(b) = r.backup {
-                    out.line(&format!("original kept as {}", b.display()))?;
+                    out.line(&format!("original kept as {}", safe::path(&b)))?;
                 }
                 if r.carried > 0 {
                     out.line(&format!(
@@ -263,7 +297,7 @@ pub fn repair(
             Err(e) => {
                 eprintln!(
                     "sessiontree: {}",
-                    crate::paths::strip_os_code(&e.to_string())
+                    safe::line(&crate::paths::strip_os_code(&e.to_string()))
                 );
                 return Ok(2);
             }
@@ -284,11 +318,11 @@ pub fn repair(
                     if ids.len() == 1 { "" } else { "s" }
                 ))?;
                 for id in ids {
-                    out.line(&format!("  {id}"))?;
+                    out.line(&format!("  {}", safe::line(&id)))?;
                 }
             }
             Err(e) => {
-                eprintln!("sessiontree: {e:#}");
+                eprintln!("sessiontree: {}", safe::line(&format!("{e:#}")));
                 return Ok(2);
             }
         }

@@ -625,3 +625,177 @@ fn killed_imports_leave_only_whole_files_and_the_next_run_completes_them() {
     assert!(left.is_empty(), "{left:?}");
     eprintln!("import kill test: {kills} kills, {cut_short} cut a run short");
 }
+
+/// A two-line Claude Code transcript of session `sid` in /home/dev/x, first line at
+/// 2025-10-02T09:00:03.111Z (so its Pi file is `2025-10-02T09-00-03-111Z_<sid>.jsonl`).
+fn transcript(dir: &Path, sid: &str) -> PathBuf {
+    let line = |v: Value| serde_json::to_string(&v).unwrap();
+    let text = [
+        line(
+            serde_json::json!({"parentUuid":null,"isSidechain":false,"cwd":"/home/dev/x",
+            "sessionId":sid,"type":"user","message":{"role":"user","content":"hello"},
+            "uuid":"c1a00001-0000-4000-8000-000000000001","timestamp":"2025-10-02T09:00:03.111Z"}),
+        ),
+        line(
+            serde_json::json!({"parentUuid":"c1a00001-0000-4000-8000-000000000001",
+            "isSidechain":false,"cwd":"/home/dev/x","sessionId":sid,"type":"assistant",
+            "message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",
+                "content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn",
+                "usage":{"input_tokens":3,"output_tokens":2}},
+            "uuid":"c1a00002-0000-4000-8000-000000000002","timestamp":"2025-10-02T09:00:04.000Z"}),
+        ),
+    ];
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join("t.jsonl");
+    std::fs::write(&p, text.join("\n") + "\n").unwrap();
+    p
+}
+
+/// Every file below `root`, with its bytes (links as their target's path).
+fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                let t = std::fs::read_link(&p).unwrap();
+                out.push((p, t.to_string_lossy().into_owned().into_bytes()));
+            } else if m.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 24: a transcript's session id becomes a file name only when it is a session id
+/// Pi accepts: `/../../x` (with a matching `<time>_` folder present) or `../x` would have
+/// written outside the session folder. Such a transcript is reported and skipped (exit 2)
+/// and nothing is written anywhere.
+#[test]
+fn import_refuses_a_session_id_that_is_a_path() {
+    for sid in [
+        "/../../escape",
+        "../escape",
+        "a/../../escape",
+        "x\u{1b}]52;c;QQ==\u{7}",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let src = transcript(&root.join("src"), sid);
+        let sessions = root.join("deep/sessions");
+        std::fs::create_dir_all(sessions.join("2025-10-02T09-00-03-111Z_")).unwrap();
+        let before = snapshot(root);
+        let o = Command::new(BIN)
+            .args(["import", "claude", src.to_str().unwrap(), "--session-dir"])
+            .arg(&sessions)
+            .env("PI_CODING_AGENT_DIR", root.join("agent"))
+            .env("HOME", root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{sid}: {err}");
+        assert!(
+            err.contains("t.jsonl") && err.contains("invalid session id"),
+            "{err}"
+        );
+        assert!(!err.contains('\u{1b}'), "{err}");
+        assert!(o.stdout.is_empty());
+        assert_eq!(snapshot(root), before, "{sid}: something was written");
+    }
+}
+
+/// Issue 24: import appends only to files it created, marked in their header with the
+/// source it imported. A native Pi session (or any unmarked file) with the transcript's
+/// id, cwd and time, and a symbolic link at the file's name, are refused in one line
+/// naming the file; nothing is written. An earlier import's file is still completed.
+#[test]
+fn import_appends_only_to_files_it_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let sid = "0b1c2d3e-4f50-4617-8829-3a4b5c6d7e8f";
+    let src = transcript(&root.join("src"), sid);
+    let name = format!("2025-10-02T09-00-03-111Z_{sid}.jsonl");
+    let import = |dir: &Path| {
+        Command::new(BIN)
+            .args([
+                "import",
+                "claude",
+                src.to_str().unwrap(),
+                "--json",
+                "--session-dir",
+            ])
+            .arg(dir)
+            .env("PI_CODING_AGENT_DIR", root.join("agent"))
+            .env("HOME", root)
+            .output()
+            .unwrap()
+    };
+    // A marked file: an earlier import's.
+    let first = root.join("first");
+    let o = import(&first);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let marked = std::fs::read_to_string(first.join(&name)).unwrap();
+    let header: Value = serde_json::from_str(marked.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        header["importedFrom"],
+        serde_json::json!({"agent": "claude-code", "sessionId": sid})
+    );
+    // Cut to its header and first entry, it is completed by the next import.
+    let short: String = marked.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(first.join(&name), &short).unwrap();
+    let o = import(&first);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "appended");
+    assert_eq!(std::fs::read_to_string(first.join(&name)).unwrap(), marked);
+
+    // A native Pi session under the same name, id, cwd and time.
+    let native = root.join("native");
+    std::fs::create_dir_all(&native).unwrap();
+    let pi = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{sid}\",\"timestamp\":\"2025-10-02T09:00:03.111Z\",\"cwd\":\"/home/dev/x\"}}\n\
+         {{\"type\":\"message\",\"id\":\"aa11bb22\",\"parentId\":null,\"timestamp\":\"2025-10-02T09:10:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"my own work\",\"timestamp\":1759396200000}}}}\n"
+    );
+    std::fs::write(native.join(&name), &pi).unwrap();
+    // A link at the name, to a marked file elsewhere that lacks entries.
+    let linked = root.join("linked");
+    std::fs::create_dir_all(&linked).unwrap();
+    let outside = root.join("outside.jsonl");
+    std::fs::write(&outside, &short).unwrap();
+    std::os::unix::fs::symlink(&outside, linked.join(&name)).unwrap();
+    for (dir, why) in [
+        (&native, "import only appends to files it created"),
+        (&linked, "symbolic link"),
+    ] {
+        let before = snapshot(root);
+        let o = import(dir);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(&name) && err.contains(why), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(
+            snapshot(root),
+            before,
+            "{}: something was written",
+            dir.display()
+        );
+    }
+    assert_eq!(std::fs::read_to_string(native.join(&name)).unwrap(), pi);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), short);
+}

@@ -288,3 +288,47 @@ fn ls_table_aligns_wide_titles_by_terminal_columns() {
         }
     }
 }
+
+/// Issue 24: a damaged listing in the index's store made `ls --all --json` print a partial
+/// `{"sessions":[` and exit 2 on every run. The index is a cache: the damaged listing is
+/// read again from its session, and the answer is whole and equals a full scan's.
+#[test]
+fn ls_json_is_whole_after_the_index_store_is_damaged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path();
+    let dir = agent.join("sessions").join("--w--");
+    std::fs::create_dir_all(&dir).unwrap();
+    for k in 0..4 {
+        std::fs::write(
+            dir.join(format!("s{k}.jsonl")),
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:0{k}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"first message {k}\",\"timestamp\":{k}}}}}\n"
+            ),
+        )
+        .unwrap();
+    }
+    let (c, scan) = run(agent, &["ls", "--all", "--json", "--no-index"]);
+    assert_eq!(c, 0);
+    let (c, indexed) = run(agent, &["ls", "--all", "--json"]);
+    assert_eq!((c, &indexed), (0, &scan));
+    let store = agent.join("sessiontree-index.sqlite.listing");
+    let mut b = std::fs::read(&store).unwrap();
+    let at = b.windows(15).position(|w| w == b"first message 2").unwrap();
+    b[at + 14] ^= 1;
+    std::fs::write(&store, &b).unwrap();
+    for run_no in 0..2 {
+        let (c, out) = run(agent, &["ls", "--all", "--json"]);
+        assert_eq!(c, 0, "run {run_no}: {out}");
+        serde_json::from_str::<Value>(&out).expect("whole JSON");
+        assert_eq!(out, scan, "run {run_no}");
+    }
+    // A truncated store: rebuilt.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&store)
+        .unwrap();
+    f.set_len(f.metadata().unwrap().len() - 7).unwrap();
+    let (c, out) = run(agent, &["ls", "--all", "--json"]);
+    assert_eq!((c, &out), (0, &scan));
+}

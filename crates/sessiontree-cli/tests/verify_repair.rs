@@ -238,3 +238,96 @@ fn verify_reports_structure_problems_with_line_numbers() {
         "{ds:?}"
     );
 }
+
+/// Issue 24: a tool call left without a result in the middle of a branch that Pi went on
+/// past (Pi answers it for the provider) is a note, and the file verifies clean (0); only
+/// interrupted work at the leaf is a problem (1), as the README says.
+#[test]
+fn verify_notes_a_dangling_call_pi_resumed_past_and_flags_one_at_the_leaf() {
+    let msg = |id: &str, parent: Option<&str>, m: &str| {
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2024-12-03T14:00:01.000Z","message":{m}}}"#
+        )
+    };
+    let user = |t: &str| format!(r#"{{"role":"user","content":"{t}","timestamp":1}}"#);
+    let call = |ids: &[&str]| {
+        let blocks: Vec<String> = ids
+            .iter()
+            .map(|c| format!(r#"{{"type":"toolCall","id":"{c}","name":"bash","arguments":{{}}}}"#))
+            .collect();
+        format!(
+            r#"{{"role":"assistant","content":[{}],"stopReason":"toolUse","timestamp":2}}"#,
+            blocks.join(",")
+        )
+    };
+    let result = |c: &str| {
+        format!(
+            r#"{{"role":"toolResult","toolCallId":"{c}","toolName":"bash","content":[],"isError":false,"timestamp":3}}"#
+        )
+    };
+    let reply = r#"{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop","timestamp":4}"#;
+    let d = tempfile::tempdir().unwrap();
+    let write = |name: &str, lines: &[String]| {
+        let p = d.path().join(name);
+        std::fs::write(&p, format!("{H}\n{}\n", lines.join("\n"))).unwrap();
+        p
+    };
+    // The call, then the user went on: Pi resumed past it.
+    let past = write(
+        "past.jsonl",
+        &[
+            msg("u1", None, &user("run it")),
+            msg("a1", Some("u1"), &call(&["c1"])),
+            msg("u2", Some("a1"), &user("never mind, go on")),
+            msg("a2", Some("u2"), reply),
+        ],
+    );
+    // The call at the leaf; and two calls of which only one has its result.
+    let leaf = write(
+        "leaf.jsonl",
+        &[
+            msg("u1", None, &user("run it")),
+            msg("a1", Some("u1"), &call(&["c1"])),
+        ],
+    );
+    let half = write(
+        "half.jsonl",
+        &[
+            msg("u1", None, &user("run both")),
+            msg("a1", Some("u1"), &call(&["c1", "c2"])),
+            msg("r1", Some("a1"), &result("c1")),
+        ],
+    );
+    let (c, out, _) = run(&["verify", past.to_str().unwrap()]);
+    assert_eq!(c, 0, "{out}");
+    assert!(out.contains(": ok"), "{out}");
+    assert!(out.contains("note") && out.contains("c1"), "{out}");
+    let (c, out, _) = run(&["verify", past.to_str().unwrap(), "--json"]);
+    assert_eq!(c, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["files"][0]["ok"], true);
+    assert_eq!(v["files"][0]["interrupted"], serde_json::json!([]));
+    assert_eq!(v["files"][0]["notes"][0]["toolCallId"], "c1");
+    for p in [&leaf, &half] {
+        let (c, out, _) = run(&["verify", p.to_str().unwrap()]);
+        assert_eq!(c, 1, "{}: {out}", p.display());
+        assert!(
+            out.contains("interrupted") && !out.contains("note"),
+            "{out}"
+        );
+        let (_, out, _) = run(&["verify", p.to_str().unwrap(), "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["files"][0]["ok"], false);
+        assert_eq!(v["files"][0]["notes"], serde_json::json!([]));
+    }
+    // `interrupted` still lists every call without a result on the branch.
+    assert_eq!(run(&["interrupted", past.to_str().unwrap()]).0, 1);
+    // A folder holding all three: one clean (with its note), two with problems.
+    let (c, out, _) = run(&["verify", d.path().to_str().unwrap()]);
+    assert_eq!(c, 1);
+    assert!(
+        out.contains("3 files checked, 1 ok, 2 with problems"),
+        "{out}"
+    );
+}

@@ -39,6 +39,14 @@ impl Agent {
             Agent::Codex => "codex",
         }
     }
+
+    /// The agent as the header's import mark (and the listing's `importedFrom`) names it.
+    pub fn source_name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude-code",
+            Agent::Codex => "codex",
+        }
+    }
 }
 
 /// A source line that could not be imported (the rest of the transcript still is).
@@ -90,19 +98,56 @@ pub struct Conversion {
 }
 
 impl Conversion {
-    /// The header line for this session.
+    /// The header line for this session. It ends with the import's mark,
+    /// `"importedFrom":{"agent":…,"sessionId":…}` (the source agent and the source
+    /// session's id; Pi keeps unknown header fields and never writes this one): an
+    /// existing file is only appended to when its header carries the mark of this very
+    /// conversion ([`Conversion::marked`]).
     pub fn header_line(&self, parent_session: Option<&str>) -> String {
-        sessiontree::session::header_line(
+        let mut s = sessiontree::session::header_line(
             &self.session_id,
             &self.timestamp,
             self.cwd.as_deref().unwrap_or(""),
             parent_session,
-        )
+        );
+        s.pop();
+        s.push_str(",\"importedFrom\":{\"agent\":");
+        sessiontree::json::write_js_string(&mut s, self.agent.source_name());
+        s.push_str(",\"sessionId\":");
+        sessiontree::json::write_js_string(&mut s, &self.source_session_id);
+        s.push_str("}}");
+        s
+    }
+
+    /// Whether `header` carries the import's mark of this conversion (see
+    /// [`Conversion::header_line`]): the file was written by an import of this source.
+    pub fn marked(&self, header: &sessiontree::Header) -> bool {
+        let Some(mark) = header.field("importedFrom") else {
+            return false;
+        };
+        let text = |k: &str| mark.get(k).and_then(|v| v.as_str()).map(|v| v.into_owned());
+        text("agent").as_deref() == Some(self.agent.source_name())
+            && text("sessionId").as_deref() == Some(self.source_session_id.as_str())
     }
 
     /// `<timestamp>_<session id>.jsonl`, as Pi names its files.
     pub fn file_name(&self) -> String {
         sessiontree::dirs::session_file_name(&self.timestamp, &self.session_id)
+    }
+
+    /// The file of this session in the folder `dir`. The session id comes from the
+    /// transcript: one that is not a session id Pi accepts (a `/`, `..`, a control
+    /// character, ...) would name a path outside `dir`, so the conversion is refused
+    /// ([`sessiontree::Error::InvalidSessionId`]; the command reports the transcript and
+    /// skips it) rather than written under another name.
+    pub fn path_in(&self, dir: &std::path::Path) -> sessiontree::Result<std::path::PathBuf> {
+        sessiontree::dirs::validate_session_id(&self.session_id)?;
+        let name = self.file_name();
+        // The time is the converter's own ISO text; checked all the same.
+        if name.contains('/') || name.starts_with('.') {
+            return Err(sessiontree::Error::InvalidSessionId(name));
+        }
+        Ok(dir.join(name))
     }
 
     /// The whole file: header and entries, each line ended by `\n`.

@@ -74,8 +74,8 @@ pub fn stage(
     parent_session: Option<&str>,
     dry_run: bool,
 ) -> Result<Staged> {
-    let path = dir.join(conv.file_name());
-    if dry_run || path.exists() {
+    let path = conv.path_in(dir)?;
+    if dry_run || std::fs::symlink_metadata(&path).is_ok() {
         return write_unsynced(conv, dir, parent_session, dry_run).map(Staged::Done);
     }
     let header = prepare_new(conv, dir, parent_session)?;
@@ -135,8 +135,8 @@ pub fn write_unsynced(
     parent_session: Option<&str>,
     dry_run: bool,
 ) -> Result<Outcome> {
-    let path = dir.join(conv.file_name());
-    if !path.exists() {
+    let path = conv.path_in(dir)?;
+    if std::fs::symlink_metadata(&path).is_err() {
         if dry_run {
             return Ok(created(conv, path));
         }
@@ -149,6 +149,14 @@ pub fn write_unsynced(
             Err(Error::Exists { .. }) => {}
             Err(e) => return Err(e),
         }
+    }
+    // Only a file of its own is appended to: never through a link (to a file outside the
+    // folder, or to another session), never to what import did not write.
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(refused(
+            &path,
+            "a symbolic link, not a file this import wrote; nothing written",
+        ));
     }
     // The file of an earlier import that nothing touched since is byte for byte what this
     // conversion writes: then there is nothing to add, seen without parsing the file (or
@@ -168,12 +176,25 @@ pub fn write_unsynced(
     let loaded = sessiontree::load(&path)?;
     let tree = &loaded.tree;
     if tree.session_id() != conv.session_id {
-        return Err(Error::Json(format!(
-            "{} holds session {}, not {}",
-            path.display(),
-            tree.session_id(),
-            conv.session_id
-        )));
+        return Err(refused(
+            &path,
+            &format!(
+                "holds session {}, not {}; nothing written",
+                tree.session_id(),
+                conv.session_id
+            ),
+        ));
+    }
+    if !conv.marked(tree.header()) {
+        return Err(refused(
+            &path,
+            &format!(
+                "not written by an import of {} session {} (its header has no such importedFrom mark): \
+                 import only appends to files it created; nothing written",
+                conv.agent.source_name(),
+                conv.source_session_id
+            ),
+        ));
     }
     let mut bytes = Vec::new();
     let mut added = 0;
@@ -249,12 +270,12 @@ pub fn write_unsynced(
     }
     if !dry_run {
         if !matches!(loaded.tail, Tail::Clean) {
-            return Err(Error::Json(format!(
-                "{} does not end with a complete line; run `sessiontree repair` on it first",
-                path.display()
-            )));
+            return Err(refused(
+                &path,
+                "does not end with a complete line; run `sessiontree repair` on it first",
+            ));
         }
-        let mut app = Appender::open(&path, loaded.len, Durability::Entry)?;
+        let mut app = Appender::open_no_follow(&path, loaded.len, Durability::Entry)?;
         app.append(&bytes, &"imported entries")?;
     }
     Ok(Outcome {
@@ -262,6 +283,14 @@ pub fn write_unsynced(
         status: Status::Appended,
         added,
     })
+}
+
+/// An error naming the file import refused to write to, and why.
+fn refused(path: &Path, why: &str) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(why.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -63,8 +63,7 @@ impl Store {
     /// Creates an empty store (a new nonce) at `path`, replacing what is there.
     pub fn create(path: &Path) -> std::io::Result<Store> {
         let nonce = new_nonce();
-        let tmp = tmp_path(path);
-        let mut f = File::create(&tmp)?;
+        let (tmp, mut f) = create_temp(path)?;
         f.write_all(MAGIC)?;
         f.write_all(&nonce.to_le_bytes())?;
         f.sync_data()?;
@@ -124,14 +123,21 @@ impl Store {
     pub fn compact(&self, ranges: &[(u64, u64)]) -> std::io::Result<(Store, Vec<u64>)> {
         use std::os::unix::fs::FileExt;
         let nonce = new_nonce();
-        let tmp = tmp_path(&self.path);
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
+        let (tmp, file) = create_temp(&self.path)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         out.write_all(MAGIC)?;
         out.write_all(&nonce.to_le_bytes())?;
         let mut at = HEADER_LEN;
         let mut offsets = Vec::with_capacity(ranges.len());
         let mut buf = Vec::new();
+        let have = self.file.metadata()?.len();
         for &(off, len) in ranges {
+            // A range the store does not hold (a damaged length or offset in the
+            // database) is not copied: its listing then fails its check and is read again.
+            if off.checked_add(len).is_none_or(|end| end > have) {
+                offsets.push(at);
+                continue;
+            }
             buf.resize(len as usize, 0);
             self.file.read_exact_at(&mut buf, off)?;
             out.write_all(&buf)?;
@@ -156,13 +162,58 @@ impl Store {
     }
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
-    p.push(format!(".tmp-{}", std::process::id()));
-    PathBuf::from(p)
+/// A new temporary file beside `path` (`<path>.tmp-<pid>-<random>`), created exclusively:
+/// never a name another process chose (or planted a link at), never reused.
+pub(crate) fn create_temp(path: &Path) -> std::io::Result<(PathBuf, File)> {
+    loop {
+        let r = uuid::Uuid::new_v4().simple().to_string();
+        let mut p = path.as_os_str().to_owned();
+        p.push(format!(".tmp-{}-{}", std::process::id(), &r[..12]));
+        let p = PathBuf::from(p);
+        match OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(f) => return Ok((p, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Removes a store (when its index is deleted).
 pub(crate) fn remove(index: &Path) {
     let _ = std::fs::remove_file(path_for(index));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 24: temporary names were `<path>.tmp-<pid>`, opened with `File::create`: a
+    /// link planted there had the store (or the search summaries) written through it.
+    #[test]
+    fn temporary_files_never_follow_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let path = d.path().join("index.sqlite.listing");
+        let planted = PathBuf::from(format!("{}.tmp-{}", path.display(), std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let mut store = Store::create(&path).unwrap();
+        let at = store.append(b"{\"a\":1}").unwrap();
+        let (store, offsets) = store.compact(&[(at, 7)]).unwrap();
+        assert_eq!(offsets, vec![HEADER_LEN]);
+        assert_eq!(&store.map().unwrap()[16..], b"{\"a\":1}");
+        let summaries = d.path().join("search.summaries");
+        let planted = PathBuf::from(format!(
+            "{}.tmp-{}",
+            summaries.display(),
+            std::process::id()
+        ));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        crate::summary::build(&summaries, &[], 1).unwrap();
+        assert!(summaries.is_file());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let a = create_temp(&path).unwrap().0;
+        let b = create_temp(&path).unwrap().0;
+        assert_ne!(a, b);
+    }
 }

@@ -435,10 +435,11 @@ pub fn build(
         out.extend_from_slice(b);
         out.extend_from_slice(&checksum(b).to_le_bytes());
     }
-    let mut tmp = store.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, &out)?;
+    let (tmp, mut f) = crate::listing_store::create_temp(store)?;
+    if let Err(e) = std::io::Write::write_all(&mut f, &out) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     std::fs::rename(&tmp, store)?;
     stats.store_bytes = out.len() as u64;
     drop(lock);

@@ -119,8 +119,9 @@ pub fn session_file_name(iso_timestamp: &str, session_id: &str) -> String {
     )
 }
 
-/// Checks a caller-supplied session id.
-pub(crate) fn validate_session_id(id: &str) -> Result<()> {
+/// Checks a session id that is to name a file (one given by a caller, or read from a
+/// transcript): what Pi accepts, and never more than one path component.
+pub fn validate_session_id(id: &str) -> Result<()> {
     let b = id.as_bytes();
     let ok_inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-');
     let valid = !b.is_empty()

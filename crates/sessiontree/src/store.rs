@@ -749,9 +749,21 @@ pub struct Growth {
 impl Appender {
     /// Opens an existing file for appending; `len` is how much of it the caller has read.
     pub fn open(path: &Path, len: u64, durability: Durability) -> Result<Appender> {
+        Appender::open_with(path, len, durability, 0)
+    }
+
+    /// [`Appender::open`] for a writer that appends only to files of its own (import):
+    /// a symbolic link at `path` is refused (`O_NOFOLLOW`), never written through.
+    pub fn open_no_follow(path: &Path, len: u64, durability: Durability) -> Result<Appender> {
+        Appender::open_with(path, len, durability, libc::O_NOFOLLOW)
+    }
+
+    fn open_with(path: &Path, len: u64, durability: Durability, flags: i32) -> Result<Appender> {
+        use std::os::unix::fs::OpenOptionsExt;
         let file = OpenOptions::new()
             .read(true)
             .append(true)
+            .custom_flags(flags)
             .open(path)
             .map_err(io(path))?;
         Ok(Appender {

@@ -204,6 +204,7 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
                 _ => s.cwd.clone(),
             };
+            let cwd = crate::safe::line(&cwd).into_owned();
             let room = w.saturating_sub(width(&head) + 3);
             let cwd_w = if l.only_cwd {
                 0
@@ -426,7 +427,7 @@ fn row_spans(t: &TreeState, r: u32, cols: usize) -> Vec<Span<'static>> {
     if let Some(l) = tree.get_label(id) {
         tail.push_str(&format!(
             " [{}]",
-            sessiontree::json::Raw::trusted(&l.label).js_string()
+            crate::safe::line(&sessiontree::json::Raw::trusted(&l.label).js_string())
         ));
     }
     if t.folded.contains(&r) {

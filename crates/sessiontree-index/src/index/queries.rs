@@ -186,7 +186,10 @@ impl Index {
                         continue;
                     };
                     if let Some(map) = &map {
-                        let bytes = map.get(off as usize..(off + len) as usize);
+                        let bytes = usize::try_from(off)
+                            .ok()
+                            .zip(usize::try_from(len).ok())
+                            .and_then(|(o, l)| map.get(o..o.checked_add(l)?));
                         let Some(json) = bytes.filter(|b| checksum(b) == lsum as u64) else {
                             damaged.push(id);
                             continue;
@@ -226,8 +229,23 @@ impl Index {
         paths: impl IntoIterator<Item = &'p Path>,
         w: &mut dyn std::io::Write,
     ) -> crate::Result<()> {
+        self.write_json_between(paths, b"", b"", w)
+    }
+
+    /// [`Index::write_json`] between `prefix` and `suffix`, all in one vectored write that
+    /// starts only once every listing passed its checksum: an error leaves `w` untouched.
+    /// The index is a cache, so a damaged listing (bytes, length or checksum) is a miss:
+    /// its session is read again, its listing written anew, and the answer built again;
+    /// only when that keeps failing is an error returned (the caller then reads the files).
+    pub fn write_json_between<'p>(
+        &mut self,
+        paths: impl IntoIterator<Item = &'p Path>,
+        prefix: &[u8],
+        suffix: &[u8],
+        w: &mut dyn std::io::Write,
+    ) -> crate::Result<()> {
         let paths: Vec<&Path> = paths.into_iter().collect();
-        let captured = self
+        let mut captured = self
             .captured
             .take()
             .filter(|c| c.nonce == self.store.nonce)
@@ -237,27 +255,51 @@ impl Index {
                     .map(|p| c.ranges.get(*p).copied())
                     .collect::<Option<Vec<_>>>()
             });
-        let ranges = match captured {
-            Some(r) => r,
-            None => self.fresh_ranges(&paths)?,
-        };
-        let map = self.store.map().map_err(store_err)?;
-        let bytes: &[u8] = &map;
-        if let Some(n) = first_damaged(bytes, &ranges) {
-            return Err(damaged_err(&format!(
-                "the listing of {}",
-                paths[n].display()
-            )));
-        }
-        let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(ranges.len() * 2);
-        for (n, &(o, l, _)) in ranges.iter().enumerate() {
-            if n > 0 {
-                slices.push(std::io::IoSlice::new(b","));
+        let mut damaged = Vec::new();
+        for _ in 0..3 {
+            let ranges = match captured.take() {
+                Some(r) => r,
+                None => self.fresh_ranges(&paths)?,
+            };
+            let map = self.store.map().map_err(store_err)?;
+            let bytes: &[u8] = &map;
+            if first_damaged(bytes, &ranges).is_some() {
+                damaged = all_damaged(bytes, &ranges)
+                    .into_iter()
+                    .map(|n| paths[n].to_path_buf())
+                    .collect();
+                drop(map);
+                self.read_again(&damaged)?;
+                continue;
             }
-            slices.push(std::io::IoSlice::new(&bytes[o as usize..(o + l) as usize]));
+            let mut slices: Vec<std::io::IoSlice<'_>> = Vec::with_capacity(ranges.len() * 2 + 2);
+            slices.push(std::io::IoSlice::new(prefix));
+            for (n, &(o, l, _)) in ranges.iter().enumerate() {
+                if n > 0 {
+                    slices.push(std::io::IoSlice::new(b","));
+                }
+                slices.push(std::io::IoSlice::new(&bytes[o as usize..(o + l) as usize]));
+            }
+            slices.push(std::io::IoSlice::new(suffix));
+            crate::context::write_all_vectored(w, &mut slices)
+                .map_err(crate::error::io(Path::new("<stdout>")))?;
+            return Ok(());
         }
-        crate::context::write_all_vectored(w, &mut slices)
-            .map_err(crate::error::io(Path::new("<stdout>")))?;
+        Err(damaged_err(&format!(
+            "the listing of {} (again after reading it anew)",
+            damaged
+                .first()
+                .map_or(String::new(), |p| p.display().to_string())
+        )))
+    }
+
+    /// Reads the sessions at `paths` again and stores their listings anew (their stored
+    /// ones were damaged).
+    fn read_again(&mut self, paths: &[PathBuf]) -> crate::Result<()> {
+        self.forget(paths)?;
+        let files = list::with_stats(paths.to_vec());
+        let set: std::collections::HashSet<&Path> = paths.iter().map(PathBuf::as_path).collect();
+        self.refresh_stat(&files, &|p| set.contains(p), 1, &|_, _| {})?;
         Ok(())
     }
 
@@ -292,12 +334,9 @@ impl Index {
                         Some((Some(o), Some(l), Some(s))) => {
                             ranges.push((o as u64, l as u64, s as u64))
                         }
-                        _ => {
-                            return Err(store_err(std::io::Error::other(format!(
-                                "no stored listing of {}",
-                                p.display()
-                            ))))
-                        }
+                        // No stored listing: out of bounds, so checked as damaged (read
+                        // again) like one that fails its checksum.
+                        _ => ranges.push((u64::MAX, u64::MAX, 0)),
                     }
                 }
                 Ok(Some(ranges))
@@ -353,6 +392,13 @@ fn first_damaged(bytes: &[u8], ranges: &[(u64, u64, u64)]) -> Option<usize> {
             .filter_map(|h| h.join().ok().flatten())
             .min()
     })
+}
+
+/// Every one of `ranges` that [`first_damaged`] would name (the slow path, after damage).
+fn all_damaged(bytes: &[u8], ranges: &[(u64, u64, u64)]) -> Vec<usize> {
+    (0..ranges.len())
+        .filter(|&i| first_damaged(bytes, &ranges[i..i + 1]).is_some())
+        .collect()
 }
 
 /// Refreshes the index for `files` and returns their listings as a full scan would
@@ -414,6 +460,152 @@ pub fn listed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 24: a damaged listing (its bytes in the store, its length, offset or checksum
+    /// in the database, its row gone) or a truncated store is a cache miss: `ls --json`
+    /// (listed without texts, then written from the store) still writes exactly what a
+    /// full scan writes, on the first run and every later one, and an answer it cannot
+    /// give writes nothing.
+    #[test]
+    fn damaged_listings_are_read_again_and_the_answer_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path();
+        let folder = agent.join("sessions").join("--w--");
+        std::fs::create_dir_all(&folder).unwrap();
+        for k in 0..5 {
+            let text = format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:0{k}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"first message {k}\",\"timestamp\":{k}}}}}\n"
+            );
+            std::fs::write(folder.join(format!("s{k}.jsonl")), text).unwrap();
+        }
+        let sessions = agent.join("sessions");
+        let scope = super::super::all_scope(&sessions);
+        let opts = list::ListOptions {
+            with_text: false,
+            ..Default::default()
+        };
+        let scan = || {
+            let v = list::list_all(agent, list::ListOptions::default());
+            let mut out = b"[".to_vec();
+            for (n, i) in v.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                i.write_json(&mut out).unwrap();
+            }
+            out.extend_from_slice(b"]");
+            out
+        };
+        let ls_json = |idx: &mut Index| {
+            let files = list::all_files_stat(agent);
+            let (v, _) = listed(idx, &files, &scope, opts, &|_, _| {}).unwrap();
+            let mut out = Vec::new();
+            idx.write_json_between(v.iter().map(|i| i.path.as_path()), b"[", b"]", &mut out)
+                .unwrap();
+            out
+        };
+        let ipath = Index::default_path(agent);
+        let store_path = crate::listing_store::path_for(&ipath);
+        let sql = |q: &str| {
+            let c = rusqlite::Connection::open(&ipath).unwrap();
+            c.execute_batch(q).unwrap();
+        };
+        let flip = || {
+            let mut b = std::fs::read(&store_path).unwrap();
+            let at = b.windows(15).position(|w| w == b"first message 3").unwrap();
+            b[at + 14] ^= 0x01;
+            std::fs::write(&store_path, &b).unwrap();
+        };
+        let truncate = || {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&store_path)
+                .unwrap();
+            let len = f.metadata().unwrap().len();
+            f.set_len(len - 10).unwrap();
+        };
+        let victim = "(SELECT id FROM files WHERE path LIKE '%s2.jsonl')";
+        type Damage<'a> = (&'a str, Box<dyn Fn() + 'a>);
+        let damages: Vec<Damage> = vec![
+            ("a flipped byte in the store", Box::new(flip)),
+            (
+                "a length past the store",
+                Box::new(|| {
+                    sql(&format!(
+                        "UPDATE listing SET len=len+1000000 WHERE id={victim}"
+                    ))
+                }),
+            ),
+            (
+                "a huge length",
+                Box::new(|| {
+                    sql(&format!(
+                        "UPDATE listing SET len=9000000000000000000 WHERE id={victim}"
+                    ))
+                }),
+            ),
+            (
+                "a length one short",
+                Box::new(|| sql(&format!("UPDATE listing SET len=len-1 WHERE id={victim}"))),
+            ),
+            (
+                "a negative offset",
+                Box::new(|| sql(&format!("UPDATE listing SET off=-5 WHERE id={victim}"))),
+            ),
+            (
+                "a wrong checksum",
+                Box::new(|| sql(&format!("UPDATE listing SET sum=sum+1 WHERE id={victim}"))),
+            ),
+            (
+                "the listing row gone",
+                Box::new(|| sql(&format!("DELETE FROM listing WHERE id={victim}"))),
+            ),
+            (
+                "a wrong info checksum",
+                Box::new(|| {
+                    sql(&format!(
+                        "UPDATE files SET info_sum=info_sum+1 WHERE id={victim}"
+                    ))
+                }),
+            ),
+            ("a truncated store", Box::new(truncate)),
+        ];
+        let want = scan();
+        for (what, damage) in &damages {
+            let mut idx = Index::open(&ipath).unwrap();
+            assert_eq!(ls_json(&mut idx), want, "before {what}");
+            drop(idx);
+            damage();
+            for run in 0..2 {
+                let mut idx = Index::open(&ipath).unwrap();
+                let got = ls_json(&mut idx);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want),
+                    "{what}, run {run}"
+                );
+                // The damaged record was rewritten: every stored range checks out now.
+                let files = list::all_files_stat(agent);
+                let (v, _) = listed(&mut idx, &files, &scope, opts, &|_, _| {}).unwrap();
+                let paths: Vec<&Path> = v.iter().map(|i| i.path.as_path()).collect();
+                let ranges = idx.fresh_ranges(&paths).unwrap();
+                let map = idx.store.map().unwrap();
+                assert_eq!(first_damaged(&map, &ranges), None, "{what}, run {run}");
+            }
+        }
+        // A compaction given ranges the store does not hold (lengths from a damaged
+        // database) copies none of them and allocates nothing for them.
+        let idx = Index::open(&ipath).unwrap();
+        let ranges = [
+            (16, 5),
+            (u64::MAX - 1, 9_000_000_000_000_000_000),
+            (16, u64::MAX),
+        ];
+        let (new, offsets) = idx.store.compact(&ranges).unwrap();
+        assert_eq!(offsets, vec![16, 21, 21]);
+        assert_eq!(new.len().unwrap(), 21);
+    }
 
     /// Many ranges over more bytes than the parallel threshold: each damage is found, and
     /// the first damaged range is the one named, whichever thread checked it.

@@ -260,6 +260,22 @@ impl Index {
         Ok(stats)
     }
 
+    /// [`Index::mark_damaged`] by path.
+    pub(super) fn forget(&mut self, paths: &[PathBuf]) -> crate::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        for p in paths {
+            tx.execute(
+                "UPDATE files SET size=-1, offset=0, mtime_ns=0 WHERE path=?1",
+                [&*p.to_string_lossy()],
+            )
+            .map_err(sql_err)?;
+        }
+        tx.commit().map_err(sql_err)
+    }
+
     /// Marks files whose stored listing failed its checksum: the next refresh reads them
     /// again from the start.
     pub(super) fn mark_damaged(&mut self, ids: &[i64]) -> crate::Result<()> {
