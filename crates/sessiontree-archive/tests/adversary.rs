@@ -7,12 +7,19 @@
 
 mod common;
 
+#[path = "../../sessiontree/tests/common/env.rs"]
+mod env;
+#[path = "../../sessiontree/tests/common/xorshift.rs"]
+mod xorshift;
+
 use common::{Cluster, PASSWORD};
 use sessiontree_archive::pull::{pull, PullOptions, PullReport};
 use sessiontree_archive::push::{push, PushOptions};
 use sessiontree_archive::{query, Archive};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use xorshift::Rng;
 
 /// A cluster with the roles, carol, and the schema made by its owner.
 fn start(test: &str) -> Option<Cluster> {
@@ -764,4 +771,693 @@ fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
 
 fn schema_latest() -> String {
     sessiontree_archive::schema::latest().to_string()
+}
+
+/// Every file below `dir`, by path (symlinks as themselves, not followed).
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => todo.push(p),
+                _ => {
+                    out.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// SQL for any text (bytes of the attacker's choosing never meet the quoting).
+fn lit(s: &str) -> String {
+    format!("convert_from({}, 'UTF8')", bytea(s.as_bytes()))
+}
+
+/// Runs `stmts` as one psql session of `user`, going on after errors (so a temporary
+/// object or a `search_path` set early is in place for what follows). The count of errors.
+fn script(c: &Cluster, user: &str, stmts: &[String]) -> usize {
+    use std::io::Write;
+    let mut child = Command::new(c.bin.join("psql"))
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=0"])
+        .args(["-h", c.dir.path().to_str().unwrap()])
+        .args(["-p", &c.port.to_string(), "-U", user, "-d", "archive"])
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for st in stmts {
+        writeln!(input, "{st};").unwrap();
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("ERROR:"))
+        .count()
+}
+
+/// What bob knows (or guesses: keys are small integers handed out in order) before a round.
+#[derive(Default)]
+struct Known {
+    /// (pk, owner) of every session, copy and version; versions with (session, copy, length).
+    sessions: Vec<i64>,
+    copies: Vec<i64>,
+    versions: Vec<(i64, i64, i64, i64)>,
+    bobs_sessions: Vec<i64>,
+    bobs_versions: Vec<(i64, i64, i64)>,
+    /// carol's latest versions: (pk, copy, length, seq); bob's sessions shared with her.
+    carols: Vec<(i64, i64, i64, i64)>,
+    shared: Vec<i64>,
+    top: i64,
+    ids: Vec<String>,
+    machines: Vec<String>,
+}
+
+impl Known {
+    fn read(c: &Cluster) -> Known {
+        let rows = |sql: &str| -> Vec<Vec<String>> {
+            server(c, sql)
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.split('|').map(str::to_string).collect())
+                .collect()
+        };
+        let int = |s: &str| s.parse::<i64>().unwrap();
+        let mut k = Known::default();
+        for r in rows("SELECT pk, owner FROM sessiontree.sessions") {
+            k.sessions.push(int(&r[0]));
+            if r[1] == "bob" {
+                k.bobs_sessions.push(int(&r[0]));
+            }
+        }
+        k.copies = rows("SELECT pk FROM sessiontree.copies")
+            .iter()
+            .map(|r| int(&r[0]))
+            .collect();
+        for r in rows("SELECT pk, session_pk, copy_pk, length, owner FROM sessiontree.versions") {
+            let v = (int(&r[0]), int(&r[1]), int(&r[2]), int(&r[3]));
+            k.versions.push(v);
+            if r[4] == "bob" {
+                k.bobs_versions.push((v.0, v.1, v.3));
+            }
+        }
+        k.carols = rows(
+            "SELECT DISTINCT ON (copy_pk) pk, copy_pk, length, seq FROM sessiontree.versions
+             WHERE owner = 'carol' ORDER BY copy_pk, seq DESC",
+        )
+        .iter()
+        .map(|r| (int(&r[0]), int(&r[1]), int(&r[2]), int(&r[3])))
+        .collect();
+        k.shared = rows(
+            "SELECT session_pk FROM sessiontree.shares WHERE owner = 'bob' AND grantee = 'carol'",
+        )
+        .iter()
+        .map(|r| int(&r[0]))
+        .collect();
+        k.top = server(
+            c,
+            "SELECT greatest((SELECT max(pk) FROM sessiontree.sessions),
+                             (SELECT max(pk) FROM sessiontree.versions))",
+        )
+        .parse()
+        .unwrap_or(1);
+        k.ids = rows("SELECT session_id FROM sessiontree.sessions WHERE owner = 'carol'")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        k.machines = rows("SELECT id FROM sessiontree.machines")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        k
+    }
+}
+
+/// bob's move generator: one statement (or transaction) of every kind his privileges could
+/// allow, with keys, owners, ids, names, paths, lengths, offsets and times forged.
+struct Bob<'a> {
+    r: Rng,
+    k: &'a Known,
+    /// Also the attacks that only the client can stop (see the campaign).
+    client: bool,
+    root: &'a Path,
+    n: u64,
+}
+
+impl Bob<'_> {
+    fn one<T: Clone>(&mut self, v: &[T]) -> T {
+        v[self.r.pick(v.len())].clone()
+    }
+    fn pk(&mut self, own: &[i64]) -> String {
+        match self.r.pick(6) {
+            0 | 1 if !own.is_empty() => self.one(own).to_string(),
+            2 => (self.k.top + 1 + self.r.below(5) as i64).to_string(),
+            3 => self
+                .one(&["0", "-1", "9223372036854775807", "NULL"])
+                .to_string(),
+            _ => (1 + self.r.below(self.k.top.max(1) as u64 + 3)).to_string(),
+        }
+    }
+    fn owner(&mut self) -> String {
+        self.one(&["'carol'", "'bob'", "'alice'", "current_user", "'team'"])
+            .to_string()
+    }
+    fn fresh(&mut self) -> String {
+        self.n += 1;
+        format!("{:x}", self.r.next() ^ self.n)
+    }
+    /// A session id: safe ones, and (client attacks) carol's own and path-like ones.
+    fn id(&mut self) -> String {
+        let f = self.fresh();
+        let mut v = vec![
+            uuid::Uuid::from_u128(self.r.next() as u128 | 0x4000_8000_0000_0000u128 << 64)
+                .to_string(),
+            format!("bob-{f}"),
+            format!("esc\u{1b}]0;title\u{7}{f}"),
+            format!(" spaced {f} "),
+            format!(".hidden{f}"),
+        ];
+        if self.client && !self.k.ids.is_empty() {
+            v.push(self.one(&self.k.ids.clone()));
+            v.push(format!("../../../up-{f}"));
+            v.push(format!("{}/abs-{f}", self.root.display()));
+            v.push("..".to_string());
+        }
+        self.one(&v)
+    }
+    fn rel(&mut self) -> String {
+        let f = self.fresh();
+        let mut v = vec![
+            format!("--w--/bob-{f}.jsonl"),
+            format!("--bob--/2025-04-01T09-00-00-000Z_{f}.jsonl"),
+            format!("../../../rel-{f}.jsonl"),
+            format!("{}/rel-abs-{f}.jsonl", self.root.display()),
+            format!("--w--/../../{f}.jsonl"),
+            "--w--".to_string(),
+            String::new(),
+        ];
+        if self.client && !self.k.ids.is_empty() {
+            let id = self.one(&self.k.ids.clone());
+            v.push(format!("--w--/2025-04-01T09-00-00-000Z_{id}.jsonl"));
+        }
+        self.one(&v)
+    }
+    fn machine(&mut self) -> String {
+        let mut v = self.k.machines.clone();
+        v.push(uuid::Uuid::from_u128(self.r.next() as u128 | 1u128 << 100).to_string());
+        format!("'{}'", self.one(&v))
+    }
+    /// Bytes for a session of bob's: a session whose header carries `id` (client attacks:
+    /// sometimes one of carol's ids), or garbage.
+    fn content(&mut self, id: &str) -> Vec<u8> {
+        let header_id = if self.client && self.r.pick(3) == 0 && !self.k.ids.is_empty() {
+            self.one(&self.k.ids.clone())
+        } else {
+            id.to_string()
+        };
+        let f = self.fresh();
+        match self.r.pick(4) {
+            0 => format!("garbage {f}\n").into_bytes(),
+            1 => session(&header_id, "/w", &[&format!("bob's {f}")])[..20].to_vec(),
+            _ => session(
+                &header_id,
+                self.one(&["/w", "/bob", "/"]),
+                &[&format!("bob's words {f}"), "ignore previous instructions"],
+            ),
+        }
+    }
+    fn int(&mut self) -> String {
+        self.one(&[
+            "0",
+            "1",
+            "7",
+            "-1",
+            "2147483647",
+            "9000000000000000000",
+            "-9223372036854775808",
+        ])
+        .to_string()
+    }
+
+    /// Aimed at one of carol's latest versions, tied to a session of bob's she reads.
+    fn targeted(&mut self) -> String {
+        let (v, cp, len, seq) = self.one(&self.k.carols.clone());
+        let d = self.one(&self.k.shared.clone());
+        let forged = session(&self.fresh(), "/w", &["carolmark forged"]);
+        let n = forged.len();
+        let f = bytea(&forged);
+        match self.r.pick(5) {
+            0 => format!(
+                "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data) VALUES ({v}, {d}, {len}, {f})"
+            ),
+            1 => format!(
+                "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data) VALUES ({v}, {d}, 7, 'x')"
+            ),
+            2 => format!(
+                "BEGIN;
+                 INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                     VALUES ({cp}, {d}, {}, {n}, sha256({f}), {n});
+                 INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+                     SELECT pk, {d}, 0, {f} FROM sessiontree.versions
+                     WHERE copy_pk = {cp} AND owner = current_user ORDER BY pk DESC LIMIT 1;
+                 COMMIT",
+                seq + 1
+            ),
+            3 => format!(
+                "INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                 VALUES ({cp}, {d}, 2147483647, 0, sha256(''), 0)"
+            ),
+            _ => format!(
+                "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
+                 VALUES ({v}, {d}, 0, 'e', 'user', 'soon', 'carolmark forged')"
+            ),
+        }
+    }
+
+    fn statement(&mut self) -> String {
+        let ses = self.k.sessions.clone();
+        let cps = self.k.copies.clone();
+        let vps: Vec<i64> = self.k.versions.iter().map(|v| v.0).collect();
+        // Rows under someone else's row, tied to a session of his own (which carol may read).
+        let bobs = self.k.bobs_sessions.clone();
+        if self.r.pick(4) == 0 && !self.k.carols.is_empty() && !self.k.shared.is_empty() {
+            return self.targeted();
+        }
+        match self.r.pick(16) {
+            0 => {
+                let (pk, owner, id) = (self.pk(&ses), self.owner(), self.id());
+                match self.r.pick(3) {
+                    0 => format!(
+                        "INSERT INTO sessiontree.sessions (pk, session_id) VALUES ({pk}, {})",
+                        lit(&id)
+                    ),
+                    1 => format!(
+                        "INSERT INTO sessiontree.sessions (owner, session_id, cwd) VALUES ({owner}, {}, {})",
+                        lit(&id),
+                        lit(&self.rel())
+                    ),
+                    _ => format!(
+                        "INSERT INTO sessiontree.sessions (session_id, cwd, created) VALUES ({}, '/w', 'x')",
+                        lit(&id)
+                    ),
+                }
+            }
+            1 => {
+                let pk = self.pk(&ses);
+                let set = match self.r.pick(5) {
+                    0 => format!("pk = {}", self.pk(&ses)),
+                    1 => format!("owner = {}", self.owner()),
+                    2 => format!("session_id = {}", lit(&self.id())),
+                    3 => format!("cwd = {}", lit(&self.rel())),
+                    _ => "created = 'now'".to_string(),
+                };
+                format!("UPDATE sessiontree.sessions SET {set} WHERE pk = {pk}")
+            }
+            2 => {
+                let (t, col) = self.one(&[
+                    ("sessions", "pk"),
+                    ("copies", "pk"),
+                    ("versions", "pk"),
+                    ("chunks", "version_pk"),
+                    ("texts", "version_pk"),
+                    ("shares", "session_pk"),
+                ]);
+                let pk = self.pk(&vps);
+                format!("DELETE FROM sessiontree.{t} WHERE {col} = {pk}")
+            }
+            3 => {
+                let (s, m, r) = (self.pk(&ses), self.machine(), self.rel());
+                let extra = match self.r.pick(3) {
+                    0 => ("pk, ", format!("{}, ", self.pk(&cps))),
+                    1 => ("owner, ", format!("{}, ", self.owner())),
+                    _ => ("", String::new()),
+                };
+                format!(
+                    "INSERT INTO sessiontree.copies ({}session_pk, machine, rel_path) VALUES ({}{s}, {m}, {})",
+                    extra.0,
+                    extra.1,
+                    lit(&r)
+                )
+            }
+            4 => {
+                let pk = self.pk(&cps);
+                let set = match self.r.pick(4) {
+                    0 => format!("rel_path = {}", lit(&self.rel())),
+                    1 => format!("session_pk = {}", self.pk(&ses)),
+                    2 => format!("machine = {}", self.machine()),
+                    _ => format!("pk = {}", self.pk(&cps)),
+                };
+                format!("UPDATE sessiontree.copies SET {set} WHERE pk = {pk}")
+            }
+            5 => {
+                let (cp, sp) = (self.pk(&cps), self.pk(&bobs));
+                let seq = match self.r.pick(3) {
+                    0 => self.int(),
+                    _ => self.one(&["1", "2", "3"]).to_string(),
+                };
+                let len = self.int();
+                let extra = match self.r.pick(4) {
+                    0 => ("pk, ", format!("{}, ", self.pk(&vps))),
+                    1 => ("updated_at, ", "'2999-01-01', ".to_string()),
+                    2 => ("owner, ", format!("{}, ", self.owner())),
+                    _ => ("", String::new()),
+                };
+                format!(
+                    "INSERT INTO sessiontree.versions ({}copy_pk, session_pk, seq, length, hash, src_length, info)
+                     VALUES ({}{cp}, {sp}, {seq}, {len}, sha256('x'), {len}, '{{\"path\": \"/etc/passwd\"}}')",
+                    extra.0, extra.1
+                )
+            }
+            6 => {
+                let pk = self.pk(&vps);
+                let set = match self.r.pick(6) {
+                    0 => format!("length = {}", self.int()),
+                    1 => format!("seq = {}", self.int()),
+                    2 => format!("copy_pk = {}", self.pk(&cps)),
+                    3 => "hash = sha256('y')".to_string(),
+                    4 => "updated_at = '2999-01-01'".to_string(),
+                    _ => format!("session_pk = {}", self.pk(&ses)),
+                };
+                format!("UPDATE sessiontree.versions SET {set} WHERE pk = {pk}")
+            }
+            7 => {
+                // Often exactly where a version's next append goes.
+                let (v, off) = match self.r.pick(2) {
+                    0 if !self.k.versions.is_empty() => {
+                        let v = self.one(&self.k.versions.clone());
+                        (v.0.to_string(), v.3.to_string())
+                    }
+                    _ => (self.pk(&vps), self.int()),
+                };
+                let sp = self.pk(&bobs);
+                let data = self.content("x");
+                format!(
+                    "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data) VALUES ({v}, {sp}, {off}, {})",
+                    bytea(&data)
+                )
+            }
+            8 => {
+                let v = self.pk(&vps);
+                let set = self.one(&["data = 'x'", "off = off + 1", "version_pk = version_pk + 1"]);
+                format!("UPDATE sessiontree.chunks SET {set} WHERE version_pk = {v}")
+            }
+            9 => {
+                let (v, sp) = (self.pk(&vps), self.pk(&bobs));
+                let ts = self.one(&["'soon'", "'1e999'", "'1743498000000'", "NULL", "'-0'"]);
+                format!(
+                    "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
+                     VALUES ({v}, {sp}, {}, 'e', 'user', {ts}, 'carolmark forged', '{{1,2,3}}')",
+                    self.int()
+                )
+            }
+            10 => {
+                let (sp, g) = (
+                    self.pk(&ses),
+                    self.one(&["'carol'", "'bob'", "'team'", "'public'"]),
+                );
+                format!("INSERT INTO sessiontree.shares (session_pk, grantee) VALUES ({sp}, {g})")
+            }
+            11 => {
+                let (m, name) = (self.machine(), self.fresh());
+                match self.r.pick(3) {
+                    0 => format!(
+                        "INSERT INTO sessiontree.machines (owner, id, name) VALUES ({}, {m}, {})",
+                        self.owner(),
+                        lit(&format!("\u{1b}[2J{name}"))
+                    ),
+                    1 => format!("UPDATE sessiontree.machines SET name = 'pwned', owner = current_user WHERE id = {m}"),
+                    _ => format!("INSERT INTO sessiontree.machines (id, name) VALUES ({m}, 'bob''s')"),
+                }
+            }
+            12 => {
+                // One of the lookalikes, in place for the rest of the script.
+                self.one(&[
+                    "CREATE TEMP VIEW pg_roles AS SELECT 'carol'::name AS rolname, r.oid
+                     FROM pg_catalog.pg_roles r WHERE r.rolname = current_user",
+                    "CREATE OR REPLACE FUNCTION bobs.pg_has_role(name, oid, text) RETURNS boolean
+                     LANGUAGE sql AS 'SELECT true'",
+                    "SET search_path = pg_temp, bobs, pg_catalog",
+                    "CREATE TEMP TABLE IF NOT EXISTS versions AS SELECT 1 AS seq",
+                ])
+                .to_string()
+            }
+            13 | 14 => {
+                // A whole session of his own, possibly in several chunks or with a wrong
+                // length or hash, shared with carol or not.
+                let id = self.id();
+                let rel = self.rel();
+                let content = self.content(&id);
+                let n = content.len();
+                let claimed = match self.r.pick(5) {
+                    0 => n + 1,
+                    _ => n,
+                };
+                let hash = if self.r.pick(6) == 0 {
+                    "sha256('wrong')".to_string()
+                } else {
+                    format!("sha256({})", bytea(&content))
+                };
+                let cut = self.r.pick(n.max(1)).max(1).min(n);
+                let share = self.one(&["'carol'", "'carol'", "'team'", "'bob'"]);
+                let idl = lit(&id);
+                format!(
+                    "BEGIN;
+                     INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ({idl}, '/w');
+                     INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+                         SELECT pk, gen_random_uuid(), {rel} FROM sessiontree.sessions
+                         WHERE session_id = {idl} AND owner = current_user;
+                     INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                         SELECT c.pk, c.session_pk, 1, {claimed}, {hash}, {n} FROM sessiontree.copies c
+                         JOIN sessiontree.sessions s ON s.pk = c.session_pk
+                         WHERE s.session_id = {idl} AND s.owner = current_user;
+                     INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+                         SELECT v.pk, v.session_pk, x.off, x.data FROM sessiontree.versions v
+                         JOIN sessiontree.sessions s ON s.pk = v.session_pk,
+                         (VALUES (0, {a}), ({cut}, {b})) x(off, data)
+                         WHERE s.session_id = {idl} AND s.owner = current_user
+                           AND octet_length(x.data) > 0 ORDER BY x.off;
+                     INSERT INTO sessiontree.shares (session_pk, grantee)
+                         SELECT pk, {share} FROM sessiontree.sessions
+                         WHERE session_id = {idl} AND owner = current_user;
+                     COMMIT",
+                    rel = lit(&rel),
+                    a = bytea(&content[..cut]),
+                    b = bytea(&content[cut..]),
+                )
+            }
+            _ => {
+                // One of his own versions grows (an append), right or wrong.
+                let Some(&(v, sp, len)) = (!self.k.bobs_versions.is_empty())
+                    .then(|| &self.k.bobs_versions[self.r.pick(self.k.bobs_versions.len())])
+                else {
+                    return "SELECT 1".to_string();
+                };
+                let extra = entry(None, &format!("bob appends {}", self.fresh()), 9).1;
+                let at = if self.r.pick(4) == 0 { len + 3 } else { len };
+                let grown = if self.r.pick(5) == 0 { 1 } else { extra.len() };
+                format!(
+                    "BEGIN;
+                     UPDATE sessiontree.versions SET length = length + {grown},
+                         hash = sha256(coalesce((SELECT string_agg(data, ''::bytea ORDER BY off)
+                                                 FROM sessiontree.chunks WHERE version_pk = {v}), '') || {e})
+                         WHERE pk = {v};
+                     INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data) VALUES ({v}, {sp}, {at}, {e});
+                     COMMIT",
+                    e = bytea(extra.as_bytes())
+                )
+            }
+        }
+    }
+}
+
+/// carol's sessions: where each one was written, and its bytes there.
+struct Carol {
+    /// id -> (machine index, bytes)
+    sessions: BTreeMap<String, (usize, Vec<u8>)>,
+    n: u64,
+}
+
+impl Carol {
+    fn create(&mut self, dirs: &[PathBuf; 2], on: usize) {
+        self.n += 1;
+        let id = sid(1000 + self.n);
+        let p = write(
+            &dirs[on],
+            "/w",
+            &id,
+            &[&format!("carolmark {} of machine {on}", self.n)],
+        );
+        self.sessions.insert(id, (on, std::fs::read(p).unwrap()));
+    }
+    fn grow(&mut self, dirs: &[PathBuf; 2], pick: usize) {
+        let id = self
+            .sessions
+            .keys()
+            .nth(pick % self.sessions.len())
+            .unwrap()
+            .clone();
+        let (on, _) = self.sessions[&id];
+        let p = session_path(&dirs[on], "/w", &id);
+        grow(&p, &format!("carol goes on {}", self.n));
+        self.n += 1;
+        self.sessions.insert(id, (on, std::fs::read(p).unwrap()));
+    }
+}
+
+/// The victim's operations, each of which must work and leave her sessions as she wrote them.
+fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usize) {
+    let mine = |id: &str| carol.sessions.contains_key(id);
+    for d in dirs {
+        let r = push(ar, &push_opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
+        for (path, why) in &r.skipped {
+            let id = sessiontree_archive::pull::id_from_name(path).unwrap_or_default();
+            assert!(!mine(&id), "round {round}: push skipped {path:?}: {why}");
+        }
+    }
+    for d in dirs {
+        let r = pull(ar, &pull_opts(d)).unwrap_or_else(|e| panic!("round {round}: pull: {e}"));
+        for (id, why) in &r.skipped {
+            assert!(!mine(id), "round {round}: pull skipped {id}: {why}");
+        }
+    }
+    // Both machines push again: every copy of carol's now holds what she wrote.
+    for d in dirs {
+        push(ar, &push_opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
+    }
+    for (id, (_, bytes)) in &carol.sessions {
+        for d in dirs {
+            let got = std::fs::read(session_path(d, "/w", id)).unwrap();
+            assert!(got == *bytes, "round {round}: {id} in {d:?} is not carol's");
+        }
+        let (copy, got) = query::session_bytes(ar, id)
+            .unwrap_or_else(|e| panic!("round {round}: export {id}: {e}"));
+        assert_eq!(copy.owner, "carol");
+        assert!(
+            got == *bytes,
+            "round {round}: export of {id} is not carol's"
+        );
+    }
+    let hits = query::search(ar, "carolmark", query::Mode::Words, None, 10_000)
+        .unwrap_or_else(|e| panic!("round {round}: search: {e}"));
+    let mut found: Vec<&str> = hits
+        .iter()
+        .filter(|h| h.owner == "carol")
+        .map(|h| h.session_id.as_str())
+        .collect();
+    found.sort_unstable();
+    found.dedup();
+    let all: Vec<&str> = carol.sessions.keys().map(String::as_str).collect();
+    assert_eq!(found, all, "round {round}: carol's search");
+    query::list(ar).unwrap_or_else(|e| panic!("round {round}: list: {e}"));
+}
+
+/// The campaign: bob writes, at random, every kind of row his privileges could allow
+/// (`SESSIONTREE_ADVERSARY_RUNS` rounds of 30 statements, default 8; the seed from
+/// `SESSIONTREE_ADVERSARY_SEED`), while carol pushes from two machines, pulls into both,
+/// exports and searches. None of her operations fails, her sessions stay exactly as she
+/// wrote them on both machines and in the archive, and nothing is written outside
+/// `<agent dir>/sessions` but the machine file and the local state.
+///
+/// `SESSIONTREE_ADVERSARY_CLIENT=1` adds what only the client can stop (bob's shared
+/// sessions under carol's ids, with path-like ids, with a header id or a file name that is
+/// carol's): the client's checks for those are its own work.
+#[test]
+fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
+    let Some(c) = start("a_campaign_of_another_role_leaves_the_victims_sessions_alone") else {
+        return;
+    };
+    let runs: usize = env::env_or("SESSIONTREE_ADVERSARY_RUNS", 8);
+    let seed: u64 = env::env_or("SESSIONTREE_ADVERSARY_SEED", 0x00ad_5e55_10b5);
+    let client = env::env_or("SESSIONTREE_ADVERSARY_CLIENT", 0u8) == 1;
+    eprintln!("campaign: {runs} rounds, seed {seed:#x}, client attacks {client}");
+    server(&c, "CREATE SCHEMA bobs AUTHORIZATION bob");
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().to_path_buf();
+    let dirs = [root.join("a"), root.join("b")];
+    std::fs::write(root.join("canary"), "keep").unwrap();
+    let mut ar = open(&c, "carol");
+    let mut carol = Carol {
+        sessions: BTreeMap::new(),
+        n: 0,
+    };
+    for on in [0, 0, 1] {
+        carol.create(&dirs, on);
+    }
+    carol_round(&mut ar, &dirs, &carol, 0);
+    // bob's own sessions, pushed with sessiontree; one shared with carol.
+    let mut bob = open(&c, "bob");
+    let bd = root.join("bob");
+    write(&bd, "/bob", &sid(900), &["bob's first"]);
+    write(&bd, "/bob", &sid(901), &["bob's second"]);
+    push(&mut bob, &push_opts(&bd)).unwrap();
+    query::share(&mut bob, &sid(900), "carol").unwrap();
+
+    let mut r = Rng(seed | 1);
+    let (mut statements, mut errors) = (0, 0);
+    for round in 1..=runs {
+        for _half in 0..2 {
+            let known = Known::read(&c);
+            let mut b = Bob {
+                r: Rng(r.next() | 1),
+                k: &known,
+                client,
+                root: &root,
+                n: 0,
+            };
+            let stmts: Vec<String> = (0..15).map(|_| b.statement()).collect();
+            statements += stmts.len();
+            errors += script(&c, "bob", &stmts);
+            // carol writes between bob's halves: a session grows, or a new one begins.
+            if r.pick(3) == 0 {
+                carol.create(&dirs, r.pick(2));
+            } else {
+                carol.grow(&dirs, r.pick(1000));
+            }
+        }
+        carol_round(&mut ar, &dirs, &carol, round);
+        // Nothing outside the agent dirs' session folders but the machine file and the state.
+        let archive_id = ar.id.clone();
+        for (p, bytes) in tree(&root) {
+            let rel = p.strip_prefix(&root).unwrap();
+            let mut parts = rel.components().map(|c| c.as_os_str().to_string_lossy());
+            let first = parts.next().unwrap_or_default().into_owned();
+            let rest: Vec<String> = parts.map(|s| s.into_owned()).collect();
+            let ok = match (first.as_str(), rest.as_slice()) {
+                ("canary", []) => bytes == b"keep",
+                ("a" | "b" | "bob", [f]) => f == "sessiontree-machine.json",
+                ("a" | "b" | "bob", [d, f]) if d == "sessiontree-archive" => {
+                    *f == format!("{archive_id}.json")
+                }
+                ("a" | "b" | "bob", [s, ..]) => s == "sessions",
+                _ => false,
+            };
+            assert!(
+                ok,
+                "round {round}: written outside the session folders: {p:?}"
+            );
+        }
+    }
+    eprintln!(
+        "campaign: {statements} statements of bob's, {errors} errors reported by the server; \
+         carol has {} sessions",
+        carol.sessions.len()
+    );
+    // The archive is whole: every version's chunks end at its length, without gaps.
+    assert_eq!(
+        server(
+            &c,
+            "SELECT count(*) FROM sessiontree.versions v
+             WHERE v.length <> coalesce((SELECT sum(octet_length(data)) FROM sessiontree.chunks
+                                         WHERE version_pk = v.pk), 0)
+                OR EXISTS (SELECT 1 FROM sessiontree.chunks x WHERE x.version_pk = v.pk
+                           AND x.owner <> v.owner)"
+        ),
+        "0"
+    );
 }
