@@ -78,8 +78,9 @@ pub fn copies(archive: &mut Archive, only: &[String]) -> Result<Vec<Copy>> {
                     coalesce(m.name, c.machine::text), c.rel_path, v.pk, v.length, v.hash,
                     v.redaction IS NOT NULL, v.updated_at
              FROM sessiontree.versions v
-             JOIN sessiontree.copies c ON c.pk = v.copy_pk
-             JOIN sessiontree.sessions s ON s.pk = c.session_pk
+             JOIN sessiontree.copies c
+                  ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
+             JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
              LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
              WHERE ($1::text[] IS NULL OR s.session_id = ANY ($1))
              ORDER BY v.copy_pk, v.seq DESC) x
@@ -105,8 +106,9 @@ pub fn copies(archive: &mut Archive, only: &[String]) -> Result<Vec<Copy>> {
 /// A version's bytes, checked against its length and hash.
 pub fn fetch(archive: &mut Archive, c: &Copy) -> Result<Vec<u8>> {
     let rows = archive.client.query(
-        "SELECT off, data FROM sessiontree.chunks WHERE version_pk = $1 AND off < $2 ORDER BY off",
-        &[&c.version_pk, &c.length],
+        "SELECT off, data FROM sessiontree.chunks
+         WHERE version_pk = $1 AND off < $2 AND owner = $3 ORDER BY off",
+        &[&c.version_pk, &c.length, &c.owner],
     )?;
     let mut out = Vec::with_capacity(c.length as usize);
     for r in rows {

@@ -540,8 +540,9 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
          SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
                 coalesce(v.redaction, '')
          FROM sessiontree.versions v
-         JOIN sessiontree.copies c ON c.pk = v.copy_pk
-         JOIN sessiontree.sessions s ON s.pk = c.session_pk
+         JOIN sessiontree.copies c
+              ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
+         JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          WHERE c.machine = $1::text::uuid AND c.owner = current_user
          ORDER BY v.copy_pk, v.seq DESC"
     );
@@ -975,7 +976,7 @@ fn copy_rows(
     }
     tx.batch_execute(
         "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-             SELECT version_pk, session_pk, off, data FROM st_chunks;
+             SELECT version_pk, session_pk, off, data FROM st_chunks ORDER BY version_pk, off;
          INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
              SELECT version_pk, session_pk, off, entry_id, role, ts, body, tri FROM st_texts;",
     )?;

@@ -10,7 +10,7 @@ pub fn share(archive: &mut Archive, session_id: &str, grantee: &str) -> Result<(
     let exists = archive
         .client
         .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)",
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1)",
             &[&grantee],
         )?
         .get::<_, bool>(0);
@@ -67,8 +67,9 @@ pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
                 v.redaction IS NOT NULL, coalesce(v.info::text, 'null')
          FROM (SELECT DISTINCT ON (copy_pk) * FROM sessiontree.versions
                ORDER BY copy_pk, seq DESC) v
-         JOIN sessiontree.copies c ON c.pk = v.copy_pk
-         JOIN sessiontree.sessions s ON s.pk = c.session_pk
+         JOIN sessiontree.copies c
+              ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
+         JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner",
         &[],
     )?;
@@ -193,15 +194,21 @@ pub fn search_filtered(
                           coalesce(m.name, c.machine::text) AS machine, t.entry_id, t.role,
                           t.ts, t.body
                    FROM f t
-                   JOIN sessiontree.versions v ON v.pk = t.version_pk
-                   JOIN sessiontree.copies c ON c.pk = v.copy_pk
-                   JOIN sessiontree.sessions s ON s.pk = t.session_pk
+                   JOIN sessiontree.versions v
+                        ON v.pk = t.version_pk AND v.session_pk = t.session_pk
+                   JOIN sessiontree.copies c
+                        ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
+                   JOIN sessiontree.sessions s ON s.pk = t.session_pk AND s.owner = c.owner
                    LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
+                   -- A time that is not a plain number (another role writes what it likes)
+                   -- matches no bound instead of failing the search.
+                   CROSS JOIN LATERAL (SELECT CASE WHEN t.ts ~ '^-?[0-9]{1,20}([.][0-9]{1,20})?$'
+                                              THEN t.ts::float8 END AS ms) x
                    WHERE v.seq = (SELECT max(seq) FROM sessiontree.versions v2
                                   WHERE v2.copy_pk = c.pk)
                      AND ($5::text IS NULL OR s.cwd = $5)
-                     AND ($6::float8 IS NULL OR t.ts::float8 >= $6)
-                     AND ($7::float8 IS NULL OR t.ts::float8 < $7))
+                     AND ($6::float8 IS NULL OR x.ms >= $6)
+                     AND ($7::float8 IS NULL OR x.ms < $7))
              SELECT h.session_id, h.owner, h.machine, h.entry_id, h.role, h.ts, h.body,
                     (SELECT count(*) FROM f)
              FROM (SELECT 1) one LEFT JOIN h ON true
@@ -266,13 +273,42 @@ pub fn search_filtered(
 }
 
 /// The bytes of a session's most recently pushed copy (for export), and that copy.
+///
+/// The caller's own copies come first: another role may push a session of its own under
+/// the same id and share it, and that is not the caller's session. Without an own copy,
+/// the copies of one other owner; copies of several other owners are refused (which one
+/// was meant is not known), naming the owners.
 pub fn session_bytes(archive: &mut Archive, session_id: &str) -> Result<(Copy, Vec<u8>)> {
-    let all = copies(archive, &[session_id.to_string()])?;
-    let Some(c) = all.into_iter().find(|c| c.length > 0) else {
-        return Err(Error::msg(format!(
-            "session {session_id} is not in the archive (or not visible to role {})",
-            archive.role
-        )));
+    let all: Vec<Copy> = copies(archive, &[session_id.to_string()])?
+        .into_iter()
+        .filter(|c| c.length > 0)
+        .collect();
+    let own = all.iter().find(|c| c.owner == archive.role);
+    let c = match own {
+        Some(c) => c.clone(),
+        None => {
+            let mut owners: Vec<&str> = all.iter().map(|c| c.owner.as_str()).collect();
+            owners.sort_unstable();
+            owners.dedup();
+            if owners.len() > 1 {
+                return Err(Error::msg(format!(
+                    "session {session_id} is in the archive from {} owners ({}), none of them \
+                     role {}: not exported",
+                    owners.len(),
+                    owners.join(", "),
+                    archive.role
+                )));
+            }
+            match all.first() {
+                Some(c) => c.clone(),
+                None => {
+                    return Err(Error::msg(format!(
+                        "session {session_id} is not in the archive (or not visible to role {})",
+                        archive.role
+                    )))
+                }
+            }
+        }
     };
     let b = fetch(archive, &c)?;
     Ok((c, b))

@@ -281,6 +281,273 @@ GRANT EXECUTE ON FUNCTION sessiontree.login_roles(),
     sessiontree.search_texts(int4[], text, text, int) TO PUBLIC;
 "#;
 
+/// Version 4: the archive holds against its own users (another role writing every row its
+/// privileges allow, with plain `psql`).
+///
+/// * **Immune to objects a user can create.** Every function the archive installs pins
+///   `search_path = pg_catalog, pg_temp` and names everything schema-qualified: a `TEMP
+///   VIEW pg_roles` (the temp schema is searched first for relations) or a `pg_has_role` of
+///   one's own schema put first in the path made `my_roles()` and `login_roles()` answer
+///   any role, and so read a session shared with someone else.
+/// * **Every row belongs to its writer's own session, copy and version**, through every
+///   foreign key: `(session_pk, owner)` references the session, `(copy_pk, session_pk,
+///   owner)` the copy, `(version_pk, session_pk, owner)` the version. Before, the write
+///   policies checked `session_pk` only: a version or a chunk could hang under another
+///   owner's copy or version, tied to a decoy session of the writer's.
+/// * **What comes next, checked by the server**: a version's `seq` is its copy's last plus
+///   one; a chunk starts where the version's chunks end, is not empty and stays within the
+///   version's length; at commit a version's chunks end exactly at its length (so a length
+///   is never a claim, and a version is never partly stored). Times are the server's.
+/// * **Keys are the server's**: `GENERATED ALWAYS AS IDENTITY`, and no role may name a key
+///   column in an `INSERT` or `UPDATE` (column privileges), so rows with the next keys
+///   cannot block everyone's inserts.
+/// * **Immutable where they should be**: chunks and texts are never updated or deleted but
+///   with their version; a version's bytes only grow (by its owner's appends); sessions,
+///   copies and versions keep their keys, owner, session, copy and `seq`.
+/// * A machine's row is seen by whoever sees a copy *of that owner* on it (before: a copy
+///   of one's own naming the machine's id was enough).
+/// * Rows an older schema let another role forge (a row whose owner or session differs from
+///   the row it hangs under) are deleted: no sessiontree client writes them, and they are
+///   the attack (a higher `seq`, a chunk inside someone's version, forged texts).
+const V4: &str = r#"
+-- The owner of the tables runs this; for the cleaning below it must see every row.
+ALTER TABLE sessiontree.machines NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.sessions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.shares NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.copies NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.versions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks NO FORCE ROW LEVEL SECURITY;
+
+-- 1. Functions immune to objects a user can create.
+CREATE OR REPLACE FUNCTION sessiontree.my_roles() RETURNS name[]
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(pg_catalog.array_agg(r.rolname), '{}'::name[]) FROM pg_catalog.pg_roles r
+    WHERE pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
+$$;
+CREATE OR REPLACE FUNCTION sessiontree.login_roles() RETURNS name[]
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT coalesce(pg_catalog.array_agg(r.rolname), '{}'::name[]) FROM pg_catalog.pg_roles r
+    WHERE pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')
+$$;
+CREATE OR REPLACE FUNCTION sessiontree.check_share() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sessiontree.sessions s
+                   WHERE s.pk = NEW.session_pk AND s.owner = current_user) THEN
+        RAISE EXCEPTION 'only the owner of a session may share it'
+            USING ERRCODE = '42501';
+    END IF;
+    RETURN NEW;
+END $$;
+
+-- 2. Rows that hang under another owner's rows: forged (no client writes them).
+DELETE FROM sessiontree.shares x WHERE NOT EXISTS
+    (SELECT 1 FROM sessiontree.sessions s WHERE s.pk = x.session_pk AND s.owner = x.owner);
+DELETE FROM sessiontree.copies x WHERE NOT EXISTS
+    (SELECT 1 FROM sessiontree.sessions s WHERE s.pk = x.session_pk AND s.owner = x.owner);
+DELETE FROM sessiontree.versions x WHERE NOT EXISTS
+    (SELECT 1 FROM sessiontree.copies c
+     WHERE c.pk = x.copy_pk AND c.session_pk = x.session_pk AND c.owner = x.owner);
+DELETE FROM sessiontree.chunks x WHERE NOT EXISTS
+    (SELECT 1 FROM sessiontree.versions v
+     WHERE v.pk = x.version_pk AND v.session_pk = x.session_pk AND v.owner = x.owner);
+DELETE FROM sessiontree.texts x WHERE NOT EXISTS
+    (SELECT 1 FROM sessiontree.versions v
+     WHERE v.pk = x.version_pk AND v.session_pk = x.session_pk AND v.owner = x.owner);
+
+-- 3. Ownership through every foreign key.
+ALTER TABLE sessiontree.sessions ADD CONSTRAINT sessions_pk_owner UNIQUE (pk, owner);
+ALTER TABLE sessiontree.shares DROP CONSTRAINT shares_session_pk_fkey,
+    ADD CONSTRAINT shares_session FOREIGN KEY (session_pk, owner)
+        REFERENCES sessiontree.sessions (pk, owner) ON DELETE CASCADE;
+ALTER TABLE sessiontree.copies DROP CONSTRAINT copies_session_pk_fkey,
+    ADD CONSTRAINT copies_session FOREIGN KEY (session_pk, owner)
+        REFERENCES sessiontree.sessions (pk, owner) ON DELETE CASCADE,
+    ADD CONSTRAINT copies_pk_session_owner UNIQUE (pk, session_pk, owner);
+ALTER TABLE sessiontree.versions DROP CONSTRAINT versions_copy_pk_fkey,
+    ADD CONSTRAINT versions_copy FOREIGN KEY (copy_pk, session_pk, owner)
+        REFERENCES sessiontree.copies (pk, session_pk, owner) ON DELETE CASCADE,
+    ADD CONSTRAINT versions_pk_session_owner UNIQUE (pk, session_pk, owner);
+ALTER TABLE sessiontree.chunks DROP CONSTRAINT chunks_version_pk_fkey,
+    ADD CONSTRAINT chunks_version FOREIGN KEY (version_pk, session_pk, owner)
+        REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE;
+ALTER TABLE sessiontree.texts DROP CONSTRAINT texts_version_pk_fkey,
+    ADD CONSTRAINT texts_version FOREIGN KEY (version_pk, session_pk, owner)
+        REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE;
+-- Plain sanity of new rows (older rows are left as they are: NOT VALID).
+ALTER TABLE sessiontree.versions
+    ADD CONSTRAINT versions_sane CHECK (seq >= 1 AND length >= 0 AND src_length >= 0
+        AND octet_length(hash) = 32) NOT VALID;
+ALTER TABLE sessiontree.chunks
+    ADD CONSTRAINT chunks_sane CHECK (off >= 0 AND octet_length(data) > 0) NOT VALID;
+ALTER TABLE sessiontree.texts ADD CONSTRAINT texts_sane CHECK (off >= 0) NOT VALID;
+ALTER TABLE sessiontree.meta ADD CONSTRAINT meta_archive_id CHECK (key <> 'archive_id'
+    OR value ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$');
+
+-- 4. Keys chosen by the server. The identity starts above every key in the table (and
+-- above what the old sequence handed out), so rows inserted with explicit keys before
+-- this version are never hit.
+DO $$
+DECLARE
+    t text;
+    top bigint;
+    last bigint;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['sessions', 'copies', 'versions'] LOOP
+        EXECUTE format('SELECT coalesce(max(pk), 0) FROM sessiontree.%I', t) INTO top;
+        EXECUTE format('SELECT last_value FROM sessiontree.%I', t || '_pk_seq') INTO last;
+        IF top > 4611686018427387904 THEN
+            top := 0;  -- a forged key near the end of bigint: do not start there
+        END IF;
+        EXECUTE format('ALTER TABLE sessiontree.%I ALTER COLUMN pk DROP DEFAULT', t);
+        EXECUTE format('DROP SEQUENCE sessiontree.%I', t || '_pk_seq');
+        EXECUTE format('ALTER TABLE sessiontree.%I ALTER COLUMN pk
+                        ADD GENERATED ALWAYS AS IDENTITY (START WITH %s)',
+                       t, greatest(top, last) + 1);
+    END LOOP;
+END $$;
+
+-- 5. What comes next, and what may change.
+-- A new version: of the writer's own copy, numbered after the copy's last; the server's times.
+CREATE FUNCTION sessiontree.version_insert() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    last int;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM sessiontree.copies c
+                   WHERE c.pk = NEW.copy_pk AND c.session_pk = NEW.session_pk
+                     AND c.owner = NEW.owner AND c.owner = current_user) THEN
+        RAISE EXCEPTION 'version: copy % is not a copy of your session %', NEW.copy_pk,
+            NEW.session_pk USING ERRCODE = '42501';
+    END IF;
+    SELECT max(v.seq) INTO last FROM sessiontree.versions v WHERE v.copy_pk = NEW.copy_pk;
+    IF NEW.seq IS DISTINCT FROM coalesce(last, 0) + 1 THEN
+        RAISE EXCEPTION 'version: seq % for copy %, where % comes next', NEW.seq,
+            NEW.copy_pk, coalesce(last, 0) + 1 USING ERRCODE = '23514';
+    END IF;
+    NEW.created_at := now();
+    NEW.updated_at := now();
+    RETURN NEW;
+END $$;
+CREATE TRIGGER versions_insert BEFORE INSERT ON sessiontree.versions
+    FOR EACH ROW EXECUTE FUNCTION sessiontree.version_insert();
+
+-- A version grows (an append) and never shrinks; the server's time.
+CREATE FUNCTION sessiontree.version_update() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NEW.length < OLD.length THEN
+        RAISE EXCEPTION 'version %: % bytes cannot become %', OLD.pk, OLD.length, NEW.length
+            USING ERRCODE = '23514';
+    END IF;
+    NEW.created_at := OLD.created_at;
+    NEW.updated_at := now();
+    RETURN NEW;
+END $$;
+CREATE TRIGGER versions_update BEFORE UPDATE ON sessiontree.versions
+    FOR EACH ROW EXECUTE FUNCTION sessiontree.version_update();
+
+-- At commit, a version's chunks end exactly at its length.
+CREATE FUNCTION sessiontree.version_whole() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    want bigint;
+    got bigint;
+BEGIN
+    SELECT v.length INTO want FROM sessiontree.versions v WHERE v.pk = NEW.pk;
+    IF NOT FOUND THEN
+        RETURN NULL;  -- deleted since
+    END IF;
+    SELECT c.off + octet_length(c.data) INTO got FROM sessiontree.chunks c
+    WHERE c.version_pk = NEW.pk ORDER BY c.off DESC LIMIT 1;
+    IF coalesce(got, 0) <> want THEN
+        RAISE EXCEPTION 'version %: its chunks hold % bytes, its length says %', NEW.pk,
+            coalesce(got, 0), want USING ERRCODE = '23514';
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER versions_whole AFTER INSERT OR UPDATE ON sessiontree.versions
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION sessiontree.version_whole();
+
+-- A chunk: of the writer's own version, where its chunks end, within its length.
+CREATE FUNCTION sessiontree.chunk_insert() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    vlen bigint;
+    fin bigint;
+BEGIN
+    SELECT v.length INTO vlen FROM sessiontree.versions v
+    WHERE v.pk = NEW.version_pk AND v.session_pk = NEW.session_pk
+      AND v.owner = NEW.owner AND v.owner = current_user;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'chunk: version % is not a version of your session %',
+            NEW.version_pk, NEW.session_pk USING ERRCODE = '42501';
+    END IF;
+    SELECT c.off + octet_length(c.data) INTO fin FROM sessiontree.chunks c
+    WHERE c.version_pk = NEW.version_pk ORDER BY c.off DESC LIMIT 1;
+    fin := coalesce(fin, 0);
+    IF NEW.off IS DISTINCT FROM fin OR coalesce(octet_length(NEW.data), 0) = 0
+       OR NEW.off + octet_length(NEW.data) > vlen THEN
+        RAISE EXCEPTION 'chunk of version %: % bytes at %, where the chunks end at % of %',
+            NEW.version_pk, coalesce(octet_length(NEW.data), 0), NEW.off, fin, vlen
+            USING ERRCODE = '23514';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER chunks_insert BEFORE INSERT ON sessiontree.chunks
+    FOR EACH ROW EXECUTE FUNCTION sessiontree.chunk_insert();
+
+-- A machine's name: its owner, and whoever sees one of that owner's copies on it.
+ALTER POLICY machines_read ON sessiontree.machines
+    USING (owner = current_user
+        OR (owner, id) IN (SELECT c.owner, c.machine FROM sessiontree.copies c));
+
+-- 6. Privileges: no key, owner-of-another, time or immutable column is writable.
+REVOKE ALL ON sessiontree.machines, sessiontree.sessions, sessiontree.shares,
+    sessiontree.copies, sessiontree.versions, sessiontree.chunks, sessiontree.texts
+    FROM PUBLIC;
+GRANT SELECT ON sessiontree.machines, sessiontree.sessions, sessiontree.shares,
+    sessiontree.copies, sessiontree.versions, sessiontree.chunks TO PUBLIC;
+GRANT INSERT (owner, id, name), UPDATE (name, last_seen), DELETE
+    ON sessiontree.machines TO PUBLIC;
+GRANT INSERT (owner, session_id, cwd, created), UPDATE (cwd, created), DELETE
+    ON sessiontree.sessions TO PUBLIC;
+GRANT INSERT (owner, session_pk, grantee), DELETE ON sessiontree.shares TO PUBLIC;
+GRANT INSERT (owner, session_pk, machine, rel_path), UPDATE (rel_path), DELETE
+    ON sessiontree.copies TO PUBLIC;
+GRANT INSERT (owner, copy_pk, session_pk, seq, length, hash, src_length, redaction, info),
+    UPDATE (length, hash, src_length, info, updated_at), DELETE
+    ON sessiontree.versions TO PUBLIC;
+GRANT INSERT (owner, version_pk, session_pk, off, data) ON sessiontree.chunks TO PUBLIC;
+GRANT INSERT (owner, version_pk, session_pk, off, entry_id, role, ts, body, tri)
+    ON sessiontree.texts TO PUBLIC;
+REVOKE ALL ON FUNCTION sessiontree.version_insert(), sessiontree.version_update(),
+    sessiontree.version_whole(), sessiontree.chunk_insert(), sessiontree.check_share()
+    FROM PUBLIC;
+
+-- The functions belong to the tables' owner (a superuser migrating would own them).
+DO $$
+DECLARE
+    f text;
+    own name := (SELECT t.tableowner FROM pg_catalog.pg_tables t
+                 WHERE t.schemaname = 'sessiontree' AND t.tablename = 'sessions');
+BEGIN
+    FOREACH f IN ARRAY ARRAY['my_roles()', 'login_roles()', 'check_share()',
+                             'version_insert()', 'version_update()', 'version_whole()',
+                             'chunk_insert()'] LOOP
+        EXECUTE format('ALTER FUNCTION sessiontree.%s OWNER TO %I', f, own);
+    END LOOP;
+END $$;
+
+ALTER TABLE sessiontree.machines FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.sessions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.shares FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.copies FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
+"#;
+
 /// Version 3's data step: the trigram codes of the texts already in the archive.
 fn backfill_trigrams(tx: &mut Transaction) -> Result<()> {
     tx.batch_execute(
@@ -335,6 +602,11 @@ pub const MIGRATIONS: &[(i32, &str, &[Step])] = &[
             Step::Rust(backfill_trigrams),
             Step::Sql(V3_AFTER),
         ],
+    ),
+    (
+        4,
+        "another role cannot read or write what is not its own: pinned search_path, ownership through every key, server-chosen keys and seq, whole versions, immutable rows",
+        &[Step::Sql(V4)],
     ),
 ];
 
