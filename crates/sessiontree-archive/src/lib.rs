@@ -17,11 +17,13 @@
 //!   to another role; policies enforce it for every client, including `psql`.
 
 pub mod conn;
+pub mod local;
 pub mod machine;
 pub mod merge;
 pub mod pull;
 pub mod push;
 pub mod query;
+pub mod redact;
 pub mod schema;
 pub mod state;
 pub mod trigram;
