@@ -8,6 +8,9 @@
 //! state (device, inode, size, mtime) without reading it, and still only when the archive
 //! holds the hash recorded for it.
 //!
+//! Only complete lines are sent (a line still being written goes with the next push), and
+//! with `--redact` every value that leaves the machine is redacted ([`crate::redact`]).
+//!
 //! Files go in batches, one transaction each: a push killed at any point leaves whole
 //! batches, and the next push continues from what the archive holds. Bytes are uploaded
 //! with `COPY` (binary) into a temporary table and moved with one `INSERT ... SELECT`

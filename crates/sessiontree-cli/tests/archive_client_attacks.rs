@@ -88,8 +88,17 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
         .args(["stats", "--archive", &url, "--json"])
         .output()
         .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the victim's own file\n"
+    );
     // 1: read, but no usage recorded in them.
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(String::from_utf8_lossy(&o.stderr).contains("3 sessions read"));
     let o = st(&agent, &tmp)
         .args(["export", good, "--archive", &url, "--format", "md"])
