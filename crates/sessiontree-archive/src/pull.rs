@@ -430,6 +430,12 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
     Ok(report)
 }
 
+/// The machine name a pull marker carries (`pulled from <name>`): the archive's, at most
+/// 64 characters of it, so that a name cannot grow the user's file by more than that.
+fn marker_name(c: &Copy) -> String {
+    c.machine_name.chars().take(64).collect()
+}
+
 /// Bytes up to and including the last newline: a line still being written when the copy
 /// was pushed is not written here.
 fn complete_lines(mut b: Vec<u8>) -> Vec<u8> {
@@ -462,7 +468,7 @@ fn create(
                 continue;
             }
         };
-        match merge::plan(&content, &other, &c.machine_name) {
+        match merge::plan(&content, &other, &marker_name(c)) {
             Plan::UpToDate => {}
             Plan::FastForward(b) | Plan::Branch { bytes: b, .. } => content.extend_from_slice(&b),
             Plan::Skip(why) => report.skipped.push((
@@ -527,7 +533,7 @@ fn update(
                 continue;
             }
         };
-        match merge::plan(&local, &other, &c.machine_name) {
+        match merge::plan(&local, &other, &marker_name(c)) {
             Plan::UpToDate => {}
             Plan::FastForward(b) => {
                 append(path, &local, &b)?;
@@ -546,7 +552,7 @@ fn update(
             Plan::Skip(why) => {
                 report.skipped.push((
                     c.session_id.clone(),
-                    format!("{}: copy from {}: {why}", path.display(), c.machine_name),
+                    format!("{}: copy from {:?}: {why}", path.display(), c.machine_name),
                 ));
                 continue;
             }

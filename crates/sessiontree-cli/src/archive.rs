@@ -342,11 +342,25 @@ pub fn cleanup() {
 }
 
 /// For `export ID --archive` and `stats ID --archive`: the session's most recently pushed
-/// copy in a private temporary file (removed at exit by [`cleanup`]). The file's name is
+/// copy in a private temporary file (removed at exit by [`cleanup`]); the user's own when
+/// another owner has a session of the same id. The file's name is
 /// the copy's when that is a plain name, else the id's, else `session.jsonl`.
 pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
     let mut ar = Archive::open(&archive_url(url)?)?;
-    let (c, bytes) = query::session_bytes(&mut ar, id)?;
+    // The user's own copy first (the newest of those), then other owners': another owner
+    // may have pushed a session under the same id.
+    let all = sessiontree_archive::pull::copies(&mut ar, &[id.to_string()])?;
+    let c = all
+        .into_iter()
+        .filter(|c| c.length > 0)
+        .min_by_key(|c| c.owner != ar.role)
+        .with_context(|| {
+            format!(
+                "session {id:?} is not in the archive (or not visible to role {:?})",
+                ar.role
+            )
+        })?;
+    let bytes = sessiontree_archive::pull::fetch(&mut ar, &c)?;
     let dir = temp_dir()?;
     let file = c.rel_path.rsplit('/').next().unwrap_or("");
     let by_id = format!("{}.jsonl", c.session_id);

@@ -21,17 +21,18 @@ fn st(agent: &Path, tmp: &Path) -> Command {
     c
 }
 
-fn session_text(id: &str) -> String {
+fn session_text(id: &str, text: &str) -> String {
     format!(
         "{{\"type\":\"session\",\"version\":3,\"id\":{},\"timestamp\":\"2025-05-01T10:00:00.000Z\",\"cwd\":\"/w\"}}\n\
-         {{\"type\":\"message\",\"id\":\"e0000001\",\"parentId\":null,\"timestamp\":\"2025-05-01T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":1746093601000}}}}\n",
-        serde_json::json!(id)
+         {{\"type\":\"message\",\"id\":\"e0000001\",\"parentId\":null,\"timestamp\":\"2025-05-01T10:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":{},\"timestamp\":1746093601000}}}}\n",
+        serde_json::json!(id),
+        serde_json::json!(text)
     )
 }
 
 /// bob, with plain psql: a session of his own under `id`, shared with alice.
-fn forge(c: &Cluster, id: &str, rel: &str) {
-    let data = session_text(id);
+fn forge(c: &Cluster, id: &str, rel: &str, text: &str) {
+    let data = session_text(id, text);
     let h: String = data.bytes().map(|b| format!("{b:02x}")).collect();
     let mine = format!("owner = current_user AND session_id = $q${id}$q$");
     let sql = format!(
@@ -56,7 +57,7 @@ fn forge(c: &Cluster, id: &str, rel: &str) {
 /// A shared session whose id is an absolute path (or climbs out) made `stats --archive`
 /// write over the file it names; its rel_path named the file of `export --archive`. Now the
 /// victim's file stays as it was, nothing appears beside it, and the temporary folders
-/// are gone after the command.
+/// are gone after the command. An id of hers that bob also pushed exports as hers.
 #[test]
 fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
     let Some(c) = Cluster::start("archive_ids_never_name_a_file_outside") else {
@@ -67,6 +68,14 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
     let (agent, tmp) = (t.path().join("agent"), t.path().join("tmp"));
     std::fs::create_dir_all(&tmp).unwrap();
     let url = c.url("alice", "archive");
+    let mine = "0195aaaa-0000-7000-8000-000000000002";
+    let folder = agent.join("sessions/--w--");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join(format!("2025-05-01T10-00-00-000Z_{mine}.jsonl")),
+        session_text(mine, "alice wrote this"),
+    )
+    .unwrap();
     let o = st(&agent, &tmp)
         .args(["push", "--archive", &url])
         .output()
@@ -75,14 +84,13 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
     let victim = t.path().join("victim.jsonl");
     std::fs::write(&victim, "the victim's own file\n").unwrap();
     let abs = t.path().join("victim").display().to_string();
-    forge(&c, &abs, "x");
-    forge(&c, "../../escaped", "../../escaped.jsonl");
+    forge(&c, &abs, "x", "hi");
+    forge(&c, "../../escaped", "../../escaped.jsonl", "hi");
     let good = "0195aaaa-0000-7000-8000-000000000001";
-    forge(
-        &c,
-        good,
-        &format!("/{}/named-by-rel.jsonl", t.path().display()),
-    );
+    let named = format!("/{}/named-by-rel.jsonl", t.path().display());
+    forge(&c, good, &named, "hi");
+    // bob's session under alice's id, newer than hers.
+    forge(&c, mine, "x", "bob wrote this");
 
     let o = st(&agent, &tmp)
         .args(["stats", "--archive", &url, "--json"])
@@ -99,12 +107,22 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("3 sessions read"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("5 sessions read"));
     let o = st(&agent, &tmp)
         .args(["export", good, "--archive", &url, "--format", "md"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Her id exported is her session, not bob's of the same id.
+    let o = st(&agent, &tmp)
+        .args(["export", mine, "--archive", &url, "--format", "md"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("alice wrote this") && !md.contains("bob wrote"),
+        "{md}"
+    );
     assert_eq!(
         std::fs::read_to_string(&victim).unwrap(),
         "the victim's own file\n"
