@@ -90,7 +90,7 @@ pub fn plan(local: &[u8], foreign: &[u8], from: &str) -> Plan {
     };
     if l.header.id != f.header.id {
         return Plan::Skip(format!(
-            "the archived copy is session {}, the local file {}",
+            "the archived copy is session {:?}, the local file {:?}",
             f.header.id, l.header.id
         ));
     }

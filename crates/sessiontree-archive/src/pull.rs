@@ -398,8 +398,14 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
         } else {
             local.shared.get(&(local::owner_folder(&owner), id.clone()))
         };
+        // How the report names it: another owner's session says whose it is.
+        let who = if owner == role {
+            id.clone()
+        } else {
+            format!("{id} (of {owner:?})")
+        };
         let r = match found {
-            None => create(archive, opts, &id, &group, &mut state, &mut report),
+            None => create(archive, opts, &who, &group, &mut state, &mut report),
             Some(path) => {
                 let others: Vec<&Copy> = group.iter().filter(|c| !own(c)).collect();
                 if others
@@ -409,15 +415,10 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
                     report.up_to_date += 1;
                     continue;
                 }
-                update(archive, path, &others, &mut state, &mut report)
+                update(archive, path, &who, &others, &mut state, &mut report)
             }
         };
         if let Err(e) = r {
-            let who = if owner == role {
-                id
-            } else {
-                format!("{id} (of {owner:?})")
-            };
             report.skipped.push((who, e.to_string()));
         }
         // Progress survives a kill (at most a second of it is checked again next time).
@@ -447,7 +448,7 @@ fn complete_lines(mut b: Vec<u8>) -> Vec<u8> {
 fn create(
     archive: &mut Archive,
     opts: &PullOptions,
-    id: &str,
+    who: &str,
     group: &[Copy],
     state: &mut State,
     report: &mut PullReport,
@@ -463,7 +464,7 @@ fn create(
         let other = match fetch(archive, c) {
             Ok(o) => o,
             Err(e) => {
-                report.skipped.push((id.to_string(), e.to_string()));
+                report.skipped.push((who.to_string(), e.to_string()));
                 unread.push(c.version_pk);
                 continue;
             }
@@ -472,7 +473,7 @@ fn create(
             Plan::UpToDate => {}
             Plan::FastForward(b) | Plan::Branch { bytes: b, .. } => content.extend_from_slice(&b),
             Plan::Skip(why) => report.skipped.push((
-                id.to_string(),
+                who.to_string(),
                 format!("copy from {:?}: {why}", c.machine_name),
             )),
         }
@@ -484,8 +485,9 @@ fn create(
         Ok(()) => {}
         Err(sessiontree::Error::Exists { .. }) => {
             return Err(Error::msg(format!(
-                "{}: exists but is not session {id:?}; left as is",
-                path.display()
+                "{}: exists but is not session {:?}; left as is",
+                path.display(),
+                base.session_id
             )))
         }
         Err(e) => return Err(e.into()),
@@ -501,6 +503,7 @@ fn create(
 fn update(
     archive: &mut Archive,
     path: &Path,
+    who: &str,
     others: &[&Copy],
     state: &mut State,
     report: &mut PullReport,
@@ -529,7 +532,7 @@ fn update(
         let other = match fetch(archive, c) {
             Ok(o) => o,
             Err(e) => {
-                report.skipped.push((c.session_id.clone(), e.to_string()));
+                report.skipped.push((who.to_string(), e.to_string()));
                 continue;
             }
         };
@@ -551,7 +554,7 @@ fn update(
             }
             Plan::Skip(why) => {
                 report.skipped.push((
-                    c.session_id.clone(),
+                    who.to_string(),
                     format!("{}: copy from {:?}: {why}", path.display(), c.machine_name),
                 ));
                 continue;
