@@ -3,7 +3,15 @@
 //!
 //! The `postgres` crate parses the URL and keyword forms but reads no environment variable
 //! and no password file, and knows only `sslmode=disable|prefer|require`; the rest is done
-//! here.
+//! here, as libpq does it:
+//!
+//! * With a root certificate file (`sslrootcert`, else `~/.postgresql/root.crt` when it
+//!   exists) only that file's certificates are trusted, never the system's, and the
+//!   server's chain is checked in every mode that uses TLS (`prefer` and `require` then
+//!   behave as `verify-ca`, as in libpq).
+//! * `verify-ca` checks the chain, not the host name; `verify-full` checks both.
+//! * `verify-ca` and `verify-full` without a root file are refused; `sslrootcert=system`
+//!   trusts the system's roots, with `verify-full` only (libpq 16).
 
 use crate::{Error, Result};
 use postgres::config::{Host, SslMode};
@@ -29,7 +37,71 @@ pub enum Tls {
 pub struct Target {
     pub config: Config,
     pub tls: Tls,
+    /// `sslrootcert` as given (or `PGSSLROOTCERT`); see [`trust`] for what is trusted.
     pub root_cert: Option<PathBuf>,
+}
+
+/// Which certificates a TLS connection trusts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Roots {
+    /// None checked (`prefer` and `require` without a root file).
+    Unchecked,
+    /// Only the certificates of this file.
+    File(PathBuf),
+    /// The system's store (`sslrootcert=system`).
+    System,
+}
+
+/// What a TLS connection of `tls` with `root_cert` trusts, as libpq decides it; `home` is
+/// where `.postgresql/root.crt` is looked for.
+pub fn trust(tls: Tls, root_cert: Option<&Path>, home: &Path) -> Result<Roots> {
+    let verify = matches!(tls, Tls::VerifyCa | Tls::VerifyFull);
+    match root_cert {
+        Some(p) if p == Path::new("system") => {
+            if tls != Tls::VerifyFull {
+                return Err(Error::msg(
+                    "archive URL: sslrootcert=system needs sslmode=verify-full (as libpq)",
+                ));
+            }
+            Ok(Roots::System)
+        }
+        Some(p) => {
+            if p.exists() || verify {
+                Ok(Roots::File(p.to_path_buf()))
+            } else {
+                // libpq: a named file that does not exist is an error only where the
+                // certificate must be checked.
+                Ok(Roots::Unchecked)
+            }
+        }
+        None => {
+            let default = home.join(".postgresql").join("root.crt");
+            if default.exists() {
+                Ok(Roots::File(default))
+            } else if verify {
+                Err(Error::msg(format!(
+                    "archive URL: sslmode={} needs a root certificate: sslrootcert=FILE, or {} \
+                     (sslrootcert=system with verify-full for the system's roots)",
+                    if tls == Tls::VerifyCa {
+                        "verify-ca"
+                    } else {
+                        "verify-full"
+                    },
+                    default.display()
+                )))
+            } else {
+                Ok(Roots::Unchecked)
+            }
+        }
+    }
+}
+
+/// True when the connection string itself holds a password (which then shows in the
+/// process list of a command given it as an argument).
+pub fn has_password(url: &str) -> bool {
+    let (rest, _, _) = split_tls(url);
+    rest.parse::<Config>()
+        .is_ok_and(|c| c.get_password().is_some())
 }
 
 /// The archive URL: the flag, else `SESSIONTREE_ARCHIVE`.
@@ -180,6 +252,9 @@ pub fn parse_target(url: &str) -> Result<Target> {
         .parse()
         .map_err(|e| Error::msg(format!("archive URL: {e}")))?;
     let mode = mode.or_else(|| env("PGSSLMODE"));
+    let root = root.or_else(|| env("PGSSLROOTCERT"));
+    // libpq 16: sslrootcert=system without an sslmode means verify-full.
+    let mode = mode.or_else(|| (root.as_deref() == Some("system")).then(|| "verify-full".into()));
     let tls = match mode.as_deref() {
         None | Some("prefer") | Some("allow") => Tls::Prefer,
         Some("disable") => Tls::Disable,
@@ -197,7 +272,7 @@ pub fn parse_target(url: &str) -> Result<Target> {
         Tls::Prefer => SslMode::Prefer,
         _ => SslMode::Require,
     });
-    let root_cert = root.or_else(|| env("PGSSLROOTCERT")).map(PathBuf::from);
+    let root_cert = root.map(PathBuf::from);
     if config.get_hosts().is_empty() {
         match env("PGHOST") {
             Some(h) => {
@@ -336,23 +411,40 @@ pub fn connect(url: &str) -> Result<Client> {
         t.config.ssl_mode(SslMode::Disable);
         t.config.connect(postgres::NoTls)
     } else {
+        let roots = trust(
+            t.tls,
+            t.root_cert.as_deref(),
+            &sessiontree::dirs::home_dir(),
+        )?;
         let mut b = native_tls::TlsConnector::builder();
-        match t.tls {
-            Tls::Prefer | Tls::Require => {
+        match (&roots, t.tls) {
+            (Roots::Unchecked, _) => {
                 b.danger_accept_invalid_certs(true);
                 b.danger_accept_invalid_hostnames(true);
             }
-            Tls::VerifyCa => {
+            // The chain only: verify-ca, and prefer/require with a root file (libpq).
+            (_, Tls::Prefer | Tls::Require | Tls::VerifyCa) => {
                 b.danger_accept_invalid_hostnames(true);
             }
             _ => {}
         }
-        if let Some(p) = &t.root_cert {
+        if let Roots::File(p) = &roots {
             let pem = std::fs::read(p)
                 .map_err(|e| Error::msg(format!("sslrootcert {}: {e}", p.display())))?;
-            let cert = native_tls::Certificate::from_pem(&pem)
+            let certs = native_tls::Certificate::stack_from_pem(&pem)
                 .map_err(|e| Error::msg(format!("sslrootcert {}: {e}", p.display())))?;
-            b.add_root_certificate(cert);
+            if certs.is_empty() {
+                return Err(Error::msg(format!(
+                    "sslrootcert {}: no certificate in it",
+                    p.display()
+                )));
+            }
+            // Only this file: the system's roots would let any public CA vouch for the
+            // server, which is what naming a root file rules out.
+            b.disable_built_in_roots(true);
+            for c in certs {
+                b.add_root_certificate(c);
+            }
         }
         let conn = b
             .build()
@@ -395,6 +487,43 @@ mod tests {
         assert_eq!(m.as_deref(), Some("require"));
         let cfg: Config = r.parse().unwrap();
         assert_eq!(cfg.get_password(), Some(&b"a b'c"[..]));
+    }
+
+    #[test]
+    fn what_is_trusted_follows_libpq() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path();
+        let f = home.join("ca.pem");
+        std::fs::write(&f, "x").unwrap();
+        let missing = home.join("missing.pem");
+        assert_eq!(trust(Tls::Require, None, home).unwrap(), Roots::Unchecked);
+        assert_eq!(
+            trust(Tls::Prefer, Some(&missing), home).unwrap(),
+            Roots::Unchecked
+        );
+        assert_eq!(
+            trust(Tls::Require, Some(&f), home).unwrap(),
+            Roots::File(f.clone())
+        );
+        assert_eq!(
+            trust(Tls::VerifyCa, Some(&missing), home).unwrap(),
+            Roots::File(missing.clone())
+        );
+        assert!(trust(Tls::VerifyFull, None, home).is_err());
+        assert!(trust(Tls::VerifyCa, Some(Path::new("system")), home).is_err());
+        assert_eq!(
+            trust(Tls::VerifyFull, Some(Path::new("system")), home).unwrap(),
+            Roots::System
+        );
+        std::fs::create_dir_all(home.join(".postgresql")).unwrap();
+        std::fs::write(home.join(".postgresql/root.crt"), "x").unwrap();
+        assert_eq!(
+            trust(Tls::Require, None, home).unwrap(),
+            Roots::File(home.join(".postgresql/root.crt"))
+        );
+        assert!(has_password("postgresql://u:pw@h/db"));
+        assert!(has_password("host=h password=pw"));
+        assert!(!has_password("postgresql://u@h/db?sslmode=require"));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! their agent dir, pull the others' back, share them with a team role and search them.
 //!
 //! What it promises (see `docs/archive.md`):
-//! * **Byte-exact.** The archive keeps each file's bytes (header, every line, lines that do
-//!   not parse, a torn tail), per session and per machine, as versions made of chunks.
+//! * **Byte-exact.** The archive keeps each file's bytes up to its last complete line
+//!   (header, every line, lines that do not parse; a line still being written waits for the
+//!   next push), per session and per machine, as versions made of chunks.
 //! * **Idempotent and resumable.** Every change is one transaction; a grown file sends only
 //!   its new bytes after the archive's prefix hash matched the local prefix; a rewritten file
 //!   becomes a new version. Pull only appends to local files, creates new ones atomically and
@@ -15,13 +16,18 @@
 //!   parent is the old leaf, so the leaf (and the context) stays where it was.
 //! * **Row-level security.** Rows belong to the role that pushed them; shares grant reading
 //!   to another role; policies enforce it for every client, including `psql`.
+//! * **The client holds on its own.** Whatever the server returns, another owner's session
+//!   is never merged into the user's or put among them, no value from the archive names a
+//!   path outside the folder a command owns ([`local`]), and no claim sizes memory.
 
 pub mod conn;
+pub mod local;
 pub mod machine;
 pub mod merge;
 pub mod pull;
 pub mod push;
 pub mod query;
+pub mod redact;
 pub mod schema;
 pub mod state;
 pub mod trigram;

@@ -1,7 +1,9 @@
 //! This machine's stable id and name, kept under the agent dir
-//! (`sessiontree-machine.json`), so that every agent dir is one machine to the archive.
+//! (`sessiontree-machine.json`), so that every agent dir is one machine to the archive,
+//! and its row in the archive's `machines`.
 
-use crate::{io_err, Error, Result};
+use crate::{io_err, Archive, Error, Result};
+use postgres::types::Type;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Debug)]
@@ -82,3 +84,20 @@ pub fn load_or_create(agent_dir: &Path, rename: Option<&str>) -> Result<Machine>
         _ => Ok(m),
     }
 }
+
+/// Records (or renames) this machine in the archive.
+pub fn register(archive: &mut Archive, me: &Machine) -> Result<()> {
+    archive
+        .client
+        .execute_typed(REGISTER, &[(&me.id, Type::TEXT), (&me.name, Type::TEXT)])?;
+    Ok(())
+}
+
+/// Written only when new, renamed or last seen an hour ago: a write costs a WAL flush, a
+/// good part of a push that has one entry to send. $1: id, $2: name.
+pub(crate) const REGISTER: &str = "INSERT INTO sessiontree.machines (id, name)
+     SELECT $1::text::uuid, $2
+     WHERE NOT EXISTS (SELECT 1 FROM sessiontree.machines
+                       WHERE owner = current_user AND id = $1::text::uuid AND name = $2
+                         AND last_seen > now() - interval '1 hour')
+     ON CONFLICT (owner, id) DO UPDATE SET name = EXCLUDED.name, last_seen = now()";

@@ -28,8 +28,8 @@ pub const MARK_CUSTOM: &str = "sessiontree.pull";
 pub enum Plan {
     /// The local file holds everything the copy has.
     UpToDate,
-    /// The local file is a byte prefix of the copy: append the rest (the leaf moves, as the
-    /// local file was simply behind).
+    /// The local file is a byte prefix of the copy: append the rest up to its last newline
+    /// (the leaf moves, as the local file was simply behind).
     FastForward(Vec<u8>),
     /// The copy diverged: append its missing entries, then a marker that puts the leaf back.
     Branch {
@@ -74,7 +74,13 @@ pub fn plan(local: &[u8], foreign: &[u8], from: &str) -> Plan {
         return Plan::UpToDate;
     }
     if foreign.starts_with(local) {
-        return Plan::FastForward(foreign[local.len()..].to_vec());
+        // Complete lines only: a copy pushed while a line was being written must not leave
+        // the local file ending torn.
+        let rest = &foreign[local.len()..];
+        return match memchr::memrchr(b'\n', rest) {
+            Some(i) => Plan::FastForward(rest[..=i].to_vec()),
+            None => Plan::UpToDate,
+        };
     }
     let Some(l) = parsed(local) else {
         return Plan::Skip("the local file is not a session".into());
@@ -84,7 +90,7 @@ pub fn plan(local: &[u8], foreign: &[u8], from: &str) -> Plan {
     };
     if l.header.id != f.header.id {
         return Plan::Skip(format!(
-            "the archived copy is session {}, the local file {}",
+            "the archived copy is session {:?}, the local file {:?}",
             f.header.id, l.header.id
         ));
     }
@@ -243,7 +249,15 @@ mod tests {
         let short = file(std::slice::from_ref(&a));
         let long = file(&[a, b.clone()]);
         assert_eq!(plan(&long, &short, "m"), Plan::UpToDate);
-        assert_eq!(plan(&short, &long, "m"), Plan::FastForward(b.into_bytes()));
+        assert_eq!(
+            plan(&short, &long, "m"),
+            Plan::FastForward(b.clone().into_bytes())
+        );
+        // A copy pushed mid-line brings its complete lines only.
+        let mut torn = long.clone();
+        torn.extend_from_slice(b"{\"type\":\"mess");
+        assert_eq!(plan(&short, &torn, "m"), Plan::FastForward(b.into_bytes()));
+        assert_eq!(plan(&long, &torn, "m"), Plan::UpToDate);
     }
 
     #[test]

@@ -8,12 +8,17 @@
 //! state (device, inode, size, mtime) without reading it, and still only when the archive
 //! holds the hash recorded for it.
 //!
+//! Only complete lines are sent (a line still being written goes with the next push), and
+//! with `--redact` every value that leaves the machine is redacted ([`crate::redact`]).
+//!
 //! Files go in batches, one transaction each: a push killed at any point leaves whole
 //! batches, and the next push continues from what the archive holds. Bytes are uploaded
 //! with `COPY` (binary) into a temporary table and moved with one `INSERT ... SELECT`
 //! (PostgreSQL refuses `COPY FROM` into a table with row-level security).
 
+use crate::local::{id_from_name, session_files};
 use crate::machine::{self, Machine};
+use crate::redact::Redaction;
 use crate::state::{FileStamp, State};
 use crate::{hex, io_err, sha256, Archive, Error, Result};
 use postgres::binary_copy::BinaryCopyInWriter;
@@ -34,8 +39,8 @@ pub struct PushOptions {
     pub paths: Vec<PathBuf>,
     /// Names (or renames) this machine.
     pub machine_name: Option<String>,
-    /// Patterns whose matches are replaced by `[REDACTED]` before upload.
-    pub redact: Vec<regex::bytes::Regex>,
+    /// What is replaced by `[REDACTED]` in everything the push sends (see [`crate::redact`]).
+    pub redact: Redaction,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -63,38 +68,6 @@ impl PushReport {
     }
 }
 
-/// Session files to consider: each FILE, the `*.jsonl` of each DIR and of its sub-folders.
-pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let roots: Vec<PathBuf> = if paths.is_empty() {
-        vec![agent_dir.join("sessions")]
-    } else {
-        paths.to_vec()
-    };
-    let mut out = Vec::new();
-    for r in roots {
-        let meta = match std::fs::metadata(&r) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && paths.is_empty() => continue,
-            Err(e) => return Err(io_err(&r)(e)),
-        };
-        if meta.is_file() {
-            out.push(r);
-            continue;
-        }
-        let mut files = sessiontree::list::jsonl_files(&r);
-        if let Ok(rd) = std::fs::read_dir(&r) {
-            for e in rd.flatten() {
-                if e.path().is_dir() {
-                    files.extend(sessiontree::list::jsonl_files(&e.path()));
-                }
-            }
-        }
-        files.sort();
-        out.extend(files);
-    }
-    Ok(out)
-}
-
 /// The archive's latest version of one of this machine's copies.
 #[derive(Clone, Debug)]
 struct Remote {
@@ -102,58 +75,7 @@ struct Remote {
     length: i64,
     hash: Vec<u8>,
     src_length: i64,
-    redaction: String,
-}
-
-/// The redaction key stored with a version ("" = byte-exact).
-pub fn redaction_key(redact: &[regex::bytes::Regex]) -> String {
-    if redact.is_empty() {
-        return String::new();
-    }
-    let joined: Vec<&str> = redact.iter().map(|r| r.as_str()).collect();
-    format!("sha256:{}", hex(&sha256(joined.join("\0").as_bytes())))
-}
-
-/// Applies the patterns to complete lines (`bytes` ends with `\n` or is empty). A line that
-/// no longer parses after a raw replacement (the match crossed JSON syntax) is redacted
-/// inside its string values instead.
-pub fn redact(bytes: &[u8], redact: &[regex::bytes::Regex]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(bytes.len());
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let mut l = line.to_vec();
-        let mut changed = false;
-        for r in redact {
-            if r.is_match(&l) {
-                l = r.replace_all(&l, &b"[REDACTED]"[..]).into_owned();
-                changed = true;
-            }
-        }
-        if changed && serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).is_err() {
-            if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(line) {
-                redact_value(&mut v, redact);
-                l = serde_json::to_vec(&v).unwrap_or_default();
-                l.push(b'\n');
-            }
-            // A line that did not parse before stays as raw-redacted.
-        }
-        out.extend_from_slice(&l);
-    }
-    out
-}
-
-fn redact_value(v: &mut serde_json::Value, redact: &[regex::bytes::Regex]) {
-    match v {
-        serde_json::Value::String(s) => {
-            let mut b = s.as_bytes().to_vec();
-            for r in redact {
-                b = r.replace_all(&b, &b"[REDACTED]"[..]).into_owned();
-            }
-            *s = String::from_utf8_lossy(&b).into_owned();
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| redact_value(x, redact)),
-        serde_json::Value::Object(o) => o.values_mut().for_each(|x| redact_value(x, redact)),
-        _ => {}
-    }
+    redacted: bool,
 }
 
 /// Splits bytes into chunks of at most [`CHUNK`], cut after a newline where possible.
@@ -301,15 +223,16 @@ fn plan_file(
         Err(e) => return Ok(Item::Skipped(path, e.to_string())),
     };
     let stamp = FileStamp::of(&meta);
+    let redacting = !opts.redact.is_empty();
     // Unchanged since the last comparison, and the archive still holds that state:
     // decided from the file name's session id and a stat, without reading the file.
     if let (Some(r), Some((st, key, h))) = (
-        crate::pull::id_from_name(&path).and_then(|id| remote.get(&id)),
+        id_from_name(&path).and_then(|id| remote.get(&opts.redact.text(&id))),
         state.get(path.to_string_lossy().as_ref()),
     ) {
         if *st == stamp
             && key == rkey
-            && r.redaction == rkey
+            && r.redacted == redacting
             && *h == hex(&r.hash)
             && r.src_length as u64 <= stamp.size
         {
@@ -322,29 +245,42 @@ fn plan_file(
             "not a session file (no valid header)".into(),
         ));
     };
+    // What leaves the machine is redacted, the values that go with the bytes included.
+    let (session_id, cwd_out, created) = (
+        opts.redact.text(&session_id),
+        opts.redact.text(&cwd),
+        opts.redact.text(&created),
+    );
     if let Some(first) = seen_ids.get(&session_id) {
         let why = format!("same session id as {} (pushed that one)", first.display());
         return Ok(Item::Skipped(path, why));
     }
     seen_ids.insert(session_id.clone(), path.clone());
     let r = remote.get(&session_id);
-    let raw = std::fs::read(&path).map_err(io_err(&path))?;
+    let mut raw = std::fs::read(&path).map_err(io_err(&path))?;
     let stamp = std::fs::metadata(&path)
         .map(|m| FileStamp::of(&m))
         .unwrap_or(stamp);
-    let (content, src_length) = if opts.redact.is_empty() {
-        let n = raw.len() as i64;
-        (raw, n)
+    // Only complete lines: a line being written now would reach the other machines torn
+    // (and a torn line could redact differently once complete). It goes with the push
+    // after it is finished.
+    let end = memchr::memrchr(b'\n', &raw).map(|i| i + 1).unwrap_or(0);
+    if end == 0 {
+        return Ok(Item::Skipped(path, "no complete line yet".into()));
+    }
+    raw.truncate(end);
+    let content = if redacting {
+        opts.redact.lines(&raw)
     } else {
-        // Only complete lines: a torn line could redact differently once complete.
-        let end = memchr::memrchr(b'\n', &raw).map(|i| i + 1).unwrap_or(0);
-        (redact(&raw[..end], &opts.redact), end as i64)
+        raw
     };
+    let src_length = end as i64;
     let hash = sha256(&content);
-    let rel_path = rel_path_for(&cwd, &path);
+    let rel_path = opts.redact.text(&rel_path_for(&cwd, &path));
     let op = match r {
         Some(r)
-            if r.redaction == rkey
+            if r.redacted == redacting
+                && r.length >= 0
                 && r.length as usize <= content.len()
                 && sha256(&content[..r.length as usize]) == r.hash =>
         {
@@ -371,7 +307,7 @@ fn plan_file(
         path,
         stamp,
         session_id,
-        cwd,
+        cwd: cwd_out,
         created,
         rel_path,
         content,
@@ -385,24 +321,33 @@ fn plan_file(
 
 /// Pushes the sessions.
 pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
-    let me = machine::load_or_create(&opts.agent_dir, opts.machine_name.as_deref())?;
+    let mut me = machine::load_or_create(&opts.agent_dir, opts.machine_name.as_deref())?;
+    // The machine's name leaves the machine too.
+    me.name = opts.redact.text(&me.name);
     // The archive's side is asked while the local state is read and the files listed.
     let archive_id = archive.id.clone();
-    let (remote, mut state, files) = std::thread::scope(|scope| {
+    let (remote, state, found) = std::thread::scope(|scope| {
         let asked = scope.spawn(|| remote_copies(archive, &me));
-        let state = State::load(&opts.agent_dir, &archive_id);
+        let state = State::open(&opts.agent_dir, &archive_id);
         let files = session_files(&opts.agent_dir, &opts.paths);
         let remote = asked
             .join()
             .unwrap_or_else(|_| Err(Error::msg("push: the query thread panicked")));
         (remote, state, files)
     });
-    let (remote, files) = (remote?, files?);
-    let rkey = redaction_key(&opts.redact);
+    let (remote, mut state, found) = (remote?, state?, found?);
+    let files = found.files;
+    let rkey = opts.redact.local_key();
     let mut report = PushReport {
         files: files.len(),
         ..PushReport::default()
     };
+    for l in found.links {
+        report.skipped.push((
+            l,
+            "a symbolic link; not followed (push the file itself)".into(),
+        ));
+    }
     let planning_state = state.pushed.clone();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Item>>(64);
     // A second connection uploads every other full batch: the server's work (index
@@ -512,39 +457,26 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     Ok(report)
 }
 
-/// Records (or renames) this machine in the archive.
-pub fn register_machine(archive: &mut Archive, me: &Machine) -> Result<()> {
-    archive.client.execute_typed(
-        REGISTER_MACHINE,
-        &[(&me.id, Type::TEXT), (&me.name, Type::TEXT)],
-    )?;
-    Ok(())
-}
-
-/// Written only when new, renamed or last seen an hour ago: a write costs a WAL flush, a
-/// good part of a push that has one entry to send. $1: id, $2: name.
-const REGISTER_MACHINE: &str = "INSERT INTO sessiontree.machines (id, name)
-     SELECT $1::text::uuid, $2
-     WHERE NOT EXISTS (SELECT 1 FROM sessiontree.machines
-                       WHERE owner = current_user AND id = $1::text::uuid AND name = $2
-                         AND last_seen > now() - interval '1 hour')
-     ON CONFLICT (owner, id) DO UPDATE SET name = EXCLUDED.name, last_seen = now()";
-
 /// Registers this machine and reads the archive's latest version of each of its copies, in
 /// one statement.
 fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, Remote>> {
     let sql = format!(
         // DISTINCT ON, not a LATERAL subquery per copy: under row-level security the
         // latter costs a policy check per probe (350 ms instead of 20 for 2,000 copies).
-        "WITH registered AS ({REGISTER_MACHINE} RETURNING 1)
+        // Only rows of the user's own, tied together: a version another role hung under
+        // this copy is not this machine's copy (whatever the policies let through).
+        "WITH registered AS ({} RETURNING 1)
          SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
-                coalesce(v.redaction, '')
+                v.redaction IS NOT NULL
          FROM sessiontree.versions v
          JOIN sessiontree.copies c
               ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
          JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          WHERE c.machine = $1::text::uuid AND c.owner = current_user
-         ORDER BY v.copy_pk, v.seq DESC"
+           AND s.owner = current_user AND v.owner = current_user
+           AND v.session_pk = c.session_pk
+         ORDER BY v.copy_pk, v.seq DESC",
+        machine::REGISTER
     );
     let rows = archive
         .client
@@ -559,7 +491,7 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
                     length: r.get(2),
                     hash: r.get(3),
                     src_length: r.get(4),
-                    redaction: r.get(5),
+                    redacted: r.get(5),
                 },
             )
         })
@@ -593,7 +525,9 @@ fn flush(
     {
         return append_small(archive, batch);
     }
-    let redaction: Option<&str> = (!rkey.is_empty()).then_some(rkey);
+    // That the version is redacted, not by what: a digest of the patterns would confirm a
+    // guessed secret to anyone who reads the version.
+    let redaction: Option<&str> = (!rkey.is_empty()).then_some("redacted");
     let mut tx = archive.client.transaction()?;
     // Sessions, copies and versions for the whole batch in a few statements (one round
     // trip per file and statement was most of the time of a first push on a busy machine).

@@ -5,7 +5,8 @@
 //! Only a cache: every decision is still checked against the archive (the hash must match
 //! the archive's), and deleting the file only costs one full read.
 
-use crate::Result;
+use crate::local::safe_name;
+use crate::{Error, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -39,15 +40,35 @@ pub struct State {
     dirty: bool,
 }
 
-pub fn state_file(agent_dir: &Path, archive_id: &str) -> PathBuf {
-    agent_dir
+/// Where the state for an archive is kept: `<agent dir>/sessiontree-archive/<id>.json`.
+/// The id comes from the archive (any role that may write its `meta` table chose it), so
+/// it must be a [`safe_name`]: `../settings` would make a push replace
+/// `<agent dir>/settings.json`.
+pub fn state_file(agent_dir: &Path, archive_id: &str) -> Result<PathBuf> {
+    if !safe_name(archive_id) {
+        return Err(Error::msg(format!(
+            "archive: its id {archive_id:?} is not a plain name; refusing to keep state for it under {}",
+            agent_dir.display()
+        )));
+    }
+    Ok(agent_dir
         .join("sessiontree-archive")
-        .join(format!("{archive_id}.json"))
+        .join(format!("{archive_id}.json")))
 }
 
 impl State {
+    /// The state for an archive, refused when its id is not a plain name.
+    pub fn open(agent_dir: &Path, archive_id: &str) -> Result<State> {
+        state_file(agent_dir, archive_id)?;
+        Ok(State::load(agent_dir, archive_id))
+    }
+
+    /// The state for an archive (empty when there is none, or it cannot be read; one for
+    /// an id that is not a plain name stays empty and cannot be saved).
     pub fn load(agent_dir: &Path, archive_id: &str) -> State {
-        let path = state_file(agent_dir, archive_id);
+        let Ok(path) = state_file(agent_dir, archive_id) else {
+            return State::default();
+        };
         let mut s = State {
             path: path.clone(),
             ..State::default()
@@ -112,6 +133,11 @@ impl State {
     pub fn save(&mut self) -> Result<()> {
         if !self.dirty {
             return Ok(());
+        }
+        if self.path.as_os_str().is_empty() {
+            return Err(Error::msg(
+                "archive: no state file for an archive id that is not a plain name",
+            ));
         }
         let pushed: serde_json::Map<String, serde_json::Value> = self
             .pushed

@@ -30,6 +30,7 @@ pub fn watch(
     let sessions = opts.agent_dir.join("sessions");
     std::fs::create_dir_all(&sessions).map_err(crate::io_err(&sessions))?;
     let (tx, rx) = mpsc::channel::<PathBuf>();
+    let root = sessions.clone();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
             if matches!(
@@ -37,7 +38,10 @@ pub fn watch(
                 notify::EventKind::Modify(_) | notify::EventKind::Create(_)
             ) {
                 for p in ev.paths {
-                    if p.extension().is_some_and(|e| e == "jsonl") {
+                    // Only what a full push would send: not a link, not another owner's
+                    // session under --shared--/ (pushed as a named path, it would be sent
+                    // as the user's own).
+                    if crate::local::in_walk(&root, &p) {
                         let _ = tx.send(p);
                     }
                 }

@@ -116,7 +116,7 @@ fn push_opts(agent: &Path) -> PushOptions {
         agent_dir: agent.to_path_buf(),
         paths: vec![],
         machine_name: None,
-        redact: vec![],
+        redact: Default::default(),
     }
 }
 
@@ -1316,7 +1316,7 @@ fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usiz
     for d in dirs {
         let r = push(ar, &push_opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
         for (path, why) in &r.skipped {
-            let id = sessiontree_archive::pull::id_from_name(path).unwrap_or_default();
+            let id = sessiontree_archive::local::id_from_name(path).unwrap_or_default();
             assert!(!mine(&id), "round {round}: push skipped {path:?}: {why}");
         }
     }

@@ -7,7 +7,8 @@ use sessiontree::dirs;
 use sessiontree_archive::conn::archive_url;
 use sessiontree_archive::pull::{pull, PullOptions, PullReport};
 use sessiontree_archive::push::{push, PushOptions, PushReport};
-use sessiontree_archive::{query, Archive};
+use sessiontree_archive::redact::Redaction;
+use sessiontree_archive::{local, query, Archive};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -93,10 +94,12 @@ pub struct ShareArgs {
     archive: ArchiveArg,
 }
 
-fn regexes(v: &[String]) -> Result<Vec<regex::bytes::Regex>> {
-    v.iter()
+fn regexes(v: &[String]) -> Result<Redaction> {
+    let patterns = v
+        .iter()
         .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--redact {r:?}")))
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Redaction::from(patterns))
 }
 
 fn print_push(out: &mut Out, r: &PushReport, json: bool) -> Result<()> {
@@ -189,6 +192,12 @@ pub fn sync_cmd(a: SyncArgs) -> Result<()> {
         redact: regexes(&a.redact)?,
     };
     let url = archive_url(a.archive.archive.as_deref())?;
+    if a.watch && a.archive.archive.is_some() && sessiontree_archive::conn::has_password(&url) {
+        eprintln!(
+            "sessiontree: warning: the password in --archive stays visible in the process list \
+             for as long as `sync --watch` runs; put it in PGPASSFILE (~/.pgpass) or PGPASSWORD instead"
+        );
+    }
     let mut ar = Archive::open(&url)?;
     let r = push(&mut ar, &opts)?;
     print_push(out, &r, a.json)?;
@@ -327,52 +336,82 @@ pub fn search(
     Ok(!hits.is_empty())
 }
 
-static TEMP: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+static TEMP: std::sync::Mutex<Vec<local::TempDir>> = std::sync::Mutex::new(Vec::new());
 
-/// A private folder for sessions fetched from the archive, removed by [`cleanup`].
-fn temp_dir(what: &str) -> Result<PathBuf> {
-    let dir =
-        std::env::temp_dir().join(format!("sessiontree-archive-{}-{what}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    TEMP.lock().unwrap().push(dir.clone());
-    Ok(dir)
+/// A private new folder for sessions fetched from the archive (`mkdtemp`: a random name,
+/// mode 0700, never one that existed), removed by [`cleanup`].
+fn temp_dir() -> Result<PathBuf> {
+    let dir = local::private_temp_dir("sessiontree-archive-")?;
+    let p = dir.path().to_path_buf();
+    TEMP.lock().unwrap_or_else(|e| e.into_inner()).push(dir);
+    Ok(p)
 }
 
 /// Removes the folders [`fetch_to_temp`] and [`fetch_all_to_temp`] made.
 pub fn cleanup() {
-    for d in TEMP.lock().unwrap().drain(..) {
-        let _ = std::fs::remove_dir_all(d);
-    }
+    TEMP.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
 
 /// For `export ID --archive` and `stats ID --archive`: the session's most recently pushed
-/// copy in a private temporary file (removed at exit by [`cleanup`]).
+/// copy in a private temporary file (removed at exit by [`cleanup`]); the user's own when
+/// another owner has a session of the same id. The file's name is
+/// the copy's when that is a plain name, else the id's, else `session.jsonl`.
 pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
     let mut ar = Archive::open(&archive_url(url)?)?;
-    let (c, bytes) = query::session_bytes(&mut ar, id)?;
-    let dir = temp_dir("one")?;
-    let name = std::path::Path::new(&c.rel_path)
-        .file_name()
-        .map(|n| n.to_owned())
-        .unwrap_or_else(|| format!("{id}.jsonl").into());
-    let p = dir.join(name);
-    std::fs::write(&p, bytes)?;
-    Ok(p)
+    // The user's own copy first (the newest of those), then other owners': another owner
+    // may have pushed a session under the same id.
+    let all = sessiontree_archive::pull::copies(&mut ar, &[id.to_string()])?;
+    let c = all
+        .into_iter()
+        .filter(|c| c.length > 0)
+        .min_by_key(|c| c.owner != ar.role)
+        .with_context(|| {
+            format!(
+                "session {id:?} is not in the archive (or not visible to role {:?})",
+                ar.role
+            )
+        })?;
+    let bytes = sessiontree_archive::pull::fetch(&mut ar, &c)?;
+    let dir = temp_dir()?;
+    let file = c.rel_path.rsplit('/').next().unwrap_or("");
+    let by_id = format!("{}.jsonl", c.session_id);
+    let name = if local::safe_name(file) && file.ends_with(".jsonl") {
+        file
+    } else if local::safe_name(&by_id) {
+        &by_id
+    } else {
+        "session.jsonl"
+    };
+    Ok(local::write_new(&dir, name, &bytes)?)
 }
 
 /// For `stats --archive` without an id: every visible session's most recently pushed copy
-/// in a private temporary folder.
+/// (per owner and session id) in a private temporary folder, as `<n>_<id>.jsonl` (the id
+/// only when it is a plain name). A session whose bytes do not check out is reported and
+/// left out.
 pub fn fetch_all_to_temp(url: Option<&str>) -> Result<PathBuf> {
     let mut ar = Archive::open(&archive_url(url)?)?;
     let all = sessiontree_archive::pull::copies(&mut ar, &[])?;
-    let dir = temp_dir("all")?;
+    let dir = temp_dir()?;
     let mut done = std::collections::HashSet::new();
     for c in all {
-        if c.length == 0 || !done.insert(c.session_id.clone()) {
+        if c.length == 0 || !done.insert((c.owner.clone(), c.session_id.clone())) {
             continue;
         }
-        let bytes = sessiontree_archive::pull::fetch(&mut ar, &c)?;
-        std::fs::write(dir.join(format!("{}.jsonl", c.session_id)), bytes)?;
+        let bytes = match sessiontree_archive::pull::fetch(&mut ar, &c) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("sessiontree: skipped session {:?}: {e}", c.session_id);
+                continue;
+            }
+        };
+        let n = done.len();
+        let name = if local::safe_name(&format!("{n:06}_{}.jsonl", c.session_id)) {
+            format!("{n:06}_{}.jsonl", c.session_id)
+        } else {
+            format!("{n:06}.jsonl")
+        };
+        local::write_new(&dir, &name, &bytes)?;
     }
     Ok(dir)
 }

@@ -1,0 +1,279 @@
+//! The local side of the archive, below both push and pull: which files under an agent dir
+//! are sessions, the session id a file stands for, and the one rule for turning a value
+//! that came from the archive into a path component.
+//!
+//! Everything the archive returns (session ids, owners, machine names, `rel_path`, the
+//! archive's own id) is written by some role of the server, possibly not the user's: it
+//! becomes part of a local path only through [`safe_name`] or [`safe_folder`], and files
+//! are created only below the folder the command owns.
+
+use crate::{io_err, Result};
+use std::path::{Path, PathBuf};
+
+pub use tempfile::TempDir;
+
+/// The folder under `sessions/` (or a `--session-dir`) that holds sessions of other owners,
+/// one sub-folder per owner: never a project folder of Pi's, so never what Pi resumes.
+pub const SHARED: &str = "--shared--";
+
+/// Longest name made from an archive value (well below every file system's 255 bytes).
+const MAX_NAME: usize = 128;
+
+/// True for a string that may become one path component as it is: 1 to 128 bytes of
+/// `[A-Za-z0-9._-]`, not starting with a dot (so never `.`, `..` or a hidden file).
+pub fn safe_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_NAME
+        && !s.starts_with('.')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// True for a project folder name as Pi makes them (`--<encoded cwd>--`, see
+/// [`sessiontree::dirs::encode_cwd`]): starts and ends with `--`, at most 255 bytes, no
+/// separator, NUL or control character, and not [`SHARED`]. A cwd may hold spaces and
+/// any letter, so this is wider than [`safe_name`]; it still cannot leave `sessions/`.
+pub fn safe_folder(s: &str) -> bool {
+    s.len() >= 4
+        && s.len() <= 255
+        && s.starts_with("--")
+        && s.ends_with("--")
+        && s != SHARED
+        && !s.chars().any(|c| c == '/' || c == '\\' || c.is_control())
+}
+
+/// The folder name for another owner's sessions: the role name when it is a
+/// [`safe_name`], else `role-` and the SHA-256 of the name (69 characters: longer than
+/// any PostgreSQL role name can be, so no role can be given another's folder).
+pub fn owner_folder(owner: &str) -> String {
+    if safe_name(owner) {
+        owner.to_string()
+    } else {
+        format!("role-{}", crate::hex(&crate::sha256(owner.as_bytes())))
+    }
+}
+
+/// The session id a Pi file name carries (`<time>_<id>.jsonl`, id a UUID).
+pub fn id_from_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let stem = name.strip_suffix(".jsonl")?;
+    let (_, id) = stem.rsplit_once('_')?;
+    uuid::Uuid::parse_str(id).is_ok().then(|| id.to_string())
+}
+
+/// The session id of a local file: from its name, else its header.
+pub fn local_id(path: &Path) -> Option<String> {
+    id_from_name(path).or_else(|| sessiontree::folder::read_header(path).map(|h| h.id))
+}
+
+/// Session files found by a walk, and the symbolic links it did not follow.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub files: Vec<PathBuf>,
+    pub links: Vec<PathBuf>,
+}
+
+/// The `*.jsonl` of `dir`, and of its sub-folders when `depth` is 1. Symbolic links, to a
+/// folder or a file, are not followed (a link to `/` would otherwise offer every
+/// `*.jsonl` of the machine to a push); they are returned in `links`.
+fn walk(dir: &Path, depth: u32, found: &mut Found) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut here = Vec::new();
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        let p = e.path();
+        let jsonl = e.file_name().to_string_lossy().ends_with(".jsonl");
+        if ft.is_symlink() {
+            if jsonl || std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) {
+                found.links.push(p);
+            }
+        } else if ft.is_file() && jsonl {
+            here.push(p);
+        } else if ft.is_dir() && depth > 0 {
+            walk(&p, depth - 1, found);
+        }
+    }
+    here.sort();
+    found.files.extend(here);
+}
+
+/// Session files to consider: each FILE given (followed if a link: it was named), the
+/// `*.jsonl` of each DIR given and of its sub-folders; with no paths, those of
+/// `<agent dir>/sessions` (which may itself be a link). Links inside are not followed.
+/// The sessions of other owners (`sessions/--shared--/<owner>/`) lie one level deeper than
+/// the walk goes, so a push never sends them as the user's own.
+pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
+    let roots: Vec<PathBuf> = if paths.is_empty() {
+        vec![agent_dir.join("sessions")]
+    } else {
+        paths.to_vec()
+    };
+    let mut found = Found::default();
+    for r in roots {
+        let meta = match std::fs::metadata(&r) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && paths.is_empty() => continue,
+            Err(e) => return Err(io_err(&r)(e)),
+        };
+        if meta.is_file() {
+            found.files.push(r);
+            continue;
+        }
+        let mut one = Found::default();
+        walk(&r, 1, &mut one);
+        one.files.sort();
+        found.files.extend(one.files);
+        found.links.extend(one.links);
+    }
+    Ok(found)
+}
+
+/// True when `path` is a file [`session_files`] would find under `sessions`: a regular
+/// `*.jsonl` (not a link) directly in it or in one of its folders, other owners' excepted.
+/// For the watcher, which hears of every file below.
+pub fn in_walk(sessions: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(sessions) else {
+        return false;
+    };
+    let parts: Vec<_> = rel.components().collect();
+    let plain = parts
+        .iter()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    plain
+        && (parts.len() == 1 || (parts.len() == 2 && parts[0].as_os_str() != SHARED))
+        && path.extension().is_some_and(|e| e == "jsonl")
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file())
+        && (parts.len() == 1
+            || path
+                .parent()
+                .is_some_and(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())))
+}
+
+/// Every session of other owners under `base` (`base/--shared--/<owner folder>/*.jsonl`),
+/// as (owner folder, file).
+pub fn shared_files(base: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(base.join(SHARED)) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Some(owner) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let mut found = Found::default();
+        walk(&e.path(), 0, &mut found);
+        out.extend(found.files.into_iter().map(|f| (owner.clone(), f)));
+    }
+    out
+}
+
+/// A private, new temporary folder (mode 0700, a random name made with `O_EXCL`), removed
+/// when the value is dropped.
+pub fn private_temp_dir(prefix: &str) -> Result<TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| crate::Error::msg(format!("{}: {e}", std::env::temp_dir().display())))
+}
+
+/// Creates `dir/name` with `O_CREAT|O_EXCL|O_NOFOLLOW` (never through a planted link, never
+/// over an existing file) and writes `bytes`. `name` must be a [`safe_name`].
+pub fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !safe_name(name) {
+        return Err(crate::Error::msg(format!(
+            "{}: refused the file name {name:?} from the archive",
+            dir.display()
+        )));
+    }
+    let p = dir.join(name);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(&p)
+        .map_err(io_err(&p))?;
+    f.write_all(bytes).map_err(io_err(&p))?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_the_archive_cannot_leave_their_folder() {
+        for ok in [
+            "a",
+            "0b1c2d3e-aaaa-4bbb-8ccc-123456789abc",
+            "x_y-z.jsonl",
+            "alice",
+        ] {
+            assert!(safe_name(ok), "{ok}");
+        }
+        let long = "a".repeat(129);
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "/abs/x",
+            "a/b",
+            ".hidden",
+            "a\0b",
+            "a b",
+            "é",
+            &long,
+            "a\\b",
+            "\u{1b}]0;x",
+        ] {
+            assert!(!safe_name(bad), "{bad:?}");
+        }
+        assert!(safe_folder("--home-u-my project--"));
+        for bad in ["..", "--a/../--", "--shared--", "x", "----\n--", "-- a"] {
+            assert!(!safe_folder(bad), "{bad:?}");
+        }
+        assert_eq!(owner_folder("alice"), "alice");
+        let f = owner_folder("john.doe@corp");
+        // Longer than a PostgreSQL role name may be (63 bytes): no role can own it.
+        assert!(f.starts_with("role-") && f.len() == 69 && safe_name(&f));
+        assert_ne!(owner_folder("../x"), owner_folder("../y"));
+    }
+
+    #[test]
+    fn the_walk_does_not_follow_links() {
+        let t = tempfile::tempdir().unwrap();
+        let s = t.path().join("sessions");
+        let outside = t.path().join("outside");
+        std::fs::create_dir_all(s.join("--p--")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("x.jsonl"), "{}\n").unwrap();
+        std::fs::write(s.join("--p--/a.jsonl"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(&outside, s.join("--link--")).unwrap();
+        std::os::unix::fs::symlink(outside.join("x.jsonl"), s.join("--p--/l.jsonl")).unwrap();
+        let f = session_files(t.path(), &[]).unwrap();
+        assert_eq!(f.files, vec![s.join("--p--/a.jsonl")]);
+        let mut links = f.links.clone();
+        links.sort();
+        assert_eq!(links, vec![s.join("--link--"), s.join("--p--/l.jsonl")]);
+        // The watcher's filter agrees, and leaves other owners' sessions out.
+        std::fs::create_dir_all(s.join("--shared--/bob")).unwrap();
+        std::fs::write(s.join("--shared--/bob/b.jsonl"), "{}\n").unwrap();
+        assert!(in_walk(&s, &s.join("--p--/a.jsonl")));
+        for p in [
+            "--p--/l.jsonl",
+            "--link--/x.jsonl",
+            "--shared--/bob/b.jsonl",
+            "--p--/none.jsonl",
+        ] {
+            assert!(!in_walk(&s, &s.join(p)), "{p}");
+        }
+    }
+}
