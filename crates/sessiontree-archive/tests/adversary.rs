@@ -1364,9 +1364,9 @@ fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usiz
 /// wrote them on both machines and in the archive, and nothing is written outside
 /// `<agent dir>/sessions` but the machine file and the local state.
 ///
-/// `SESSIONTREE_ADVERSARY_CLIENT=1` adds what only the client can stop (bob's shared
-/// sessions under carol's ids, with path-like ids, with a header id or a file name that is
-/// carol's): the client's checks for those are its own work.
+/// The campaign includes what only the client can stop (bob's shared sessions under
+/// carol's ids, with path-like ids, with a header id or a file name that is carol's);
+/// `SESSIONTREE_ADVERSARY_CLIENT=0` leaves those out, to test the database's side alone.
 #[test]
 fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
     let Some(c) = start("a_campaign_of_another_role_leaves_the_victims_sessions_alone") else {
@@ -1374,7 +1374,7 @@ fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
     };
     let runs: usize = env::env_or("SESSIONTREE_ADVERSARY_RUNS", 8);
     let seed: u64 = env::env_or("SESSIONTREE_ADVERSARY_SEED", 0x00ad_5e55_10b5);
-    let client = env::env_or("SESSIONTREE_ADVERSARY_CLIENT", 0u8) == 1;
+    let client = env::env_or("SESSIONTREE_ADVERSARY_CLIENT", 1u8) == 1;
     eprintln!("campaign: {runs} rounds, seed {seed:#x}, client attacks {client}");
     server(&c, "CREATE SCHEMA bobs AUTHORIZATION bob");
     let t = tempfile::tempdir().unwrap();
