@@ -70,8 +70,11 @@
     }, 1000);
   }
 
-  // The focused row of the tree and entry of the branch in view.
-  const focus = document.querySelector('#tree .row.focus');
-  if (focus) focus.scrollIntoView({ block: 'center' });
+  // The focused row in the middle of the tree's own scroll area (the page stays put).
+  const tree = document.getElementById('tree');
+  const focus = tree && tree.querySelector('.row.focus');
+  if (focus && tree.scrollHeight > tree.clientHeight) {
+    tree.scrollTop = focus.offsetTop - tree.offsetTop - tree.clientHeight / 2;
+  }
   body.dataset.ready = '1';
 })();
