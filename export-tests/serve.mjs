@@ -52,8 +52,11 @@ if (opt('--shots')) {
   await page.goto(`${base}/s/${opt('--session')}/${opt('--entry')}`);
   await ready(page);
   await page.screenshot({ path: dir + '/serve-session.png' });
+  // What the model saw at that entry, beside the (sticky) tree.
+  await page.evaluate(() => document.getElementById('context').scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: dir + '/serve-context.png' });
   await browser.close();
-  console.log(JSON.stringify({ shots: [dir + '/serve-list.png', dir + '/serve-session.png'] }));
+  console.log(JSON.stringify({ shots: ['serve-list.png', 'serve-session.png', 'serve-context.png'].map((f) => dir + '/' + f) }));
   process.exit(0);
 }
 
