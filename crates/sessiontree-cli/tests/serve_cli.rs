@@ -28,7 +28,10 @@ fn mistakes_are_one_line_and_exit_2() {
     std::fs::write(&file, "").unwrap();
     for (args, says) in [
         (vec![], "no such folder"),
-        (vec![missing.to_str().unwrap()], "missing: no such file or directory"),
+        (
+            vec![missing.to_str().unwrap()],
+            "missing: no such file or directory",
+        ),
         (vec![file.to_str().unwrap()], "not a folder"),
         (
             vec![folder.to_str().unwrap(), "--listen", "localhost"],
@@ -39,7 +42,11 @@ fn mistakes_are_one_line_and_exit_2() {
             "--token: the token must be at least 16 characters",
         ),
         (
-            vec![folder.to_str().unwrap(), "--token", "spaces are not ok in it"],
+            vec![
+                folder.to_str().unwrap(),
+                "--token",
+                "spaces are not ok in it",
+            ],
             "--token: the token may only hold",
         ),
         (
