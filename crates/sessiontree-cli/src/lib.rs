@@ -17,6 +17,7 @@ pub mod paths;
 pub mod rows;
 pub mod safe;
 pub mod search;
+pub mod serve;
 pub mod show;
 pub mod stats;
 pub mod status;
@@ -271,6 +272,8 @@ pub enum Cmd {
     Share(archive::ShareArgs),
     /// Full-screen browser: every session, searched as you type; a session's tree, branches and context.
     Browse(browse::Args),
+    /// A read-only web UI: every session, search as you type, trees, what the model saw at any entry.
+    Serve(serve::ServeArgs),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
@@ -566,6 +569,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             browse::run(a)?;
             Outcome::Done
         }
+        Cmd::Serve(a) => serve::serve(a).map(|_| Outcome::Done)?,
         Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;

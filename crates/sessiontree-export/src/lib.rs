@@ -10,6 +10,7 @@ use sessiontree::{date, dirs, entry, json, session, tree, Error, Result};
 mod filters;
 mod html;
 mod jsonl;
+pub mod layout;
 mod markdown;
 
 pub use html::html;

@@ -1,0 +1,675 @@
+//! The server's pages and checks over real HTTP (a server on 127.0.0.1, a raw client that
+//! can send any Host), without a browser.
+
+use sessiontree_web::{Config, Redactor, Root};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+const SECRET: &str = "SECRET-K9Q2X7";
+
+/// Replaces every `SECRET-` word with `[redacted]`: stands in for the real credential
+/// finder, to prove every text goes through the redactor.
+fn test_redactor() -> Redactor {
+    Arc::new(|s: &str| {
+        if !s.contains("SECRET-") {
+            return Cow::Borrowed(s);
+        }
+        let mut out = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find("SECRET-") {
+            out.push_str(&rest[..i]);
+            out.push_str("[redacted]");
+            let after = &rest[i + 7..];
+            let n = after
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .unwrap_or(after.len());
+            rest = &after[n..];
+        }
+        out.push_str(rest);
+        Cow::Owned(out)
+    })
+}
+
+fn line(v: serde_json::Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+fn header(id: &str, cwd: &str) -> String {
+    line(
+        serde_json::json!({"type":"session","version":3,"id":id,"timestamp":"2025-01-02T10:00:00.000Z","cwd":cwd}),
+    )
+}
+
+fn msg(id: &str, parent: Option<&str>, role: &str, content: serde_json::Value) -> String {
+    line(
+        serde_json::json!({"type":"message","id":id,"parentId":parent,"timestamp":"2025-01-02T10:00:01.000Z",
+        "message":{"role":role,"content":content,"timestamp":1735812001000u64}}),
+    )
+}
+
+fn write_session(dir: &Path, name: &str, text: &str, mtime_s: u64) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    let f = std::fs::File::options().write(true).open(&p).unwrap();
+    f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(mtime_s))
+        .unwrap();
+    p
+}
+
+/// A branched session: u1 -> a1 -> u2 -> a2 (leaf), and an abandoned u3 under a1.
+fn branched(id: &str, cwd: &str) -> String {
+    let mut s = header(id, cwd);
+    s += &msg("u1", None, "user", "how do I frobnicate the widget".into());
+    s += &msg(
+        "a1",
+        Some("u1"),
+        "assistant",
+        serde_json::json!([{"type":"text","text":"let me look"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}}]),
+    );
+    s += &line(
+        serde_json::json!({"type":"message","id":"r1","parentId":"a1","timestamp":"2025-01-02T10:00:02.000Z",
+        "message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"widget.c\nzebrafile"}],"isError":false,"timestamp":1735812002000u64}}),
+    );
+    s += &msg(
+        "u3",
+        Some("r1"),
+        "user",
+        "abandoned idea with quuxword".into(),
+    );
+    s += &msg("u2", Some("r1"), "user", "second question".into());
+    s += &msg(
+        "a2",
+        Some("u2"),
+        "assistant",
+        serde_json::json!([{"type":"text","text":"done"}]),
+    );
+    s += &line(
+        serde_json::json!({"type":"label","id":"l1","parentId":"a2","timestamp":"2025-01-02T10:00:05.000Z","targetId":"u1","label":"start"}),
+    );
+    s
+}
+
+struct Server {
+    addr: SocketAddr,
+}
+
+fn start(root: Root, agent: &Path, token: Option<&str>, redact: Redactor) -> Server {
+    let cfg = Config {
+        root,
+        agent_dir: agent.to_path_buf(),
+        use_index: true,
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: token.map(str::to_string),
+        public_hosts: vec!["view.example.com".into()],
+        redact,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sessiontree_web::serve(cfg, |a| tx.send(a).unwrap());
+    });
+    Server {
+        addr: rx.recv_timeout(Duration::from_secs(20)).unwrap(),
+    }
+}
+
+struct Res {
+    status: u16,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+fn raw(addr: SocketAddr, request: &str) -> Res {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).unwrap();
+    let text = String::from_utf8(buf).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut headers = HashMap::new();
+    for l in lines {
+        let (k, v) = l.split_once(':').unwrap();
+        headers.insert(k.to_ascii_lowercase(), v.trim().to_string());
+    }
+    Res {
+        status,
+        headers,
+        body: body.to_string(),
+    }
+}
+
+fn get_with(srv: &Server, path: &str, extra: &str) -> Res {
+    raw(
+        srv.addr,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}\r\n",
+            srv.addr
+        ),
+    )
+}
+
+fn get(srv: &Server, path: &str) -> Res {
+    get_with(srv, path, "")
+}
+
+/// The `data-id`s of `class="session"` rows, in order.
+fn session_ids(body: &str) -> Vec<String> {
+    body.split("<li class=\"session\" data-id=\"")
+        .skip(1)
+        .map(|s| s[..s.find('"').unwrap()].to_string())
+        .collect()
+}
+
+fn count(body: &str, needle: &str) -> usize {
+    body.matches(needle).count()
+}
+
+fn secure_headers(r: &Res) {
+    let csp = r.headers.get("content-security-policy").expect("CSP");
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    assert!(!csp.contains("unsafe-inline"));
+    assert_eq!(r.headers.get("x-content-type-options").unwrap(), "nosniff");
+    assert_eq!(r.headers.get("referrer-policy").unwrap(), "no-referrer");
+}
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    agent: PathBuf,
+    folder: PathBuf,
+}
+
+/// An agent dir with one session folder of three sessions: b (last message 2025-01-05),
+/// a (2025-01-02), c (2024-06-01).
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let folder = agent.join("sessions").join("--work-x--");
+    std::fs::create_dir_all(&folder).unwrap();
+    write_session(
+        &folder,
+        "a.jsonl",
+        &branched("aaaaaaaa-0000-7000-8000-000000000001", "/work/x"),
+        1_700_000_000,
+    );
+    let mut b = header("bbbbbbbb-0000-7000-8000-000000000002", "/work/y");
+    b += &msg("u1", None, "user", "zebra crossing in project y".into());
+    b += &line(
+        serde_json::json!({"type":"custom","customType":"claude-code:meta","id":"c1","parentId":"u1","timestamp":"2025-01-02T10:00:01.000Z","data":{}}),
+    );
+    let b = b
+        .replace("2025-01-02T10", "2025-01-05T00")
+        .replace("1735812001000", "1736035201000");
+    write_session(&folder, "b.jsonl", &b, 1_700_100_000);
+    let mut c = header("cccccccc-0000-7000-8000-000000000003", "/work/x");
+    c += &msg("u1", None, "user", "an old one".into());
+    let c = c
+        .replace("2025-01-02T10", "2024-06-01T00")
+        .replace("1735812001000", "1717200001000");
+    write_session(&folder, "c.jsonl", &c, 1_600_000_000);
+    Fixture {
+        _tmp: tmp,
+        agent,
+        folder,
+    }
+}
+
+const A: &str = "aaaaaaaa-0000-7000-8000-000000000001";
+const B: &str = "bbbbbbbb-0000-7000-8000-000000000002";
+const C: &str = "cccccccc-0000-7000-8000-000000000003";
+
+#[test]
+fn list_is_newest_first_and_filters() {
+    let f = fixture();
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let r = get(&srv, "/");
+    assert_eq!(r.status, 200);
+    secure_headers(&r);
+    assert_eq!(session_ids(&r.body), [B, A, C]);
+    assert!(
+        r.body.contains("agent-claude-code"),
+        "B was imported from Claude Code"
+    );
+    let r = get(&srv, "/?project=%2Fwork%2Fx");
+    assert_eq!(session_ids(&r.body), [A, C]);
+    let r = get(&srv, "/?agent=claude-code");
+    assert_eq!(session_ids(&r.body), [B]);
+    let r = get(&srv, "/?agent=pi");
+    assert_eq!(session_ids(&r.body), [A, C]);
+    let r = get(&srv, "/?since=2025-01-02&until=2025-01-02");
+    assert_eq!(session_ids(&r.body), [A]);
+    let r = get(&srv, "/?since=yesterdayish");
+    assert!(r.body.contains("not a date"));
+    assert_eq!(session_ids(&r.body).len(), 3, "a bad date filters nothing");
+}
+
+#[test]
+fn search_as_you_type_and_search_page() {
+    let f = fixture();
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    // The list's search: the sessions with a hit, each linking to its entry.
+    let r = get(&srv, "/?q=zebra&part=list");
+    assert_eq!(r.status, 200);
+    assert!(!r.body.contains("id=\"filters\""), "only the list part");
+    assert_eq!(session_ids(&r.body), [B, A]);
+    assert!(
+        r.body.contains(&format!("href=\"/s/{A}/r1\"")),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("<mark>zebra</mark>"));
+    // Same semantics as `sessiontree search`: every word in one entry.
+    let r = get(&srv, "/?q=zebra+project&part=list");
+    assert_eq!(session_ids(&r.body), [B]);
+    let r = get(&srv, "/?q=zebra&project=%2Fwork%2Fx&part=list");
+    assert_eq!(session_ids(&r.body), [A]);
+    // The search page: hits, the abandoned one marked.
+    let r = get(&srv, "/search?q=quuxword");
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains(&format!("href=\"/s/{A}/u3\"")));
+    assert!(r.body.contains("abandoned branch"));
+    assert_eq!(count(&r.body, "<li class=\"hit\">"), 1);
+    let r = get(&srv, "/search?q=%28unclosed&mode=regex");
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("invalid query"));
+}
+
+#[test]
+fn session_page_tree_branch_and_context() {
+    let f = fixture();
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let r = get(&srv, &format!("/s/{A}"));
+    assert_eq!(r.status, 200);
+    secure_headers(&r);
+    // Every entry is a tree row; the branch holds the path to the leaf (l1), not u3.
+    assert_eq!(count(&r.body, "class=\"row "), 7);
+    assert!(r.body.contains("◀ leaf"));
+    assert!(r.body.contains("[start]"));
+    let branch: Vec<&str> = r
+        .body
+        .split("<article class=\"entry ")
+        .skip(1)
+        .map(|s| {
+            let i = s.find("data-id=\"").unwrap() + 9;
+            &s[i..i + s[i..].find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(branch, ["u1", "a1", "r1", "u2", "a2", "l1"]);
+    // Tool calls and results are folded.
+    assert!(r.body.contains("<details class=\"call\"><summary>→ bash"));
+    assert!(r
+        .body
+        .contains("<details class=\"result\"><summary>← bash result"));
+    assert!(!r.body.contains("What the model saw here"));
+    // At the abandoned entry: its branch and its context.
+    let r = get(&srv, &format!("/s/{A}/u3"));
+    assert_eq!(r.status, 200);
+    assert!(r.body.contains("abandoned branch"));
+    assert!(r.body.contains("What the model saw here"));
+    let l = sessiontree::load(&f.folder.join("a.jsonl")).unwrap();
+    let ctx = sessiontree::build_context(&l.tree, sessiontree::LeafArg::Id("u3"));
+    assert_eq!(ctx.messages.len(), 4);
+    assert_eq!(count(&r.body, "<article class=\"msg\""), ctx.messages.len());
+    assert!(r.body.contains(&format!(
+        "<p class=\"meta\" id=\"ctx-count\">{} messages",
+        ctx.messages.len()
+    )));
+    let reading = &r.body[r.body.find("<div class=\"reading\">").unwrap()..];
+    assert!(reading.contains("abandoned idea with quuxword"));
+    assert!(!reading.contains("second question"), "not on u3's branch");
+    // Unknown entries and sessions, and ids that are not ids.
+    assert_eq!(get(&srv, &format!("/s/{A}/nope")).status, 404);
+    assert_eq!(
+        get(&srv, "/s/dddddddd-0000-7000-8000-000000000009").status,
+        404
+    );
+    for bad in [
+        "/s/..%2F..%2Fetc%2Fpasswd",
+        "/s/a.jsonl",
+        "/s/%00",
+        "/s/x%20y",
+    ] {
+        let r = get(&srv, bad);
+        assert_eq!(r.status, 404, "{bad}");
+        secure_headers(&r);
+    }
+}
+
+#[test]
+fn links_out_of_the_folder_are_not_served() {
+    let f = fixture();
+    let outside = f.agent.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    let target = write_session(
+        &outside,
+        "o.jsonl",
+        &(header("eeeeeeee-0000-7000-8000-00000000000e", "/private")
+            + &msg("u1", None, "user", "private words".into())),
+        1_700_200_000,
+    );
+    std::os::unix::fs::symlink(&target, f.folder.join("link.jsonl")).unwrap();
+    let srv = start(
+        Root::Folder(f.folder.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let r = get(&srv, "/s/eeeeeeee-0000-7000-8000-00000000000e");
+    assert_eq!(r.status, 404);
+    assert!(!r.body.contains("private words"));
+    assert_eq!(get(&srv, &format!("/s/{A}")).status, 200);
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let f = fixture();
+    let evil = "<script>window.__pwned=1</script><img src=x onerror=\"window.__pwned=2\">'\"&";
+    let mut s = header("ffffffff-0000-7000-8000-00000000000f", evil);
+    s += &msg("u1", None, "user", evil.into());
+    s += &line(
+        serde_json::json!({"type":"session_info","id":"n1","parentId":"u1","timestamp":"2025-01-02T10:00:01.000Z","name":evil}),
+    );
+    s += &line(
+        serde_json::json!({"type":"label","id":"l1","parentId":"n1","timestamp":"2025-01-02T10:00:02.000Z","targetId":"u1","label":evil}),
+    );
+    s += &msg(
+        "a1",
+        Some("l1"),
+        "assistant",
+        serde_json::json!([{"type":"toolCall","id":"c","name":evil,"arguments":{"x":evil}},{"type":"thinking","thinking":evil}]),
+    );
+    write_session(&f.folder, "evil.jsonl", &s, 1_700_300_000);
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    for path in [
+        "/".to_string(),
+        "/?q=pwned".to_string(),
+        "/search?q=pwned".to_string(),
+        "/s/ffffffff-0000-7000-8000-00000000000f".to_string(),
+        "/s/ffffffff-0000-7000-8000-00000000000f/a1".to_string(),
+    ] {
+        let r = get(&srv, &path);
+        assert_eq!(r.status, 200, "{path}");
+        // The only script is ours; the hostile markup is text.
+        assert_eq!(count(&r.body, "<script"), 1, "{path}");
+        assert!(r
+            .body
+            .contains("<script src=\"/assets/app.js\" defer></script>"));
+        assert!(!r.body.contains("<img"), "{path}");
+        assert!(!r.body.contains("onerror=\""), "{path}");
+        assert!(
+            r.body
+                .contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;"),
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn every_session_text_is_redacted() {
+    let f = fixture();
+    let sid = "99999999-0000-7000-8000-000000000099";
+    let mut s = header(sid, &format!("/home/{SECRET}/proj"));
+    s += &msg("u1", None, "user", format!("my key is {SECRET} ok").into());
+    s += &line(
+        serde_json::json!({"type":"session_info","id":"n1","parentId":"u1","timestamp":"2025-01-02T10:00:01.000Z","name":format!("name {SECRET}")}),
+    );
+    s += &line(
+        serde_json::json!({"type":"label","id":"l1","parentId":"n1","timestamp":"2025-01-02T10:00:02.000Z","targetId":"u1","label":format!("label {SECRET}")}),
+    );
+    s += &msg(
+        "a1",
+        Some("l1"),
+        "assistant",
+        serde_json::json!([{"type":"thinking","thinking":format!("think {SECRET}")},{"type":"text","text":format!("say {SECRET}")},{"type":"toolCall","id":"c","name":"bash","arguments":{"command":format!("echo {SECRET}")}}]),
+    );
+    s += &line(
+        serde_json::json!({"type":"message","id":"r1","parentId":"a1","timestamp":"2025-01-02T10:00:03.000Z",
+        "message":{"role":"toolResult","toolCallId":"c","toolName":"bash","content":[{"type":"text","text":format!("out {SECRET}")}],"isError":false,"timestamp":1735812003000u64}}),
+    );
+    s += &line(
+        serde_json::json!({"type":"message","id":"x1","parentId":"r1","timestamp":"2025-01-02T10:00:04.000Z",
+        "message":{"role":"bashExecution","command":format!("cat {SECRET}"),"output":format!("{SECRET}\n"),"exitCode":0,"timestamp":1735812004000u64}}),
+    );
+    s += &line(
+        serde_json::json!({"type":"compaction","id":"k1","parentId":"x1","timestamp":"2025-01-02T10:00:05.000Z","summary":format!("summary {SECRET}"),"firstKeptEntryId":"a1","tokensBefore":10}),
+    );
+    write_session(&f.folder, "secret.jsonl", &s, 1_700_400_000);
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let mut seen = 0;
+    for path in [
+        "/".to_string(),
+        "/?q=SECRET".to_string(),
+        "/?q=SECRET&part=list".to_string(),
+        "/search?q=SECRET".to_string(),
+        "/search?q=key+is".to_string(),
+        format!("/s/{sid}"),
+        format!("/s/{sid}/u1"),
+        format!("/s/{sid}/k1"),
+        format!("/s/{sid}/r1?part=main"),
+        format!("/api/version/{sid}"),
+    ] {
+        let r = get(&srv, &path);
+        assert_eq!(r.status, 200, "{path}");
+        assert!(!r.body.contains("K9Q2X7"), "{path}: {}", r.body);
+        seen += count(&r.body, "[redacted]");
+    }
+    assert!(seen > 20, "{seen}");
+    // The same pages without a redactor do show it (the test can fail).
+    let plain = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        sessiontree_web::no_redaction(),
+    );
+    assert!(get(&plain, &format!("/s/{sid}/k1")).body.contains(SECRET));
+}
+
+#[test]
+fn host_method_and_headers() {
+    let f = fixture();
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let port = srv.addr.port();
+    for host in [
+        format!("evil.test:{port}"),
+        format!("127.0.0.1.evil.test:{port}"),
+        "127.0.0.1".to_string(),
+    ] {
+        let r = raw(
+            srv.addr,
+            &format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, 421, "{host}");
+        secure_headers(&r);
+        assert!(!r.body.contains(A));
+    }
+    // No Host at all (HTTP/1.0).
+    let r = raw(srv.addr, "GET / HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 421);
+    // Allowed names: localhost at the port, and a --public-url's.
+    for host in [format!("localhost:{port}"), "view.example.com".to_string()] {
+        let r = raw(
+            srv.addr,
+            &format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+        );
+        assert_eq!(r.status, 200, "{host}");
+    }
+    for m in ["POST", "PUT", "DELETE", "OPTIONS"] {
+        let r = raw(
+            srv.addr,
+            &format!(
+                "{m} / HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                srv.addr
+            ),
+        );
+        assert_eq!(r.status, 405, "{m}");
+        assert_eq!(r.headers.get("allow").unwrap(), "GET, HEAD");
+        secure_headers(&r);
+    }
+    let r = get(&srv, "/assets/app.js");
+    assert_eq!(r.status, 200);
+    assert!(r.headers["content-type"].starts_with("text/javascript"));
+    secure_headers(&r);
+    let r = get(&srv, "/nowhere");
+    assert_eq!(r.status, 404);
+    secure_headers(&r);
+    let r = raw(
+        srv.addr,
+        &format!(
+            "HEAD / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            srv.addr
+        ),
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
+fn token_by_header_cookie_or_link() {
+    let f = fixture();
+    let t = "test-token-0123456789abcdef";
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        Some(t),
+        test_redactor(),
+    );
+    let r = get(&srv, "/");
+    assert_eq!(r.status, 401);
+    assert!(!r.body.contains(A));
+    secure_headers(&r);
+    let r = get(&srv, &format!("/s/{A}/u3?token={t}&end=2"));
+    assert_eq!(r.status, 303);
+    assert_eq!(r.headers["location"], format!("/s/{A}/u3?end=2"));
+    let cookie = &r.headers["set-cookie"];
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+    let pair = cookie.split(';').next().unwrap();
+    let r = get_with(&srv, "/", &format!("Cookie: {pair}\r\n"));
+    assert_eq!(r.status, 200);
+    assert_eq!(session_ids(&r.body), [B, A, C]);
+    assert!(!r.body.contains(t), "the token is not in the page");
+    let r = get_with(&srv, "/", &format!("Authorization: Bearer {t}\r\n"));
+    assert_eq!(r.status, 200);
+    let r = get_with(
+        &srv,
+        "/",
+        "Authorization: Bearer test-token-0123456789abcdeX\r\n",
+    );
+    assert_eq!(r.status, 401);
+    assert_eq!(get(&srv, "/?token=wrong").status, 401);
+    assert_eq!(get(&srv, &format!("/api/version/{A}")).status, 401);
+}
+
+#[test]
+fn a_long_session_is_paged() {
+    let f = fixture();
+    let sid = "12345678-0000-7000-8000-000000000123";
+    let mut s = header(sid, "/long");
+    let n = 3000;
+    for i in 0..n {
+        let parent = (i > 0).then(|| format!("e{}", i - 1));
+        s += &msg(
+            &format!("e{i}"),
+            parent.as_deref(),
+            if i % 2 == 0 { "user" } else { "assistant" },
+            format!("message number {i}").into(),
+        );
+    }
+    write_session(&f.folder, "long.jsonl", &s, 1_700_500_000);
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let r = get(&srv, &format!("/s/{sid}"));
+    assert_eq!(r.status, 200);
+    let rows = count(&r.body, "class=\"row ");
+    assert!(rows <= 151, "{rows} rows: a window around the leaf");
+    assert_eq!(count(&r.body, "<article class=\"entry "), 100);
+    let branch = |b: &str| b[b.find("<section class=\"branch\"").unwrap()..].to_string();
+    assert!(branch(&r.body).contains("message number 2999<"));
+    assert!(branch(&r.body).contains("message number 2900<"));
+    assert!(!branch(&r.body).contains("message number 2899<"));
+    let earlier = format!("/s/{sid}?end=2900#branch");
+    assert!(r.body.contains(&earlier.replace('&', "&amp;")));
+    let r = get(&srv, &format!("/s/{sid}?end=2900"));
+    assert!(branch(&r.body).contains("message number 2899<"));
+    assert!(branch(&r.body).contains("message number 2800<"));
+    assert!(!branch(&r.body).contains("message number 2799<"));
+    // At an entry far from the leaf: the tree window is around it.
+    let r = get(&srv, &format!("/s/{sid}/e10"));
+    assert!(r.body.contains("data-id=\"e10\""));
+    assert!(!r.body.contains("data-id=\"e2999\""));
+    assert!(r.body.contains("11 messages"));
+}
+
+#[test]
+fn an_append_changes_the_version_and_the_page() {
+    let f = fixture();
+    let srv = start(
+        Root::AgentDir(f.agent.clone()),
+        &f.agent,
+        None,
+        test_redactor(),
+    );
+    let v1 = get(&srv, &format!("/api/version/{C}")).body;
+    assert!(!get(&srv, &format!("/s/{C}"))
+        .body
+        .contains("appended later"));
+    let p = f.folder.join("c.jsonl");
+    let mut file = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    file.write_all(msg("u2", Some("u1"), "user", "appended later".into()).as_bytes())
+        .unwrap();
+    drop(file);
+    let v2 = get(&srv, &format!("/api/version/{C}")).body;
+    assert_ne!(v1, v2);
+    let r = get(&srv, &format!("/s/{C}?part=main"));
+    assert!(r.body.contains("appended later"));
+    assert!(r
+        .body
+        .starts_with("<!doctype html>\n<html><body><main id=\"main\">"));
+}
