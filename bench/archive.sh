@@ -5,22 +5,14 @@
 # Targets (issue 15): first push <= 60 s, push after one appended entry <= 100 ms, pull of
 # all into an empty folder <= 60 s, archive search for one word < 200 ms.
 # Generated data and the cluster live under DATA_DIR (default /tmp/sessiontree-bench-archive).
-set -euo pipefail
-cd "$(dirname "$0")/.."
+# BIN=path skips building the command (e.g. a release build made already).
+. "$(dirname "$0")/lib.sh"
 DATA=${1:-/tmp/sessiontree-bench-archive}
 COUNT=${2:-2000}
 MB=${3:-509}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-# BIN=path skips building the command (e.g. a release build made already).
-if [ -z "${BIN:-}" ]; then
-  cargo build -q --release -p sessiontree-cli --bin sessiontree
-  BIN=$CARGO_TARGET_DIR/release/sessiontree
-fi
+build_cli
 mkdir -p "$DATA"
-if [ ! -d "$DATA/agent/sessions" ]; then
-  cargo build -q --release -p sessiontree --example gen_sessions
-  "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$DATA/agent" "$COUNT" "$MB"
-fi
+corpus "$DATA/agent" "$COUNT" "$MB"
 echo "data: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
 
 # The cluster: initdb in DATA/pg as the postgres system user when run as root.
@@ -45,15 +37,6 @@ trap '"${RUN[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w stop >/dev/null' EXIT
 "$PGBIN/psql" -X -q -h "$PG" -p "$PORT" -U postgres -c "CREATE ROLE bench LOGIN" -c "CREATE DATABASE archive OWNER bench"
 export SESSIONTREE_ARCHIVE="host=$PG port=$PORT user=bench dbname=archive"
 
-RESULTS=()
-measure() { # name, runs, command...  (median wall seconds, peak RSS)
-  local name=$1 runs=$2; shift 2
-  local out wall rss
-  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
-  read -r wall rss <<<"$out"
-  RESULTS+=("$name|$wall|$rss")
-  printf '%-48s %8.3f s %9d KiB\n' "$name" "$wall" "$rss" >&2
-}
 
 export PI_CODING_AGENT_DIR=$DATA/agent
 rm -rf "$DATA/agent/sessiontree-archive" "$DATA/agent/sessiontree-machine.json"

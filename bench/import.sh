@@ -3,14 +3,11 @@
 # imported into an empty agent dir, against `ls --no-index` over the result.
 #   bench/import.sh [DATA_DIR] [COUNT] [TOTAL_MB]
 # Generated data stays in DATA_DIR (default /tmp/sessiontree-import-bench), never in the repo.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 DATA=${1:-/tmp/sessiontree-import-bench}
 COUNT=${2:-1000}
 MB=${3:-500}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build -q --release -p sessiontree-cli --bin sessiontree
-BIN=$CARGO_TARGET_DIR/release/sessiontree
+build_cli
 if [ ! -d "$DATA/src" ]; then
   python3 bench/import_gen.py "$DATA/src" "$COUNT" "$MB"
 fi

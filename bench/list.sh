@@ -3,34 +3,20 @@
 #   bench/list.sh [DATA_DIR] [COUNT] [TOTAL_MB]
 # Needs node + interop/node_modules (cd interop && npm ci) for the reference row.
 # Generated data stays in DATA_DIR (default /tmp/sessiontree-bench), never in the repo.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 DATA=${1:-/tmp/sessiontree-bench}
 COUNT=${2:-2000}
 MB=${3:-530}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build -q --release -p sessiontree-cli --bin sessiontree
-cargo build -q --release -p sessiontree --example gen_sessions
-BIN=$CARGO_TARGET_DIR/release/sessiontree
-if [ ! -d "$DATA/sessions" ]; then
-  "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$DATA" "$COUNT" "$MB"
-fi
+build_cli
+corpus "$DATA" "$COUNT" "$MB"
 export PI_CODING_AGENT_DIR=$DATA
 echo "data: $(find "$DATA/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/sessions" | cut -f1) MB"
 sync
 # Drop page cache when allowed, so the first read is not flattered (ignored otherwise).
 (echo 3 > /proc/sys/vm/drop_caches) 2>/dev/null || true
 
-RESULTS=()
 RUNS=${RUNS:-5}
-measure() { # name, runs, command...  (median wall seconds, peak RSS)
-  local name=$1 runs=$2; shift 2
-  local out wall rss
-  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
-  read -r wall rss <<<"$out"
-  RESULTS+=("$name|$wall|$rss")
-  printf '%-44s %8.3f s %9d KiB\n' "$name" "$wall" "$rss" >&2
-}
+MEASURE_WIDTH=44
 
 if command -v node >/dev/null && [ -d interop/node_modules ]; then
   measure "reference listAll (node oracle list-all)" 3 node interop/oracle.mjs list-all "$DATA"

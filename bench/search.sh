@@ -4,35 +4,21 @@
 # against the sessions' size, and the ls timings (so a regression shows).
 #   bench/search.sh [DATA_DIR] [COUNT] [TOTAL_MB]
 # Generated data stays in DATA_DIR (default /tmp/sessiontree-bench), never in the repo.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 DATA=${1:-/tmp/sessiontree-bench}
 COUNT=${2:-2000}
 MB=${3:-530}
 RUNS=${RUNS:-7}
 WORD=${WORD:-quokka_marker}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build -q --release -p sessiontree-cli --bin sessiontree
-cargo build -q --release -p sessiontree --example gen_sessions
-BIN=$CARGO_TARGET_DIR/release/sessiontree
-if [ ! -d "$DATA/sessions" ]; then
-  "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$DATA" "$COUNT" "$MB"
-fi
+build_cli
+corpus "$DATA" "$COUNT" "$MB"
 export PI_CODING_AGENT_DIR=$DATA
 # The benchmark times each step alone: no background build unless asked for below.
 export SESSIONTREE_NO_BACKGROUND_INDEX=1
 corpus=$(find "$DATA/sessions" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
 echo "data: $(find "$DATA/sessions" -name '*.jsonl' | wc -l) files, $((corpus / 1048576)) MiB; $(nproc) cores"
 
-RESULTS=()
-measure() { # name, runs, command...  (median wall seconds, peak RSS)
-  local name=$1 runs=$2; shift 2
-  local out wall rss
-  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
-  read -r wall rss <<<"$out"
-  RESULTS+=("$name|$wall|$rss")
-  printf '%-52s %8.3f s %9d KiB\n' "$name" "$wall" "$rss" >&2
-}
+MEASURE_WIDTH=52
 
 # Warm page cache for everyone (grep's warm-up run reads every file).
 measure "grep -rciF $WORD (warm cache)" "$RUNS" grep -rciF "$WORD" "$DATA/sessions"

@@ -7,10 +7,7 @@
 
 mod common;
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
+use sessiontree_testkit::env;
 
 use common::{Cluster, PASSWORD};
 use sessiontree_archive::pull::{pull, PullOptions, PullReport};
@@ -19,7 +16,7 @@ use sessiontree_archive::{query, Archive};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use xorshift::Rng;
+use sessiontree_testkit::rng::Rng;
 
 /// A cluster with the roles, carol, and the schema made by its owner.
 fn start(test: &str) -> Option<Cluster> {

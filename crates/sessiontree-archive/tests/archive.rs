@@ -7,7 +7,6 @@ use sessiontree_archive::pull::{pull, PullOptions};
 use sessiontree_archive::push::{push, PushOptions};
 use sessiontree_archive::{query, Archive};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 struct Rng(u64);
 impl Rng {
@@ -347,37 +346,20 @@ fn redacted_push_keeps_secrets_home_and_says_so() {
     }
 }
 
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop")
-}
-
 /// Pi 1.6.0 (interop/) present? Skips visibly, or fails when required.
 fn pi_available() -> bool {
-    let ok = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-        && interop_dir()
-            .join("node_modules/pi16/dist/core/session-manager.js")
-            .exists();
-    if !ok {
-        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("the Pi checks need node and interop/node_modules (cd interop && npm ci)");
-        }
-        eprintln!("SKIPPED (Pi checks): need node and interop/node_modules (cd interop && npm ci)");
-    }
-    ok
+    sessiontree_testkit::interop::available()
 }
 
 /// What Pi 1.6.0 sees in a file: the oracle's dump.
 fn pi_dump(file: &Path) -> serde_json::Value {
-    let o = Command::new("node")
-        .current_dir(interop_dir())
-        .args(["oracle.mjs", "dump", file.to_str().unwrap(), "--no-llm"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let out = sessiontree_testkit::interop::node(&[
+        "oracle.mjs",
+        "dump",
+        file.to_str().unwrap(),
+        "--no-llm",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     v["results"][0].clone()
 }
 

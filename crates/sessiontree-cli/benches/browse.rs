@@ -29,6 +29,25 @@ fn key(c: KeyCode, m: KeyModifiers) -> KeyEvent {
     KeyEvent::new(c, m)
 }
 
+/// The keys the benchmarks press.
+const UP: (KeyCode, KeyModifiers) = (KeyCode::Up, KeyModifiers::NONE);
+const DOWN: (KeyCode, KeyModifiers) = (KeyCode::Down, KeyModifiers::NONE);
+const PAGE_UP: (KeyCode, KeyModifiers) = (KeyCode::PageUp, KeyModifiers::NONE);
+const PAGE_DOWN: (KeyCode, KeyModifiers) = (KeyCode::PageDown, KeyModifiers::NONE);
+const FOLD: (KeyCode, KeyModifiers) = (KeyCode::Left, KeyModifiers::CONTROL);
+const UNFOLD: (KeyCode, KeyModifiers) = (KeyCode::Right, KeyModifiers::CONTROL);
+const NEXT_HIT: (KeyCode, KeyModifiers) = (KeyCode::Char('n'), KeyModifiers::CONTROL);
+const LETTER_K: (KeyCode, KeyModifiers) = (KeyCode::Char('k'), KeyModifiers::NONE);
+const BACKSPACE: (KeyCode, KeyModifiers) = (KeyCode::Backspace, KeyModifiers::NONE);
+
+/// Each key in turn, each followed by a frame.
+fn press(app: &mut App, term: &mut Terminal<TestBackend>, keys: &[(KeyCode, KeyModifiers)]) {
+    for &(c, m) in keys {
+        app.key(key(c, m));
+        frame(term, app);
+    }
+}
+
 fn bench(c: &mut Criterion) {
     if let Ok(agent) = std::env::var("BROWSE_AGENT_DIR") {
         std::env::set_var("PI_CODING_AGENT_DIR", &agent);
@@ -56,19 +75,11 @@ fn bench(c: &mut Criterion) {
         frame(&mut term, &mut app);
         let mut g = c.benchmark_group("key");
         g.bench_function("list_down_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Down, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[DOWN]))
         });
         // Typing filters at once (names, first messages, folders), then takes it back.
         g.bench_function("list_type_and_erase_a_letter_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Char('k'), KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-                app.key(key(KeyCode::Backspace, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[LETTER_K, BACKSPACE]))
         });
         g.finish();
         // The list's full-text search (on the worker thread): every session with a hit,
@@ -146,49 +157,26 @@ fn bench(c: &mut Criterion) {
         frame(&mut term, &mut app);
         let mut g = c.benchmark_group("key");
         g.bench_function("tree_up_down_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Up, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-                app.key(key(KeyCode::Down, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[UP, DOWN]))
         });
         g.bench_function("tree_page_80x24", |b| {
             let mut small = Terminal::new(TestBackend::new(80, 24)).unwrap();
-            b.iter(|| {
-                app.key(key(KeyCode::PageUp, KeyModifiers::NONE));
-                frame(&mut small, &mut app);
-                app.key(key(KeyCode::PageDown, KeyModifiers::NONE));
-                frame(&mut small, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut small, &[PAGE_UP, PAGE_DOWN]))
         });
         g.bench_function("tree_fold_unfold_segment_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Left, KeyModifiers::CONTROL));
-                frame(&mut term, &mut app);
-                app.key(key(KeyCode::Right, KeyModifiers::CONTROL));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[FOLD, UNFOLD]))
         });
         // The context pane: the projection from the selected entry on every move.
         app.key(key(KeyCode::Enter, KeyModifiers::NONE));
         frame(&mut term, &mut app);
         g.bench_function("tree_move_with_context_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Up, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-                app.key(key(KeyCode::Down, KeyModifiers::NONE));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[UP, DOWN]))
         });
         app.key(key(KeyCode::Enter, KeyModifiers::NONE));
         // Search inside the session (texts are made as the scan reaches them).
         app.key(key(KeyCode::Char('e'), KeyModifiers::NONE));
         g.bench_function("tree_next_search_hit_120x40", |b| {
-            b.iter(|| {
-                app.key(key(KeyCode::Char('n'), KeyModifiers::CONTROL));
-                frame(&mut term, &mut app);
-            })
+            b.iter(|| press(&mut app, &mut term, &[NEXT_HIT]))
         });
         // A query no entry matches: each key scans its share (the rest goes on across
         // frames), so a key costs the same on any session.

@@ -1,45 +1,16 @@
 //! `push`, `pull`, `sync --watch`, `share` and `--archive` through the command, against a
-//! PostgreSQL cluster the test starts (crates/sessiontree-archive/tests/common), including
+//! PostgreSQL cluster the test starts (`sessiontree_testkit::pg`), including
 //! SIGKILLs at random points.
 
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
-use pg::Cluster;
+use sessiontree_testkit::pg::Cluster;
+use sessiontree_testkit::run::ok;
+use sessiontree_testkit::Rng;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn st(agent: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
-    c.env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("SESSIONTREE_ARCHIVE")
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env("NO_COLOR", "1");
-    c
-}
-
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
+    sessiontree_testkit::run::command(env!("CARGO_BIN_EXE_sessiontree"), agent)
 }
 
 /// A session with `n` entries of about `size` bytes each, in Pi's layout.

@@ -1,8 +1,7 @@
 //! The command as a user runs it: outputs equal the library's (through the streamed,
 //! memory-releasing paths too), exit codes, closed pipes, colour.
 
-#[path = "../../sessiontree/benches/common/gen.rs"]
-mod gen;
+use sessiontree_testkit::gen;
 
 use std::process::{Command, Stdio};
 
@@ -10,8 +9,9 @@ fn st() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sessiontree"))
 }
 
-fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
-    let p = dir.join("big.jsonl");
+/// A generated session large enough to be mapped, in a temp folder (kept while the
+/// returned folder lives).
+fn big_session() -> (tempfile::TempDir, std::path::PathBuf) {
     let mut out = Vec::new();
     gen::generate(
         &gen::Shape {
@@ -23,24 +23,16 @@ fn big_session(dir: &std::path::Path) -> std::path::PathBuf {
     )
     .unwrap();
     assert!(out.len() > 2 << 20, "large enough to be mapped");
-    std::fs::write(&p, out).unwrap();
-    p
+    sessiontree_testkit::files::temp_file("big.jsonl", out)
 }
 
 fn stdout_of(args: &[&str]) -> String {
-    let o = st().args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    sessiontree_testkit::run::ok(st().args(args).output().unwrap())
 }
 
 #[test]
 fn json_outputs_equal_the_library_on_a_mapped_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = big_session(dir.path());
+    let (_dir, p) = big_session();
     let f = p.to_str().unwrap();
     let l = sessiontree::load(&p).unwrap();
     let leaf = l
@@ -73,8 +65,7 @@ fn json_outputs_equal_the_library_on_a_mapped_file() {
 
 #[test]
 fn exit_codes_say_done_nothing_found_or_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = big_session(dir.path());
+    let (dir, p) = big_session();
     let f = p.to_str().unwrap();
     assert_eq!(
         st().args(["info", f]).output().unwrap().status.code(),
@@ -107,8 +98,7 @@ fn exit_codes_say_done_nothing_found_or_error() {
 
 #[test]
 fn a_closed_pipe_is_not_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = big_session(dir.path());
+    let (_dir, p) = big_session();
     let mut child = st()
         .args(["context", p.to_str().unwrap(), "--json"])
         .stdout(Stdio::piped())
@@ -136,8 +126,7 @@ fn a_closed_pipe_is_not_an_error() {
 
 #[test]
 fn no_colour_when_not_a_terminal() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = big_session(dir.path());
+    let (_dir, p) = big_session();
     let out = stdout_of(&["tree", p.to_str().unwrap()]);
     assert!(!out.contains('\u{1b}'), "escape codes in piped output");
     assert!(out.contains("◀ leaf"));

@@ -7,15 +7,14 @@
 //! `SESSIONTREE_UPDATE_EXPECTED=1` to rewrite tests/data/export-*, and
 //! `SESSIONTREE_UPDATE_SCREENSHOT=1` to rewrite docs/export-screenshot.png.
 
-#[path = "../../sessiontree/tests/common/interop.rs"]
-mod interop;
+use sessiontree_testkit::interop;
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    sessiontree_testkit::root()
 }
 
 fn example() -> PathBuf {
@@ -23,17 +22,12 @@ fn example() -> PathBuf {
 }
 
 fn export(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+    let o = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
         .arg("export")
         .args(args)
         .output()
         .expect("run sessiontree");
-    assert!(
-        out.status.success(),
-        "sessiontree export {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    sessiontree_testkit::run::ok(o)
 }
 
 fn expect_file(name: &str, actual: &str) {
@@ -202,15 +196,8 @@ fn reference_context(file: &Path) -> Option<Value> {
     if !interop::available() {
         return None;
     }
-    let out_json = file.with_extension("oracle.json");
-    interop::node(&[
-        "oracle.mjs",
-        "dump",
-        file.to_str().unwrap(),
-        "--out",
-        out_json.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let dump = interop::oracle_dump(&[file], &file.with_extension("oracle.json"), &[]);
+    let v: Value = serde_json::from_slice(&dump).unwrap();
     let r = &v["results"][0];
     assert!(
         r["error"].is_null(),
@@ -406,26 +393,7 @@ fn export_refuses_to_overwrite_its_source_and_unknown_leaves() {
 }
 
 fn interop_available() -> bool {
-    let ok = root().join("interop/node_modules/pi16").exists()
-        && Command::new("node").arg("--version").output().is_ok();
-    if !ok {
-        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("this test needs node and interop/node_modules (cd interop && npm ci)");
-        }
-        eprintln!("SKIPPED: this test needs node and interop/node_modules (cd interop && npm ci)");
-    }
-    ok
-}
-
-fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            jsonl_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
+    interop::available()
 }
 
 /// Every session the reference's generator writes (all entry types, hostile text, older
@@ -454,9 +422,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
         .status()
         .unwrap();
     assert!(st.success());
-    let mut files = Vec::new();
-    jsonl_files(&gen, &mut files);
-    files.sort();
+    let files = sessiontree_testkit::files::jsonl_under(&gen);
     let outdir = dir.path().join("out");
     std::fs::create_dir(&outdir).unwrap();
     let mut exported = Vec::new();
@@ -523,27 +489,8 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
         eprintln!("browser: {}", String::from_utf8_lossy(&out.stdout).trim());
     }
     // One reference process for all of them.
-    let list = dir.path().join("files.txt");
-    let names: Vec<String> = exported
-        .iter()
-        .map(|(p, _, _)| p.to_string_lossy().into_owned())
-        .collect();
-    std::fs::write(&list, names.join("\n")).unwrap();
-    let dump = dir.path().join("oracle.json");
-    let st = Command::new("node")
-        .current_dir(root().join("interop"))
-        .args([
-            "oracle.mjs",
-            "dump",
-            "--list-file",
-            list.to_str().unwrap(),
-            "--out",
-            dump.to_str().unwrap(),
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let bytes = std::fs::read(&dump).unwrap();
+    let paths: Vec<&PathBuf> = exported.iter().map(|(p, _, _)| p).collect();
+    let bytes = interop::oracle_dump(&paths, &dir.path().join("oracle.json"), &[]);
     let mut de = serde_json::Deserializer::from_slice(&bytes);
     de.disable_recursion_limit();
     let v: Value = serde::Deserialize::deserialize(&mut de).unwrap();

@@ -3,10 +3,8 @@
 //! the Markdown stays inert under a real CommonMark renderer (pulldown-cmark) for generated
 //! hostile strings in every field.
 
-#[path = "../../sessiontree/tests/common/interop.rs"]
-mod interop;
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
+use sessiontree_testkit::interop;
+use sessiontree_testkit::rng as xorshift;
 
 use sessiontree::json::Raw;
 use std::path::{Path, PathBuf};
@@ -36,18 +34,13 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn export(file: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+    let o = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
         .arg("export")
         .arg(file)
         .args(args)
         .output()
         .expect("run sessiontree");
-    assert!(
-        out.status.success(),
-        "sessiontree export {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
+    sessiontree_testkit::run::ok(o)
 }
 
 const FILTERS: &[&[&str]] = &[
@@ -136,25 +129,12 @@ fn filters_never_replace_entries_and_the_filtered_branch_opens_in_pi() {
         return;
     }
     // One reference process for all of them; lone surrogates printed as they are.
-    let list = dir.path().join("list.txt");
-    let names: Vec<String> = branches
-        .iter()
-        .map(|(p, _, _)| p.to_string_lossy().into_owned())
-        .collect();
-    std::fs::write(&list, names.join("\n")).unwrap();
-    let dump = dir.path().join("dump.json");
-    interop::node(&[
-        "oracle.mjs",
-        "dump",
-        "--list-file",
-        list.to_str().unwrap(),
-        "--out",
-        dump.to_str().unwrap(),
-        "--no-llm",
-        "--lone-surrogates",
-        "keep",
-    ]);
-    let bytes = std::fs::read(&dump).unwrap();
+    let paths: Vec<&PathBuf> = branches.iter().map(|(p, _, _)| p).collect();
+    let bytes = interop::oracle_dump(
+        &paths,
+        &dir.path().join("dump.json"),
+        &["--no-llm", "--lone-surrogates", "keep"],
+    );
     let v = Raw::parse(&bytes).unwrap();
     let results = v.get("results").unwrap().elements();
     assert_eq!(results.len(), branches.len());

@@ -2,28 +2,20 @@
 //! (exit 2), "nothing found" says so (exit 1), no command creates or changes a file it was
 //! not asked to, and outputs read well.
 
+use sessiontree_testkit::files::snapshot;
+use sessiontree_testkit::run::{stderr, stdout, with_stdin};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 /// The command with its own agent dir (which does not exist unless a test makes it).
 fn st(agent: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
-    c.env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env("NO_COLOR", "1");
-    c
+    sessiontree_testkit::run::command(BIN, agent)
 }
 
 fn run(agent: &Path, args: &[&str]) -> Output {
-    st(agent).args(args).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    sessiontree_testkit::run::run(BIN, agent, args)
 }
 
 fn demo() -> PathBuf {
@@ -39,28 +31,6 @@ fn assert_error_naming(o: &Output, path: &str, what: &str) {
     assert_eq!(e.matches(path).count(), 1, "{what}: the path once: {e}");
     assert!(!e.contains("os error"), "{what}: no OS code: {e}");
     assert!(o.stdout.is_empty(), "{what}: nothing on stdout");
-}
-
-/// Every file below `dir`, with its bytes, to prove nothing was created or changed.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.push((p.clone(), Vec::new()));
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -232,20 +202,7 @@ fn append_says_what_is_wrong_and_takes_json_lines() {
 
     // JSON Lines on stdin: one entry per line, every id printed, in order.
     let lines = "{\"type\":\"custom\",\"customType\":\"a\"}\n\n{\"type\":\"custom\",\"customType\":\"b\"}\n";
-    let mut child = st(&agent)
-        .args(["append", f, "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = with_stdin(st(&agent).args(["append", f, "-"]), lines.as_bytes());
     assert!(o.status.success());
     let ids: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     assert_eq!(ids.len(), 2);
@@ -256,19 +213,10 @@ fn append_says_what_is_wrong_and_takes_json_lines() {
 
     // A bad line anywhere: nothing is appended, and the line is named.
     let after = size();
-    let mut child = st(&agent)
-        .args(["append", f, "-"])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"{\"type\":\"custom\",\"customType\":\"c\"}\n{\"type\":\"cus\n")
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = with_stdin(
+        st(&agent).args(["append", f, "-"]),
+        b"{\"type\":\"custom\",\"customType\":\"c\"}\n{\"type\":\"cus\n",
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
     assert_eq!(size(), after);

@@ -2,15 +2,14 @@
 //! returns at once and says what it skipped), links at the lock path, interrupted work
 //! reported by `verify` and closed by `repair --close-interrupted`.
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
+use sessiontree_testkit::env;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
-const H: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+use sessiontree_testkit::agent::HEADER as H;
+use sessiontree_testkit::files::temp_file;
 const U1: &str = r#"{"type":"message","id":"u1","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z","message":{"role":"user","content":"list files","timestamp":1}}"#;
 const A1: &str = r#"{"type":"message","id":"a1","parentId":"u1","timestamp":"2024-12-03T14:00:02.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"call_1","name":"bash","arguments":{"command":"ls"}}],"stopReason":"toolUse","timestamp":2}}"#;
 
@@ -195,9 +194,7 @@ fn a_lock_path_symlink_is_one_clear_error_and_the_target_is_untouched() {
 
 #[test]
 fn verify_reports_interrupted_work_at_the_leaf() {
-    let d = tempfile::tempdir().unwrap();
-    let f = d.path().join("i.jsonl");
-    std::fs::write(&f, format!("{H}\n{U1}\n{A1}\n")).unwrap();
+    let (d, f) = temp_file("i.jsonl", format!("{H}\n{U1}\n{A1}\n"));
     let fs = f.to_str().unwrap();
     let (code, out, _, _) = run_timed(d.path(), d.path(), &["verify", fs]);
     assert_eq!(code, 1, "{out}");
@@ -227,9 +224,7 @@ fn verify_reports_interrupted_work_at_the_leaf() {
 
 #[test]
 fn repair_close_interrupted_repairs_lines_and_closes_tool_calls() {
-    let d = tempfile::tempdir().unwrap();
-    let f = d.path().join("r.jsonl");
-    std::fs::write(&f, format!("{H}\nnot json\n{U1}\n{A1}\n")).unwrap();
+    let (d, f) = temp_file("r.jsonl", format!("{H}\nnot json\n{U1}\n{A1}\n"));
     let fs = f.to_str().unwrap();
     let (code, out, err, _) = run_timed(d.path(), d.path(), &["repair", fs, "--close-interrupted"]);
     assert_eq!(code, 0, "{out}{err}");

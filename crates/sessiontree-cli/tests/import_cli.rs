@@ -2,12 +2,12 @@
 //! CODEX_HOME, Pi's folder layout under the agent dir, idempotence, --dry-run, --json, exit
 //! codes; and `ls`, `search`, `stats`, `export` on the imported sessions.
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
+use sessiontree_testkit::env;
+use sessiontree_testkit::rng as xorshift;
 
 use serde_json::Value;
+use sessiontree_testkit::files::copy_dir;
+use sessiontree_testkit::run::stdout;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,19 +15,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let p = e.unwrap().path();
-        let t = to.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &t);
-        } else {
-            std::fs::copy(&p, &t).unwrap();
-        }
-    }
 }
 
 struct Home {
@@ -80,10 +67,6 @@ impl Home {
     fn folder(&self) -> PathBuf {
         self.root.join("agent/sessions/--home-dev-shop--")
     }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
 }
 
 #[test]

@@ -2,27 +2,14 @@
 //! interop/ is set up (skipped otherwise, unless SESSIONTREE_REQUIRE_INTEROP=1).
 
 use serde_json::Value;
+use sessiontree_testkit::interop;
 use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn interop() -> Option<std::path::PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop");
-    let ok = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-        && d.join("node_modules/pi16/dist/core/session-manager.js")
-            .exists();
-    if !ok {
-        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
-            panic!("needs node and interop/node_modules");
-        }
-        eprintln!("SKIPPED: needs node and interop/node_modules");
-        return None;
-    }
-    Some(d)
+    interop::available().then(interop::interop_dir)
 }
 
 fn run(agent: &Path, args: &[&str]) -> (i32, String) {

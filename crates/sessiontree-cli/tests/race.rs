@@ -1,20 +1,14 @@
 //! Many `sessiontree append` processes on one file at once: the lock serializes them and
 //! refresh-before-append chains every entry under the previous one.
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
+use sessiontree_testkit::env;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn run(args: &[&str]) -> String {
     let o = Command::new(BIN).args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
+    sessiontree_testkit::run::ok(o).trim().to_string()
 }
 
 #[test]

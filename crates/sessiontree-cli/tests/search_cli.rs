@@ -4,54 +4,22 @@
 //! and compact the listing store.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use sessiontree_testkit::agent::{message as msg, write_session as session};
+use sessiontree_testkit::run::{stderr as err, stdout as out};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn cmd(agent: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env_remove("SESSIONTREE_NO_BACKGROUND_INDEX")
-        .env("NO_COLOR", "1");
+    let mut c = sessiontree_testkit::run::command(BIN, agent);
+    c.args(args);
     c
 }
 
 fn run(agent: &Path, args: &[&str]) -> Output {
-    cmd(agent, args).output().unwrap()
-}
-
-fn out(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn msg(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) -> String {
-    let p = parent.map(|p| format!("\"{p}\"")).unwrap_or("null".into());
-    format!(
-        "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{p},\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":{},\"timestamp\":{ts}}}}}\n",
-        serde_json::to_string(text).unwrap()
-    )
-}
-
-fn session(agent: &Path, cwd: &str, name: &str, body: &str) -> PathBuf {
-    let dir = agent
-        .join("sessions")
-        .join(format!("--{}--", cwd.trim_matches('/').replace('/', "-")));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(
-        &p,
-        format!("{{\"type\":\"session\",\"version\":3,\"id\":\"{name}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n{body}"),
-    )
-    .unwrap();
-    p
+    sessiontree_testkit::run::run(BIN, agent, args)
 }
 
 fn hits(o: &Output) -> Vec<Value> {

@@ -1,29 +1,14 @@
 //! `sessiontree verify` and `sessiontree repair`.
 
-use std::path::Path;
+use sessiontree_testkit::files::names as files;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
-const H: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+use sessiontree_testkit::agent::HEADER as H;
 const E1: &str = r#"{"type":"custom","customType":"x","id":"a1","parentId":null,"timestamp":"2024-12-03T14:00:01.000Z"}"#;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(BIN).args(args).output().unwrap();
-    (
-        o.status.code().unwrap(),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
-}
-
-fn files(dir: &Path) -> Vec<String> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
+    sessiontree_testkit::run::code_out_err(&Command::new(BIN).args(args).output().unwrap())
 }
 
 #[test]

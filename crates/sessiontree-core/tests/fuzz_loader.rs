@@ -3,12 +3,10 @@
 //! the tree index, every projection and the repair planner. Nothing may panic or hang,
 //! and a repaired file must load without line-level problems.
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
 use sessiontree_core::parse::{backing, parse};
 use sessiontree_core::{build_context, to_llm, DiagnosticKind, LeafArg, SessionTree};
+use sessiontree_testkit::env;
+use sessiontree_testkit::rng as xorshift;
 use xorshift::Rng;
 
 const LINES: &[&str] = &[

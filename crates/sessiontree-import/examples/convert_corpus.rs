@@ -12,9 +12,6 @@ mod alloc;
 #[global_allocator]
 static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
-#[path = "../tests/common/jsonl.rs"]
-mod jsonl;
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(agent), Some(dir)) = (args.first(), args.get(1)) else {
@@ -22,7 +19,7 @@ fn main() {
         std::process::exit(2);
     };
     let rounds: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
-    let files = jsonl::under(Path::new(dir));
+    let files = sessiontree_testkit::files::jsonl_under(Path::new(dir));
     let data: Vec<(String, Vec<u8>)> = files
         .iter()
         .map(|p| {

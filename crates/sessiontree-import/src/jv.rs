@@ -895,12 +895,10 @@ impl<'a> Parser<'a> {
 }
 
 #[cfg(test)]
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-pub(crate) mod xorshift;
+pub(crate) use sessiontree_testkit::rng as xorshift;
 
 #[cfg(test)]
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
+use sessiontree_testkit::env;
 
 #[cfg(test)]
 mod tests {

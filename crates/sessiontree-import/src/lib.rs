@@ -429,14 +429,12 @@ fn kind_name(v: &jv::V<'_>) -> &'static str {
     }
 }
 
-#[cfg(test)]
-#[path = "../tests/common/jsonl.rs"]
-mod jsonl;
-
 /// Every transcript under `tests/fixtures`, sorted.
 #[cfg(test)]
 pub(crate) fn fixture_files() -> Vec<std::path::PathBuf> {
-    jsonl::under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+    sessiontree_testkit::files::jsonl_under(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+    )
 }
 
 #[cfg(test)]

@@ -7,10 +7,8 @@
 //! its child, no line-level problem when loaded, and the same bytes on a second run.
 //! `SESSIONTREE_FUZZ_N` sets how many inputs each agent gets (default 1,500).
 
-#[path = "../../sessiontree/tests/common/env.rs"]
-mod env;
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
+use sessiontree_testkit::env;
+use sessiontree_testkit::rng as xorshift;
 
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, LeafArg, SessionTree};

@@ -20,17 +20,14 @@ use sessiontree_import::{claude, codex, write, Conversion, Status};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-#[path = "../../sessiontree/tests/common/interop.rs"]
-mod interop;
-#[path = "common/jsonl.rs"]
-mod jsonl;
+use sessiontree_testkit::interop;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = jsonl::under(dir);
+    let mut out = sessiontree_testkit::files::jsonl_under(dir);
     // Main sessions before the subagents that name them.
     out.sort_by_key(|p| p.to_string_lossy().contains("/agent-"));
     out
@@ -806,22 +803,9 @@ fn pi_opens_every_import_and_builds_the_same_context() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let all = import_all(&tmp.path().join("sessions"));
-    let list = tmp.path().join("files.txt");
-    let paths: Vec<String> = all
-        .iter()
-        .map(|i| i.path.to_string_lossy().into_owned())
-        .collect();
-    std::fs::write(&list, paths.join("\n")).unwrap();
-    let out = tmp.path().join("oracle.json");
-    interop::node(&[
-        "oracle.mjs",
-        "dump",
-        "--list-file",
-        list.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let paths: Vec<&Path> = all.iter().map(|i| i.path.as_path()).collect();
+    let dump = interop::oracle_dump(&paths, &tmp.path().join("oracle.json"), &[]);
+    let v: Value = serde_json::from_slice(&dump).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), all.len());
     for (i, r) in all.iter().zip(results) {

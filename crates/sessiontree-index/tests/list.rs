@@ -5,9 +5,7 @@ use serde_json::Value;
 use sessiontree::list::{self, ListOptions};
 use std::path::{Path, PathBuf};
 
-#[path = "../../sessiontree/tests/common/mod.rs"]
-mod common;
-use common::interop::{available, node};
+use sessiontree_testkit::interop::{available, node};
 
 /// Sessions grouped by equal `modified` (the reference's order among ties follows its
 /// candidate order, mtime then `localeCompare`; we compare tie groups as sets).
@@ -75,26 +73,7 @@ use sessiontree_index::index::Index;
 use sessiontree_index::search::{Mode, Query};
 use std::io::Write;
 
-fn line(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) -> String {
-    let p = parent.map(|p| format!("\"{p}\"")).unwrap_or("null".into());
-    format!(
-        "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{p},\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":{},\"timestamp\":{ts}}}}}\n",
-        serde_json::to_string(text).unwrap()
-    )
-}
-
-fn write_session(agent: &Path, cwd: &str, name: &str, body: &str) -> PathBuf {
-    let dir = agent
-        .join("sessions")
-        .join(sessiontree::dirs::encode_cwd(Path::new(cwd)));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    let header = format!(
-        "{{\"type\":\"session\",\"version\":3,\"id\":\"{name}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"{cwd}\"}}\n"
-    );
-    std::fs::write(&p, header + body).unwrap();
-    p
-}
+use sessiontree_testkit::agent::{message as line, write_session};
 
 fn append(p: &Path, s: &str) {
     let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
@@ -569,37 +548,17 @@ fn index_notices_damage_in_place_edits_replacements_and_unreadable_files() {
     let body = std::fs::read_to_string(p)
         .unwrap()
         .replace("first message 1", "first massage 1");
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(p)
-        .unwrap()
-        .write_all(body.as_bytes())
-        .unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(p)
-        .unwrap()
-        .set_modified(meta.modified().unwrap())
-        .unwrap();
+    sessiontree_testkit::files::overwrite_unseen(p, body.as_bytes());
     assert_eq!(std::fs::metadata(p).unwrap().len(), meta.len());
     assert_eq!(listed(&mut idx), scanned());
     assert!(String::from_utf8_lossy(&listed(&mut idx)).contains("first massage 1"));
 
     // Replaced by a new inode of the same size and mtime (what sed -i does).
     let p = &paths[2];
-    let meta = std::fs::metadata(p).unwrap();
     let body = std::fs::read_to_string(p)
         .unwrap()
         .replace("first message 2", "FIRST MESSAGE 2");
-    let tmp = p.with_extension("new");
-    std::fs::write(&tmp, body).unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&tmp)
-        .unwrap()
-        .set_modified(meta.modified().unwrap())
-        .unwrap();
-    std::fs::rename(&tmp, p).unwrap();
+    sessiontree_testkit::files::replace_unseen(p, body.as_bytes());
     assert_eq!(listed(&mut idx), scanned());
     assert!(String::from_utf8_lossy(&listed(&mut idx)).contains("FIRST MESSAGE 2"));
 

@@ -3,15 +3,12 @@
 //! generated corpora, through appends, in-place edits that restore size and mtime,
 //! replacements by a new inode, and deletions.
 
-#[path = "../../sessiontree/tests/common/xorshift.rs"]
-mod xorshift;
-
 use sessiontree::list::{self, Acc, EntryText, FileStat};
 use sessiontree_index::search::{self, Hit, Mode, Query};
 use sessiontree_index::summary::{self, Summaries};
+use sessiontree_testkit::Rng;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use xorshift::Rng;
 
 const WORDS: &[&str] = &[
     "theme",
@@ -388,32 +385,15 @@ fn scan_and_summaries_agree_with_a_naive_search_through_changes() {
         let body = std::fs::read_to_string(p).unwrap();
         let edited = body.replace("zebra", "ZEBRO").replace("theme", "thyme");
         assert_eq!(edited.len(), body.len());
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .write_all(edited.as_bytes())
-            .unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(old.modified().unwrap())
-            .unwrap();
+        sessiontree_testkit::files::overwrite_unseen(p, edited.as_bytes());
         assert_eq!(std::fs::metadata(p).unwrap().len(), old.len());
         // A replacement by a new inode with the same size and mtime (sed -i).
         let p = &files[2];
-        let old = std::fs::metadata(p).unwrap();
         let body = std::fs::read_to_string(p).unwrap();
-        let tmp = p.with_extension("tmp");
-        std::fs::write(&tmp, body.replace("selector", "SELECTOR")).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&tmp)
-            .unwrap()
-            .set_modified(old.modified().unwrap())
-            .unwrap();
-        std::fs::rename(&tmp, p).unwrap();
+        sessiontree_testkit::files::replace_unseen(
+            p,
+            body.replace("selector", "SELECTOR").as_bytes(),
+        );
         // A deletion, and a new file.
         std::fs::remove_file(&files[5]).unwrap();
         let extra = files[6].with_file_name("late.jsonl");

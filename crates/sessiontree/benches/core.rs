@@ -4,12 +4,10 @@
 //!
 //! `cargo bench -p sessiontree --bench core`; `SESSIONTREE_BENCH_SIZES=200,5000` to choose.
 
-mod common;
-
-use common::gen;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, Json, LeafArg, Session, SessionTree};
+use sessiontree_testkit::gen;
 
 fn sizes() -> Vec<usize> {
     std::env::var("SESSIONTREE_BENCH_SIZES")

@@ -1,8 +1,7 @@
 //! Writes a generated benchmark session: `gen_session ENTRIES AVG_BYTES SEED > file.jsonl`.
 //! Deterministic: the same arguments give the same bytes.
 
-#[path = "../benches/common/gen.rs"]
-mod gen;
+use sessiontree_testkit::gen;
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();

@@ -3,8 +3,7 @@
 //! (with usage), tool-result and bash messages with occasional branches, sized so the
 //! whole set is about TOTAL_MB. Deterministic.
 
-#[path = "../tests/common/xorshift.rs"]
-mod xorshift;
+use sessiontree_testkit::rng as xorshift;
 use std::io::Write;
 use xorshift::Rng;
 

@@ -1,11 +1,10 @@
 //! Crash test: the `agent_loop` example is SIGKILLed at random points, restarted each time,
 //! and must find exactly the operations that were in flight and end with a valid context.
 
-#[path = "common/xorshift.rs"]
-mod xorshift;
 use sessiontree::interrupted::{
     calls_and_results_match, detect, open_operations, CallState, OpenOperation, Scope,
 };
+use sessiontree_testkit::rng as xorshift;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

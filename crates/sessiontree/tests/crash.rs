@@ -5,11 +5,9 @@
 //! A SIGKILL loses no acknowledged entry under any policy, `none` included, because the
 //! page cache survives a process kill; only power loss separates the policies.
 
-#[path = "common/env.rs"]
-mod env;
-#[path = "common/xorshift.rs"]
-mod xorshift;
 use sessiontree::{load, Creation, DiagnosticKind, Durability, Json, Session, WriteOptions};
+use sessiontree_testkit::env;
+use sessiontree_testkit::rng as xorshift;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

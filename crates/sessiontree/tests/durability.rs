@@ -5,20 +5,11 @@ use sessiontree::{
     build_context, load, Creation, DiagnosticKind, Durability, Error, Json, LeafArg, Session,
     WriteOptions,
 };
+use sessiontree_testkit::agent::{user_hi as entry, HEADER as H};
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-const H: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
-
-fn entry(id: &str, parent: Option<&str>) -> String {
-    let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
-    format!(
-        r#"{{"type":"message","id":"{id}","parentId":{p},"timestamp":"2024-12-03T14:00:01.000Z","message":{{"role":"user","content":"hi {id}","timestamp":1733234401000}}}}"#
-    )
-}
 
 fn opts(d: Durability) -> WriteOptions {
     WriteOptions {

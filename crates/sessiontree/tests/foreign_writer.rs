@@ -19,10 +19,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-mod common;
-use common::interop::{available, interop_dir};
+use sessiontree_testkit::interop::{available, interop_dir};
 
-use common::env::env_or;
+use sessiontree_testkit::env_or;
 
 fn header(version: u32, id: &str) -> String {
     format!(

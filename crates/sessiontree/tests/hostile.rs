@@ -3,20 +3,12 @@
 //! still being written, temp files of killed rewrites. Each test names the attack.
 
 use sessiontree::{load, repair, Creation, Durability, Error, Json, Session, WriteOptions};
+use sessiontree_testkit::agent::{user_hi as entry, HEADER as H};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const H: &str =
-    r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
 const H2: &str =
     r#"{"type":"session","version":2,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
-
-fn entry(id: &str, parent: Option<&str>) -> String {
-    let p = parent.map_or("null".to_string(), |p| format!("\"{p}\""));
-    format!(
-        r#"{{"type":"message","id":"{id}","parentId":{p},"timestamp":"2024-12-03T14:00:01.000Z","message":{{"role":"user","content":"hi {id}","timestamp":1733234401000}}}}"#
-    )
-}
 
 fn opts() -> WriteOptions {
     WriteOptions {
@@ -61,14 +53,7 @@ fn within<T: Send + 'static>(secs: f64, what: &str, f: impl FnOnce() -> T + Send
     }
 }
 
-fn names(dir: &Path) -> Vec<String> {
-    let mut v: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
+use sessiontree_testkit::files::names;
 
 // ---- the lock file never follows links ---------------------------------------------------
 

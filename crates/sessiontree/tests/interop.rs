@@ -16,10 +16,9 @@ use sessiontree::json::{Kind, Raw};
 use sessiontree::{build_context, load, Json, LeafArg, Session, WriteOptions};
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::interop::{available, node};
+use sessiontree_testkit::interop::{available, node};
 
-use common::env::env_or;
+use sessiontree_testkit::env_or;
 
 /// A JSON value with every number as f64 and lone surrogates as U+FFFD, for comparison.
 fn norm(v: &Value) -> Value {
@@ -346,26 +345,7 @@ fn generate(dir: &Path, seed: u64, count: u64, extra: &[&str]) -> Vec<(PathBuf, 
 }
 
 fn oracle(files: &[PathBuf], work: &Path) -> Vec<Value> {
-    let list = work.join("files.txt");
-    std::fs::write(
-        &list,
-        files
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    )
-    .unwrap();
-    let out = work.join("oracle.json");
-    node(&[
-        "oracle.mjs",
-        "dump",
-        "--list-file",
-        list.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let bytes = std::fs::read(&out).unwrap();
+    let bytes = sessiontree_testkit::interop::oracle_dump(files, &work.join("oracle.json"), &[]);
     let mut de = serde_json::Deserializer::from_slice(&bytes);
     de.disable_recursion_limit();
     let v: Value = serde::Deserialize::deserialize(&mut de).unwrap();

@@ -1,8 +1,7 @@
 //! Every read path gives the same session: read or mapped, scanned by one thread or split
 //! across many (with bad lines, invalid UTF-8 and a torn tail near the split points).
 
-#[path = "../benches/common/gen.rs"]
-mod gen;
+use sessiontree_testkit::gen;
 
 use sessiontree::parse::{backing, parse_with_threads};
 use sessiontree::{build_context, LeafArg, SessionTree};

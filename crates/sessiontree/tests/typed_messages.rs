@@ -3,15 +3,13 @@
 //! `sessiontree::message` from the same values, and must come out as the same bytes, both
 //! from `to_json` and in the line a session appends.
 
-mod common;
-
-use common::interop::{available, node};
 use serde_json::{json, Value};
 use sessiontree::message::{
     AgentMessage, AssistantMessage, Content, CustomMessage, StopReason, ToolResultMessage, Usage,
     UserMessage,
 };
 use sessiontree::{Session, WriteOptions};
+use sessiontree_testkit::interop::{available, node};
 
 fn usage(v: &Value) -> Usage {
     let n = |k: &str| v[k].as_u64().unwrap();
@@ -97,17 +95,6 @@ fn typed_messages_are_the_bytes_pi_writes() {
     ));
 }
 
-fn jsonl_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            jsonl_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
-
 /// Messages of every shape the interop generator writes (every writer, hostile values,
 /// unknown fields and roles): reading typed and writing back never loses or changes a
 /// member. (The generator puts some members in orders Pi's agent does not use; those come
@@ -123,8 +110,7 @@ fn typed_round_trip_keeps_every_member_of_generated_sessions() {
     node(&[
         "gen.mjs", "--out", out, "--seed", "7", "--count", "60", "--quiet",
     ]);
-    let mut files = Vec::new();
-    jsonl_files(dir.path(), &mut files);
+    let files = sessiontree_testkit::files::jsonl_under(dir.path());
     let (mut typed, mut other, mut exact, mut unreadable) = (0, 0, 0, 0);
     for f in &files {
         let Ok(loaded) = sessiontree::load(f) else {

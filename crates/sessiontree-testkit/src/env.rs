@@ -1,7 +1,5 @@
 //! How much a long test does: a count (or scale) from an environment variable, so that CI
-//! runs a bounded campaign and a person can ask for more. Shared by the crates' tests
-//! (included by path, like `xorshift.rs`).
-#![allow(dead_code)]
+//! runs a bounded campaign and a person can ask for more.
 
 /// The value of the environment variable `name` parsed as a `T`, else `default` (unset or
 /// not a `T`).

@@ -1,8 +1,7 @@
 //! A seeded, deterministic generator of realistic sessions for benchmarks: user prompts,
 //! assistant turns with thinking and tool calls, tool results of 1-200 KB, bash runs,
-//! branches, labels and compactions. The same seed and size give the same bytes.
-
-#![allow(dead_code)]
+//! branches, labels and compactions. The same seed and size give the same bytes. (Its own
+//! xorshift64* generator, not [`crate::Rng`]: the benchmarks' corpora stay as they were.)
 
 /// xorshift64*: small, fast, good enough for shapes.
 pub struct Rng(u64);
@@ -91,13 +90,32 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
 }
 
 fn js(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    sessiontree::json::write_js_string(&mut o, s);
-    o
+    crate::agent::json_string(s)
 }
 
-fn iso(ms: i64) -> String {
-    sessiontree::date::iso_from_ms(ms)
+/// `ms` since the epoch as `Date.prototype.toISOString` writes it, for years 0 to 9999
+/// (the library's own conversion is not used: the testkit depends on no workspace crate;
+/// `crates/sessiontree/tests/testkit.rs` checks that the two agree).
+pub fn iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // Days to a civil date (proleptic Gregorian), through 400-year eras from 0000-03-01.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
 }
 
 /// What to generate.

@@ -4,7 +4,6 @@
 #[derive(Clone, Debug)]
 pub struct Rng(pub u64);
 
-#[allow(dead_code)] // not every user draws every way
 impl Rng {
     pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;

@@ -1,0 +1,36 @@
+# The bench scripts' common preamble, sourced first:  . "$(dirname "$0")/lib.sh"
+# Strict mode, the repository root as the working folder, CARGO_TARGET_DIR, and:
+#   build_cli               BIN = the release command (built, unless BIN is set already)
+#   corpus DIR COUNT MB     COUNT generated sessions (~MB) in DIR (gen_sessions), unless
+#                           DIR/sessions exists
+#   measure NAME RUNS CMD.. median wall seconds and peak RSS of CMD (bench/measure.py),
+#                           printed on stderr (name column MEASURE_WIDTH wide) and kept
+#                           in RESULTS as "name|wall|rss"
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+build_cli() {
+  if [ -z "${BIN:-}" ]; then
+    cargo build -q --release -p sessiontree-cli --bin sessiontree
+    BIN=$CARGO_TARGET_DIR/release/sessiontree
+  fi
+}
+
+corpus() {
+  if [ ! -d "$1/sessions" ]; then
+    cargo build -q --release -p sessiontree --example gen_sessions
+    "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$1" "$2" "$3"
+  fi
+}
+
+RESULTS=()
+MEASURE_WIDTH=${MEASURE_WIDTH:-48}
+measure() {
+  local name=$1 runs=$2; shift 2
+  local out wall rss
+  out=$(python3 bench/measure.py "$runs" "$@") || exit 1
+  read -r wall rss <<<"$out"
+  RESULTS+=("$name|$wall|$rss")
+  printf "%-${MEASURE_WIDTH}s %8.3f s %9d KiB\n" "$name" "$wall" "$rss" >&2
+}

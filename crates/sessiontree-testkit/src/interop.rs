@@ -1,0 +1,79 @@
+//! For the tests that drive the reference implementation through `interop/` (its npm
+//! packages installed by `cd interop && npm ci`).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The workspace's `interop/` folder.
+pub fn interop_dir() -> PathBuf {
+    crate::root().join("interop")
+}
+
+/// Whether node and the reference's packages are there; if not, says that the test is
+/// skipped (or panics under `SESSIONTREE_REQUIRE_INTEROP=1`, as CI sets).
+pub fn available() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && interop_dir()
+            .join("node_modules/pi16/dist/core/session-manager.js")
+            .exists();
+    if !ok {
+        if std::env::var("SESSIONTREE_REQUIRE_INTEROP").as_deref() == Ok("1") {
+            panic!("interop tests need node and interop/node_modules (cd interop && npm ci)");
+        }
+        say_skipped("interop tests need node and interop/node_modules (cd interop && npm ci)");
+    }
+    ok
+}
+
+/// Says that a test skipped its real work, where `cargo test` shows it: straight to the
+/// process's stderr (libtest captures `eprintln!` of passing tests and shows it only with
+/// `--nocapture`).
+pub fn say_skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+}
+
+/// Runs `node ARGS` in `interop/`; its stdout (panics when node fails).
+pub fn node(args: &[&str]) -> String {
+    let out = Command::new("node")
+        .current_dir(interop_dir())
+        .args(args)
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "node {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// What the reference reads in `files`, one `node oracle.mjs dump` for all of them (with
+/// `extra` arguments): the dump's JSON text, also left in `out` (the file list beside it,
+/// in `<out>.list`).
+pub fn oracle_dump<P: AsRef<std::path::Path>>(
+    files: &[P],
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Vec<u8> {
+    let list = out.with_extension("list");
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.as_ref().to_string_lossy().into_owned())
+        .collect();
+    std::fs::write(&list, names.join("\n")).unwrap();
+    let mut args = vec![
+        "oracle.mjs",
+        "dump",
+        "--list-file",
+        list.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    node(&args);
+    std::fs::read(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+}

@@ -1,0 +1,32 @@
+//! # sessiontree-testkit
+//!
+//! What the workspace's tests would otherwise write again per crate: temp agent dirs and
+//! session folders ([`agent`]), running the command ([`run`]), the throwaway PostgreSQL
+//! cluster ([`pg`]), the seeded generators ([`Rng`] for tests, [`gen`] for realistic
+//! benchmark sessions), test sizes from the environment ([`env_or`]), the reference
+//! implementation through `interop/` ([`interop`]) and file walks ([`files`]).
+//!
+//! A dev-dependency only (`publish = false`); it depends on no crate of the workspace.
+
+// The generators' `next` is what every test calls; they are not iterators.
+#![allow(clippy::should_implement_trait)]
+
+pub mod agent;
+pub mod env;
+pub mod files;
+pub mod gen;
+pub mod interop;
+pub mod pg;
+pub mod rng;
+pub mod run;
+
+pub use agent::AgentDir;
+pub use env::env_or;
+pub use rng::Rng;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace's root folder.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}

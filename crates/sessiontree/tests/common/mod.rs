@@ -1,2 +1,0 @@
-pub mod env;
-pub mod interop;
