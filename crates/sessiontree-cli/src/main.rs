@@ -10,6 +10,7 @@ mod ls;
 mod out;
 mod paths;
 mod search;
+mod secrets;
 mod show;
 mod stats;
 mod target;
@@ -264,6 +265,8 @@ enum Cmd {
     Browse(browse::Args),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
+    /// Credentials in sessions (every branch, every text field): FILE#ID, kind, field, masked preview. Exit 0 none, 1 found, 2 error.
+    Secrets(secrets::Args),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -581,6 +584,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             Outcome::Done
         }
         Cmd::Import(a) => import::import(&mut out, a)?,
+        Cmd::Secrets(a) => Outcome::Code(secrets::run(&mut out, a)?),
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
