@@ -23,6 +23,7 @@ pub mod pull;
 pub mod push;
 pub mod query;
 pub mod schema;
+pub mod secrets;
 pub mod state;
 pub mod trigram;
 pub mod watch;

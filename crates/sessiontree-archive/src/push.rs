@@ -36,6 +36,8 @@ pub struct PushOptions {
     pub machine_name: Option<String>,
     /// Patterns whose matches are replaced by `[REDACTED]` before upload.
     pub redact: Vec<regex::bytes::Regex>,
+    /// Replace every detected credential by `[REDACTED:<kind>]` before upload.
+    pub redact_secrets: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -332,13 +334,17 @@ fn plan_file(
     let stamp = std::fs::metadata(&path)
         .map(|m| FileStamp::of(&m))
         .unwrap_or(stamp);
-    let (content, src_length) = if opts.redact.is_empty() {
+    let (content, src_length) = if opts.redact.is_empty() && !opts.redact_secrets {
         let n = raw.len() as i64;
         (raw, n)
     } else {
         // Only complete lines: a torn line could redact differently once complete.
         let end = memchr::memrchr(b'\n', &raw).map(|i| i + 1).unwrap_or(0);
-        (redact(&raw[..end], &opts.redact), end as i64)
+        let mut content = redact(&raw[..end], &opts.redact);
+        if opts.redact_secrets {
+            content = crate::secrets::redact_lines(&content);
+        }
+        (content, end as i64)
     };
     let hash = sha256(&content);
     let rel_path = rel_path_for(&cwd, &path);
@@ -398,7 +404,7 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
         (remote, state, files)
     });
     let (remote, files) = (remote?, files?);
-    let rkey = redaction_key(&opts.redact);
+    let rkey = crate::secrets::redaction_key(redaction_key(&opts.redact), opts.redact_secrets);
     let mut report = PushReport {
         files: files.len(),
         ..PushReport::default()

@@ -97,6 +97,7 @@ pub fn watch(
             paths,
             machine_name: opts.machine_name.clone(),
             redact: opts.redact.clone(),
+            redact_secrets: opts.redact_secrets,
         };
         match push(a, &o) {
             Ok(r) => {

@@ -106,6 +106,7 @@ fn opts(agent: &Path) -> PushOptions {
         paths: vec![],
         machine_name: None,
         redact: vec![],
+        redact_secrets: false,
     }
 }
 

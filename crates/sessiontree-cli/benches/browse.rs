@@ -23,6 +23,8 @@ mod ls;
 mod out;
 #[path = "../src/paths.rs"]
 mod paths;
+#[path = "../src/secrets.rs"]
+mod secrets;
 #[path = "../src/show.rs"]
 mod show;
 #[path = "../src/target.rs"]

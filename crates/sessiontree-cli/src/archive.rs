@@ -40,6 +40,9 @@ pub struct PushArgs {
     /// archived copy is then marked redacted and is not byte-identical to the file.
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// Replace every credential `sessiontree secrets` finds with [REDACTED:<kind>] before upload.
+    #[arg(long)]
+    redact_secrets: bool,
     /// One JSON object with the counts instead of a summary line.
     #[arg(long)]
     json: bool,
@@ -74,6 +77,9 @@ pub struct SyncArgs {
     /// Replace matches of this regex with [REDACTED] before upload (repeatable).
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// Replace every credential `sessiontree secrets` finds with [REDACTED:<kind>] before upload.
+    #[arg(long)]
+    redact_secrets: bool,
     /// JSON objects (push, then pull counts) instead of summary lines.
     #[arg(long)]
     json: bool,
@@ -89,6 +95,9 @@ pub struct ShareArgs {
     /// Take the share back instead.
     #[arg(long)]
     revoke: bool,
+    /// Share even when the archived copy holds credentials (see `sessiontree secrets`).
+    #[arg(long)]
+    allow_secrets: bool,
     #[command(flatten)]
     archive: ArchiveArg,
 }
@@ -152,6 +161,7 @@ pub fn push_cmd(out: &mut Out, a: PushArgs) -> Result<()> {
             paths: a.paths,
             machine_name: a.machine,
             redact: regexes(&a.redact)?,
+            redact_secrets: a.redact_secrets,
         },
     )?;
     print_push(out, &r, a.json)
@@ -179,6 +189,7 @@ pub fn sync_cmd(a: SyncArgs) -> Result<()> {
         paths: vec![],
         machine_name: a.machine,
         redact: regexes(&a.redact)?,
+        redact_secrets: a.redact_secrets,
     };
     let url = archive_url(a.archive.archive.as_deref())?;
     let mut ar = Archive::open(&url)?;
@@ -220,6 +231,9 @@ pub fn share_cmd(a: ShareArgs) -> Result<()> {
             anyhow::bail!("session {} was not shared with {}", a.id, a.with);
         }
     } else {
+        if !a.allow_secrets {
+            crate::secrets::refuse_leaky_share(&mut ar, &a.id)?;
+        }
         query::share(&mut ar, &a.id, &a.with)?;
     }
     Ok(())

@@ -254,6 +254,40 @@ pub fn run(out: &mut Out, a: Args) -> Result<u8> {
     })
 }
 
+/// `share` without `--allow-secrets`: an error naming the entries when the connected
+/// role's archived copies of the session hold a credential.
+pub fn refuse_leaky_share(ar: &mut sessiontree_archive::Archive, id: &str) -> Result<()> {
+    let found = sessiontree_archive::secrets::in_archive(ar, id)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let mut entries: Vec<String> = Vec::new();
+    for (machine, f) in &found {
+        let at = match &f.entry_id {
+            Some(e) => format!("{e} ({}, from {machine})", f.kind),
+            None => format!("line {} ({}, from {machine})", f.line, f.kind),
+        };
+        if !entries.contains(&at) {
+            entries.push(at);
+        }
+    }
+    let more = entries.len().saturating_sub(10);
+    entries.truncate(10);
+    let list = escape_controls(&entries.join(", "));
+    bail!(
+        "share: session {} holds {} credential{} in the archive: {list}{}; push it again with \
+         --redact-secrets, or share anyway with --allow-secrets",
+        escape_controls(id),
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
