@@ -29,6 +29,7 @@ pub mod push;
 pub mod query;
 pub mod redact;
 pub mod schema;
+pub mod secrets;
 pub mod state;
 pub mod trigram;
 pub mod watch;

@@ -41,6 +41,9 @@ pub struct PushArgs {
     /// archived copy is then marked redacted and is not byte-identical to the file.
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// Replace every credential `sessiontree secrets` finds with [REDACTED:<kind>] before upload.
+    #[arg(long)]
+    redact_secrets: bool,
     /// One JSON object with the counts instead of a summary line.
     #[arg(long)]
     json: bool,
@@ -75,6 +78,9 @@ pub struct SyncArgs {
     /// Replace matches of this regex with [REDACTED] before upload (repeatable).
     #[arg(long, value_name = "REGEX")]
     redact: Vec<String>,
+    /// Replace every credential `sessiontree secrets` finds with [REDACTED:<kind>] before upload.
+    #[arg(long)]
+    redact_secrets: bool,
     /// JSON objects (push, then pull counts) instead of summary lines.
     #[arg(long)]
     json: bool,
@@ -90,16 +96,26 @@ pub struct ShareArgs {
     /// Take the share back instead.
     #[arg(long)]
     revoke: bool,
+    /// Share even when the archived copy holds credentials (see `sessiontree secrets`).
+    #[arg(long)]
+    allow_secrets: bool,
     #[command(flatten)]
     archive: ArchiveArg,
 }
 
-fn regexes(v: &[String]) -> Result<Redaction> {
+/// The redactors of a push: each `--redact` pattern, then (with `--redact-secrets`) every
+/// credential the secrets rules detect.
+fn redaction(v: &[String], secrets: bool) -> Result<Redaction> {
     let patterns = v
         .iter()
         .map(|r| regex::bytes::Regex::new(r).with_context(|| format!("--redact {r:?}")))
         .collect::<Result<Vec<_>>>()?;
-    Ok(Redaction::from(patterns))
+    let r = Redaction::from(patterns);
+    Ok(if secrets {
+        r.with(std::sync::Arc::new(sessiontree_archive::secrets::Secrets))
+    } else {
+        r
+    })
 }
 
 fn print_push(out: &mut Out, r: &PushReport, json: bool) -> Result<()> {
@@ -162,7 +178,7 @@ pub fn push_cmd(out: &mut Out, a: PushArgs) -> Result<()> {
             agent_dir: dirs::agent_dir(),
             paths: a.paths,
             machine_name: a.machine,
-            redact: regexes(&a.redact)?,
+            redact: redaction(&a.redact, a.redact_secrets)?,
         },
     )?;
     print_push(out, &r, a.json)
@@ -189,7 +205,7 @@ pub fn sync_cmd(a: SyncArgs) -> Result<()> {
         agent_dir: dirs::agent_dir(),
         paths: vec![],
         machine_name: a.machine,
-        redact: regexes(&a.redact)?,
+        redact: redaction(&a.redact, a.redact_secrets)?,
     };
     let url = archive_url(a.archive.archive.as_deref())?;
     if a.watch && a.archive.archive.is_some() && sessiontree_archive::conn::has_password(&url) {
@@ -240,6 +256,9 @@ pub fn share_cmd(a: ShareArgs) -> Result<()> {
             anyhow::bail!("session {} was not shared with {}", a.id, a.with);
         }
     } else {
+        if !a.allow_secrets {
+            crate::secrets::refuse_leaky_share(&mut ar, &a.id)?;
+        }
         query::share(&mut ar, &a.id, &a.with)?;
     }
     Ok(())

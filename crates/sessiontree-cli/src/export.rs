@@ -48,6 +48,9 @@ pub struct Args {
     /// Replace every match of this regular expression with [REDACTED] (repeatable).
     #[arg(long, value_name = "REGEX")]
     pub redact: Vec<String>,
+    /// Keep credentials (by default each one `sessiontree secrets` finds becomes [REDACTED:<kind>]).
+    #[arg(long)]
+    pub keep_secrets: bool,
 }
 
 pub fn run(mut args: Args) -> Result<()> {
@@ -76,6 +79,7 @@ pub fn run(mut args: Args) -> Result<()> {
         no_tool_output: args.no_tool_output,
         no_images: args.no_images,
         redact,
+        keep_secrets: args.keep_secrets,
     };
     let text = match args.format {
         Format::Html => export::html(tree, &opts)?,

@@ -17,6 +17,7 @@ pub mod paths;
 pub mod rows;
 pub mod safe;
 pub mod search;
+pub mod secrets;
 pub mod serve;
 pub mod show;
 pub mod stats;
@@ -276,6 +277,8 @@ pub enum Cmd {
     Serve(serve::ServeArgs),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
+    /// Credentials in sessions (every branch, every text field): FILE#ID, kind, field, masked preview. Exit 0 none, 1 found, 2 error.
+    Secrets(secrets::Args),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -571,6 +574,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Cmd::Serve(a) => serve::serve(a).map(|_| Outcome::Done)?,
         Cmd::Import(a) => import::import(&mut out, a)?,
+        Cmd::Secrets(a) => Outcome::Code(secrets::run(&mut out, a)?),
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done

@@ -209,7 +209,7 @@ fn redact_units(opts: &ExportOptions, units: &[u16]) -> Option<Vec<u16>> {
     let mut changed = false;
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut Vec<u16>, changed: &mut bool| {
-        match opts.redact_str(run) {
+        match opts.redact_regexes(run) {
             Cow::Borrowed(s) => out.extend(s.encode_utf16()),
             Cow::Owned(s) => {
                 *changed = true;
@@ -292,7 +292,7 @@ pub(super) fn redact_literal(opts: &ExportOptions, lit: &str) -> Option<String> 
     let inner = &lit.as_bytes()[1..lit.len() - 1];
     if memchr::memchr(b'\\', inner).is_none() {
         // Plain UTF-8 without escapes (control characters cannot occur unescaped).
-        return match opts.redact_str(&lit[1..lit.len() - 1]) {
+        return match opts.redact_regexes(&lit[1..lit.len() - 1]) {
             Cow::Borrowed(_) => None,
             Cow::Owned(n) => {
                 let mut o = String::with_capacity(n.len() + 2);
@@ -303,7 +303,7 @@ pub(super) fn redact_literal(opts: &ExportOptions, lit: &str) -> Option<String> 
     }
     let (text, lone) = decode_literal(lit);
     if !lone {
-        return match opts.redact_str(&text) {
+        return match opts.redact_regexes(&text) {
             Cow::Borrowed(_) => None,
             Cow::Owned(n) => {
                 let mut o = String::with_capacity(n.len() + 2);

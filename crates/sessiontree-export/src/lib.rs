@@ -2,7 +2,9 @@
 //! a branch, and a branch as a standalone session file.
 //!
 //! All three share the same filters ([`ExportOptions`]): leave out thinking, tool output or
-//! images, and redact text by regular expression.
+//! images, and redact text by regular expression. Credentials (what `sessiontree-secrets`
+//! detects) are redacted by default, each replaced by `[REDACTED:<kind>]` inside the JSON
+//! string it was in; [`ExportOptions::keep_secrets`] keeps them.
 
 // The library's modules, visible to this crate's modules as `crate::X`.
 use sessiontree::{date, dirs, entry, json, session, tree, Error, Result};
@@ -36,6 +38,9 @@ pub struct ExportOptions {
     pub no_images: bool,
     /// Every match in any text is replaced with `[REDACTED]`.
     pub redact: Vec<regex::Regex>,
+    /// Keep credentials; by default (`false`) each is replaced by `[REDACTED:<kind>]`
+    /// (ids, types, times and signatures are never touched).
+    pub keep_secrets: bool,
 }
 
 /// Text put in place of what the options leave out.
@@ -45,11 +50,16 @@ pub const REDACTED: &str = "[REDACTED]";
 
 impl ExportOptions {
     fn filters(&self) -> bool {
-        self.no_thinking || self.no_tool_output || self.no_images || !self.redact.is_empty()
+        self.no_thinking
+            || self.no_tool_output
+            || self.no_images
+            || !self.redact.is_empty()
+            || !self.keep_secrets
     }
 
-    /// Applies the redactions to one text.
-    pub fn redact_str<'a>(&self, s: &'a str) -> Cow<'a, str> {
+    /// Applies the `--redact` regular expressions to one text (inside JSON: the walk
+    /// decides which strings are text).
+    fn redact_regexes<'a>(&self, s: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(s);
         for r in &self.redact {
             if r.is_match(&out) {
@@ -57,6 +67,27 @@ impl ExportOptions {
             }
         }
         out
+    }
+
+    /// Applies the redactions to one text: the regular expressions, then credentials
+    /// unless kept.
+    pub fn redact_str<'a>(&self, s: &'a str) -> Cow<'a, str> {
+        let mut out = self.redact_regexes(s);
+        if !self.keep_secrets {
+            if let Cow::Owned(t) = sessiontree_secrets::redact_text(&out) {
+                out = Cow::Owned(t);
+            }
+        }
+        out
+    }
+
+    /// A JSON text with its credentials redacted (unless kept); `None` when none.
+    fn redact_secrets(&self, text: &str) -> Option<String> {
+        if self.keep_secrets {
+            None
+        } else {
+            sessiontree_secrets::redact_json(text)
+        }
     }
 
     /// The entry line with the filters applied, as a session file needs it (ids, types
@@ -84,6 +115,8 @@ impl ExportOptions {
         } else {
             filters::redact_json(self, text, keep)
         };
+        let text = redacted.as_deref().unwrap_or(text);
+        let redacted = self.redact_secrets(text).or(redacted);
         match redacted.or(structured) {
             None => Cow::Borrowed(stored),
             Some(t) if canonical => Cow::Owned(
@@ -95,10 +128,13 @@ impl ExportOptions {
 
     /// A JSON value's text (the header, a field) with every string redacted but `keep`'s.
     fn redact_json_text<'a>(&self, text: &'a str, keep: &[&str]) -> Cow<'a, str> {
-        if self.redact.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        match filters::redact_json(self, text, keep) {
+        let regexes = if self.redact.is_empty() {
+            None
+        } else {
+            filters::redact_json(self, text, keep)
+        };
+        let secrets = self.redact_secrets(regexes.as_deref().unwrap_or(text));
+        match secrets.or(regexes) {
             Some(t) => Cow::Owned(t),
             None => Cow::Borrowed(text),
         }

@@ -344,6 +344,7 @@ pub fn perform(job: &Job, tree: Option<&TreeState>) -> Result<(String, bool)> {
                 no_tool_output: false,
                 no_images: false,
                 redact: Vec::new(),
+                keep_secrets: false,
             };
             let text = if *markdown {
                 sessiontree_export::markdown(tree, &opts)?
