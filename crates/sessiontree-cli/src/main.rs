@@ -7,6 +7,7 @@ mod export;
 mod import;
 mod interrupted;
 mod ls;
+mod mcp;
 mod out;
 mod paths;
 mod search;
@@ -264,6 +265,8 @@ enum Cmd {
     Browse(browse::Args),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
+    /// Serve the sessions to coding agents over MCP (stdio): search, list, read, usage; read-only, credentials redacted.
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -581,6 +584,7 @@ fn run(cli: Cli) -> Result<Outcome> {
             Outcome::Done
         }
         Cmd::Import(a) => import::import(&mut out, a)?,
+        Cmd::Mcp(a) => mcp::run(a).map(|_| Outcome::Done)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done

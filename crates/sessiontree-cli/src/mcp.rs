@@ -1,0 +1,34 @@
+//! `sessiontree mcp`: the MCP server of `sessiontree-mcp` on stdin/stdout.
+
+use anyhow::Result;
+use std::sync::Arc;
+
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// Also replace what this regular expression matches by [redacted] in every answer
+    /// (repeatable), on top of the credential rules that always apply.
+    #[arg(long, value_name = "REGEX")]
+    redact: Vec<String>,
+    /// Characters of text one answer may hold; longer answers come in pages.
+    #[arg(long, value_name = "CHARS", default_value_t = sessiontree_mcp::DEFAULT_BUDGET as u64,
+          value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
+    budget: u64,
+}
+
+/// Every answer's redaction: the credential rules, then the user's patterns.
+fn redactor(extra: &[String]) -> Result<Arc<dyn sessiontree_mcp::Redact>> {
+    let user = sessiontree_mcp::Patterns::new(extra).map_err(anyhow::Error::msg)?;
+    Ok(Arc::new(sessiontree_mcp::Chain(vec![
+        Box::new(sessiontree_mcp::baseline_credentials()),
+        Box::new(user),
+    ])))
+}
+
+pub fn run(a: McpArgs) -> Result<()> {
+    let cfg = sessiontree_mcp::Config {
+        agent_dir: sessiontree::dirs::agent_dir(),
+        redactor: redactor(&a.redact)?,
+        budget: a.budget as usize,
+    };
+    sessiontree_mcp::serve_stdio(cfg)
+}
