@@ -334,7 +334,7 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         "entries": t.entry_count(),
         "leaf": t.leaf_id(),
     });
-    let room = ctx.cfg.budget.saturating_sub(chars(&head) + 300);
+    let room = ctx.cfg.budget.saturating_sub(chars(&head) + 400);
     let Some(anchor) = anchor else {
         return Ok(Answer {
             text: format!("{head}The session has no entries."),

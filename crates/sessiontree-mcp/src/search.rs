@@ -161,8 +161,11 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
             .entry(h.path.clone())
             .or_insert_with(|| session_id(Path::new(&h.path)))
             .clone();
-        // Redacted whole before its cut words go.
-        let snippet = without_cut_words(&ctx.redact(&h.snippet), &h.highlights);
+        // The words cut at its ends go first (the highlights are offsets into the snippet
+        // as found), then the rest is redacted: every token left is whole.
+        let snippet = ctx
+            .redact(&without_cut_words(&h.snippet, &h.highlights))
+            .into_owned();
         let snippet = one_line(&snippet, 400);
         let when = h.ts_ms.map(minute).unwrap_or_else(|| "-".into());
         let branch = if h.on_branch {
