@@ -188,9 +188,7 @@ fn fixture(agent: &Path) -> (PathBuf, PathBuf) {
         "b1",
         None,
         20,
-        &format!(
-            "{{\"role\":\"user\",\"content\":\"An imported question\",\"timestamp\":1767226800000,\"claudeCode\":{{\"uuid\":\"x\"}}}}"
-        ),
+        "{\"role\":\"user\",\"content\":\"An imported question\",\"timestamp\":1767226800000,\"claudeCode\":{\"uuid\":\"x\"}}",
     );
     write_session(agent, "/work/other", B, &b);
 
@@ -580,4 +578,64 @@ fn every_tool_through_the_typescript_sdk() {
         .unwrap()
         .ends_with("MARKER-aa11\"}\n"));
     assert!(pl.exists());
+}
+
+/// Raw JSON-RPC on the server's stdin (no SDK): a line that is not JSON, arguments that are
+/// not an object and a huge limit are answered or skipped, and the server keeps answering.
+#[test]
+fn the_server_survives_bad_requests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    fixture(&agent);
+    let mut child = Command::new(BIN)
+        .arg("mcp")
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        "this is not json {".to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_session", "arguments": "not an object"}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {"limit": 1e308}}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_session", "arguments": {"session": A, "cursor": "context:18446744073709551615:0:n1"}}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {}}}).to_string(),
+    ];
+    for l in &lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut by_id = std::collections::HashMap::new();
+    let mut line = String::new();
+    while by_id.len() < 5 {
+        line.clear();
+        if std::io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
+            break;
+        }
+        let v: Value = serde_json::from_str(&line).unwrap();
+        by_id.insert(v["id"].as_u64().unwrap(), v);
+    }
+    drop(stdin);
+    let _ = child.wait();
+    assert!(by_id[&2].get("error").is_some() || by_id[&2]["result"]["isError"] == true);
+    let t = |id: u64| {
+        by_id[&id]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(by_id[&3]["result"]["isError"], true);
+    assert!(t(3).contains("limit must be a whole number"), "{}", t(3));
+    assert_eq!(by_id[&4]["result"]["isError"], true);
+    assert!(
+        t(4).contains("cursor is past the end") || t(4).contains("not a cursor"),
+        "{}",
+        t(4)
+    );
+    assert_eq!(by_id[&5]["result"]["isError"], false);
+    assert!(t(5).starts_with("3 sessions"), "{}", t(5));
 }
