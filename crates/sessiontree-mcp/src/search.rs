@@ -79,6 +79,13 @@ fn without_cut_words(snippet: &str, highlights: &[(usize, usize)]) -> String {
     out
 }
 
+/// A hit's snippet as the model gets it: the words its ends cut through removed (the
+/// highlights are offsets into the snippet as found, so this comes first), then redacted:
+/// every token left is whole. On one line.
+fn model_snippet(r: &dyn crate::Redact, snippet: &str, highlights: &[(usize, usize)]) -> String {
+    one_line(&r.redact(&without_cut_words(snippet, highlights)), 400)
+}
+
 /// Starts building the search summaries in the background (one thread, one build at a
 /// time), as `sessiontree search` does after a search that found them missing or stale.
 fn build_summaries(ctx: &Ctx, files: Vec<(PathBuf, Option<FileStat>)>) {
@@ -161,12 +168,7 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
             .entry(h.path.clone())
             .or_insert_with(|| session_id(Path::new(&h.path)))
             .clone();
-        // The words cut at its ends go first (the highlights are offsets into the snippet
-        // as found), then the rest is redacted: every token left is whole.
-        let snippet = ctx
-            .redact(&without_cut_words(&h.snippet, &h.highlights))
-            .into_owned();
-        let snippet = one_line(&snippet, 400);
+        let snippet = model_snippet(&*ctx.cfg.redactor, &h.snippet, &h.highlights);
         let when = h.ts_ms.map(minute).unwrap_or_else(|| "-".into());
         let branch = if h.on_branch {
             "current branch"
@@ -248,5 +250,16 @@ mod tests {
         assert_eq!(without_cut_words("a match b", &[(2, 7)]), "a match b");
         // A match inside the cut word stays, from its start.
         assert_eq!(without_cut_words("…abcmatch x", &[(4, 9)]), "…match x");
+    }
+
+    /// Redacting first would shorten the text under the highlights: the cut word at the end
+    /// (here half of a key) would then be kept.
+    #[test]
+    fn cut_words_go_before_redaction() {
+        let r = crate::Patterns::new(&["S3CRET-[a-z]+".into()]).unwrap();
+        let s = "…xy S3CRET-aaaaaaaaaaaaaaaaaaaaaaaa the match here and AKIAIOSFO…";
+        let m = s.chars().position(|c| c == 'm').unwrap();
+        let out = super::model_snippet(&r, s, &[(m, m + 5)]);
+        assert_eq!(out, "… [redacted] the match here and …");
     }
 }
