@@ -13,10 +13,10 @@ use common::{Cluster, PASSWORD};
 use sessiontree_archive::pull::{pull, PullOptions, PullReport};
 use sessiontree_archive::push::{push, PushOptions};
 use sessiontree_archive::{query, Archive};
+use sessiontree_testkit::rng::Rng;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use sessiontree_testkit::rng::Rng;
 
 /// A cluster with the roles, carol, and the schema made by its owner.
 fn start(test: &str) -> Option<Cluster> {

@@ -12,6 +12,7 @@ pub mod export;
 pub mod import;
 pub mod interrupted;
 pub mod ls;
+pub mod mcp;
 pub mod out;
 pub mod paths;
 pub mod rows;
@@ -279,6 +280,8 @@ pub enum Cmd {
     Import(import::ImportArgs),
     /// Credentials in sessions (every branch, every text field): FILE#ID, kind, field, masked preview. Exit 0 none, 1 found, 2 error.
     Secrets(secrets::Args),
+    /// Serve the sessions to coding agents over MCP (stdio): search, list, read, usage; read-only, credentials redacted.
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -575,6 +578,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Serve(a) => serve::serve(a).map(|_| Outcome::Done)?,
         Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::Secrets(a) => Outcome::Code(secrets::run(&mut out, a)?),
+        Cmd::Mcp(a) => mcp::run(a).map(|_| Outcome::Done)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done

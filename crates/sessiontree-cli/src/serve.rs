@@ -70,8 +70,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         listen,
         token: token.clone(),
         public_hosts,
-        // Every text of a session passes through this before it reaches a page.
-        redact: sessiontree_web::no_redaction(),
+        // Every text of a session passes through this before it reaches a page: each
+        // credential the secrets rules detect becomes `[REDACTED:<kind>]`.
+        redact: std::sync::Arc::new(sessiontree_secrets::redact_text),
     };
     let first_url = a.public_url.first().cloned();
     sessiontree_web::serve(cfg, |bound| {

@@ -60,3 +60,75 @@ fn mistakes_are_one_line_and_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A GET over plain TCP; the whole answer (head and body).
+fn get(addr: &str, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The command gives the server the secrets rules: a credential in a session is shown as
+/// `[REDACTED:<kind>]` on the list, the session page and in search, never in full.
+#[test]
+fn served_pages_show_no_credential() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    let folder = tmp.path().join("sessions");
+    std::fs::create_dir_all(&folder).unwrap();
+    let key = format!("AKIA{}", "QYLPMN5HHHFPZAM2");
+    let sid = "0199eeee-0000-7000-8000-000000000001";
+    let text = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{sid}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+         {{\"type\":\"message\",\"id\":\"aa000001\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"deploy with wombat key {key} please\",\"timestamp\":1767225601000}}}}\n"
+    );
+    std::fs::write(
+        folder.join(format!("2026-01-01T00-00-00-000Z_{sid}.jsonl")),
+        text,
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
+        .arg("serve")
+        .arg(&folder)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let pages = [
+        get(&addr, "/"),
+        get(&addr, &format!("/s/{sid}")),
+        get(&addr, &format!("/s/{sid}/aa000001")),
+        get(&addr, "/search?q=wombat"),
+    ];
+    let _ = child.kill();
+    let _ = child.wait();
+    for p in &pages {
+        assert!(p.starts_with("HTTP/1.1 200"), "{p}");
+        assert!(!p.contains(&key), "the key is served: {p}");
+    }
+    assert!(
+        pages[1].contains("[REDACTED:aws-access-key]"),
+        "{}",
+        pages[1]
+    );
+}
