@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod batch;
 pub mod claude;
 pub mod codex;
 pub mod copies;
