@@ -17,6 +17,10 @@ use std::sync::Mutex;
 /// The result of a conversion that holds no conversation (nothing is written for it).
 pub const EMPTY: &str = "\u{0}empty";
 
+/// The result of a linked session not written yet: its parent is not known and its source
+/// is still being written ([`Options::hold_last`]); a later run writes it.
+pub const DEFERRED: &str = "\u{0}deferred";
+
 fn env_dir(var: &str) -> Option<PathBuf> {
     std::env::var(var)
         .ok()
@@ -88,17 +92,40 @@ pub struct Options<'a> {
     pub dry_run: bool,
     /// Called once per transcript as it is taken up (a progress bar).
     pub progress: Option<&'a (dyn Fn() + Sync)>,
-    /// Sources whose last entry may still change (an agent writing it right now): their
-    /// conversions are written without their last entry, which a later run adds once the
+    /// Sources an agent may be writing right now: their conversions are written only as
+    /// far as they are final (see `settled_part`); a later run adds the rest once the
     /// source is quiet. (An entry, once written, is never rewritten.)
     pub hold_last: Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
 }
 
-/// `conv` without its last entry.
-fn without_last(mut conv: Conversion) -> Conversion {
-    if conv.lines.pop().is_some() {
+/// Whether an entry can still change as its source grows: anything but a user message or
+/// a tool result (an assistant message gains the rest of its response's blocks and its
+/// usage; a compaction its summary; a session name its title).
+fn may_change(conv: &Conversion, line: &crate::Line) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(conv.json(line)) else {
+        return true;
+    };
+    let role = v
+        .get("message")
+        .and_then(|m| m.get("role"))
+        .and_then(|r| r.as_str());
+    !(v.get("type").and_then(|t| t.as_str()) == Some("message")
+        && matches!(role, Some("user") | Some("toolResult")))
+}
+
+/// `conv` cut to what cannot change any more as its source grows: before the first entry
+/// its converter keeps open ([`Conversion::settled`]), and without its last entry when
+/// that one may still change.
+fn settled_part(mut conv: Conversion) -> Conversion {
+    let mut keep = conv.settled.min(conv.lines.len());
+    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| may_change(&conv, l)) {
+        keep -= 1;
+    }
+    if keep < conv.lines.len() {
+        conv.lines.truncate(keep);
         let end = conv.lines.last().map_or(0, |l| l.range.end + 1);
         conv.body.truncate(end);
+        conv.settled = keep;
     }
     conv
 }
@@ -157,7 +184,7 @@ fn convert_file(
         }
     };
     Ok(match hold_last {
-        Some(hold) if hold(path) => convs.into_iter().map(without_last).collect(),
+        Some(hold) if hold(path) => convs.into_iter().map(settled_part).collect(),
         _ => convs,
     })
 }
@@ -325,6 +352,29 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
             let dir = target_dir(&conv, session_dir).ok()?;
             copy.then(|| on_disk.original_of(&conv, &dir)).flatten()
         });
+        // A linked session whose parent is not known yet, from a source still being written
+        // (a copy that has not yet gone past its original's lines looks like the older of
+        // the two): its file is not created until the source is quiet, since the header,
+        // once written, is never changed.
+        let new_file =
+            target_dir(&conv, session_dir).is_ok_and(|d| !d.join(conv.file_name()).exists());
+        if parent_path.is_none() && new_file && opts.hold_last.is_some_and(|hot| hot(&source)) {
+            done.push((
+                order,
+                Done {
+                    source,
+                    entries: conv.lines.len(),
+                    conv: Conversion {
+                        lines: Vec::new(),
+                        body: String::new(),
+                        ..conv
+                    },
+                    result: Err(DEFERRED.into()),
+                    parent_session: None,
+                },
+            ));
+            continue;
+        }
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
         let (result, aside) =
             write_one(&conv, session_dir, parent_session.as_deref(), opts.dry_run);
@@ -541,4 +591,67 @@ pub fn record_sources(
         .custom_flags(libc::O_NOFOLLOW)
         .open(file)?;
     std::io::Write::write_all(&mut f, lines.as_bytes())
+}
+
+/// The copies named in `file` (see [`sources_file`]) whose source no longer exists: what
+/// `ls` marks "source gone". A source that cannot be looked at for another reason (a
+/// folder without permission) is not taken for gone.
+pub fn gone_copies(file: &Path) -> std::collections::HashSet<PathBuf> {
+    read_sources(file)
+        .into_iter()
+        .filter(|(_, source)| {
+            matches!(std::fs::symlink_metadata(source), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
+        .map(|(copy, _)| copy)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a watch writes of a transcript cut at any line (the part that cannot change
+    /// any more) is, entry for entry and byte for byte, the start of what the whole
+    /// transcript converts to: appending the rest later gives a one-shot import's file.
+    #[test]
+    fn the_settled_part_of_a_growing_source_is_a_prefix_of_its_final_conversion() {
+        let mut checked = 0;
+        for src in crate::fixture_files() {
+            let bytes = std::fs::read(&src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let codex = src.to_string_lossy().contains("codex");
+            let convert = |b: &[u8]| {
+                if codex {
+                    vec![crate::codex::convert(b, &stem)]
+                } else {
+                    crate::claude::convert(b, &stem)
+                }
+            };
+            let finals = convert(&bytes);
+            let ends = bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1);
+            for end in ends {
+                for part in convert(&bytes[..end]) {
+                    let part = settled_part(part);
+                    let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
+                        continue;
+                    };
+                    assert!(part.lines.len() <= fin.lines.len());
+                    for (a, b) in part.lines.iter().zip(&fin.lines) {
+                        assert_eq!(
+                            (a.id.as_str(), part.json(a)),
+                            (b.id.as_str(), fin.json(b)),
+                            "{} cut at byte {end}",
+                            src.display()
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
+    }
 }

@@ -82,6 +82,11 @@ pub struct Conversion {
     pub copied: bool,
     /// Entries in file order; the last one is the source's active leaf.
     pub lines: Vec<Line>,
+    /// The entries before this index are final: the source growing cannot change them.
+    /// (Codex's assistant message stays open across its tool calls until the turn's next
+    /// user message, and takes its usage from a later token count.) Equal to
+    /// `lines.len()` when the converter keeps nothing open.
+    pub settled: usize,
     /// The entries' lines, canonical (what `JSON.stringify` writes), each ended by `\n`.
     pub body: String,
     pub name: Option<String>,
