@@ -17,6 +17,7 @@
 //!   to another role; policies enforce it for every client, including `psql`.
 
 pub mod conn;
+pub mod digest;
 pub mod machine;
 pub mod merge;
 pub mod pull;

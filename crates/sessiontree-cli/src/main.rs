@@ -14,6 +14,7 @@ mod show;
 mod stats;
 mod target;
 mod verify;
+mod watch;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -264,6 +265,15 @@ enum Cmd {
     Browse(browse::Args),
     /// Import Claude Code transcripts or Codex rollouts as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
+    /// Keep a Pi copy of every Claude Code and Codex session as it is written (foreground; one log line per event on stderr).
+    Watch(watch::WatchArgs),
+    /// Run `watch` at login: install, uninstall or ask about the systemd user unit / launchd agent.
+    #[command(subcommand)]
+    Service(watch::ServiceCmd),
+    /// Delete local session files older than DURATION that the archive holds byte for byte.
+    Prune(watch::PruneArgs),
+    /// Where the space goes: session files by agent and by project, and the agents' own folders.
+    Du(watch::DuArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -581,6 +591,10 @@ fn run(cli: Cli) -> Result<Outcome> {
             Outcome::Done
         }
         Cmd::Import(a) => import::import(&mut out, a)?,
+        Cmd::Watch(a) => watch::watch(a)?,
+        Cmd::Service(c) => watch::service_cmd(&mut out, c)?,
+        Cmd::Prune(a) => watch::prune(&mut out, a)?,
+        Cmd::Du(a) => watch::du(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done
