@@ -83,6 +83,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::Outcome> {
             dry_run: a.dry_run,
             progress: Some(&tick),
             hold_last: None,
+            hold_open: None,
         },
     );
     if !a.dry_run {

@@ -38,6 +38,10 @@ pub struct WatchArgs {
     /// events, such as some network file systems; use a short --rescan).
     #[arg(long)]
     pub poll: bool,
+    /// Seconds a transcript must stay unchanged before the entries its agent may still add
+    /// to are written (a Codex turn's message, open while its tool calls run).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub open_quiet: f64,
 }
 
 fn sources(a: &WatchArgs) -> Vec<Source> {
@@ -84,6 +88,10 @@ pub fn watch(a: WatchArgs) -> Result<crate::Outcome> {
     }
     cfg.rescan = Duration::from_secs_f64(a.rescan.min(86_400.0));
     cfg.poll = a.poll;
+    if !(a.open_quiet.is_finite() && a.open_quiet >= 1.0) {
+        bail!("--open-quiet {}: give at least 1 second", a.open_quiet);
+    }
+    cfg.open_quiet = Duration::from_secs_f64(a.open_quiet.min(86_400.0));
     let stop = AtomicBool::new(false);
     let mut log = |line: &str| {
         eprintln!("{} sessiontree watch: {line}", sessiontree::date::now_iso());

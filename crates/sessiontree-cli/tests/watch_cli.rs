@@ -100,7 +100,8 @@ impl Home {
 
     /// `sessiontree watch` in the background, its stderr in `log`.
     fn watch(&self, extra: &[&str], log: &str) -> Child {
-        let mut args = vec!["watch"];
+        // A short wait for the entries a Codex turn keeps open (30 s by default).
+        let mut args = vec!["watch", "--open-quiet", "5"];
         if !extra.contains(&"--rescan") {
             args.extend(["--rescan", "2"]);
         }
@@ -311,8 +312,20 @@ impl Grower {
             .append(true)
             .open(&*path)
             .unwrap();
-        f.write_all(&lines[*at]).unwrap();
-        *at += 1;
+        // Claude Code writes the lines of one response (one `message.id`) together.
+        let id = |l: &[u8]| {
+            serde_json::from_slice::<serde_json::Value>(l)
+                .ok()
+                .filter(|v| v["type"] == "assistant")
+                .and_then(|v| v["message"]["id"].as_str().map(str::to_string))
+        };
+        let first = id(&lines[*at]);
+        let mut end = *at + 1;
+        while first.is_some() && end < lines.len() && id(&lines[end]) == first {
+            end += 1;
+        }
+        f.write_all(&lines[*at..end].concat()).unwrap();
+        *at = end;
         true
     }
 
@@ -418,13 +431,20 @@ fn kill_9_at_random_points_then_restart_misses_nothing_and_duplicates_nothing() 
     let mut g = Grower::new(&h, 0x5eed_0002);
     g.head_start();
     let mut rng = xorshift::Rng(0x5eed_0003);
+    // The writing is spread over all the kills (a step writes two lines on average).
+    let lines: usize = g.items.iter().map(|i| i.1.len()).sum();
+    let per_kill = (lines / (2 * kills.max(1))).max(1);
     for k in 0..kills {
         let mut w = h.watch(&[], "kills.log");
         let until = Instant::now() + Duration::from_millis(50 + rng.below(600));
         // The agents keep writing while the watch runs, is killed, and is down.
+        let mut steps = 0;
         while Instant::now() < until {
-            if !g.step() {
-                break;
+            if steps < per_kill {
+                if !g.step() {
+                    break;
+                }
+                steps += 1;
             }
             std::thread::sleep(Duration::from_millis(rng.below(15)));
         }

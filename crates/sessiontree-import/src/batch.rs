@@ -96,7 +96,17 @@ pub struct Options<'a> {
     /// far as they are final (see `settled_part`); a later run adds the rest once the
     /// source is quiet. (An entry, once written, is never rewritten.)
     pub hold_last: Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
+    /// Sources written a while ago but not long enough to be sure (a Codex tool call can
+    /// run for minutes with its assistant message open): written up to
+    /// [`Conversion::settled`] only (the last-entry rule of `hold_last` no longer applies).
+    pub hold_open: Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
 }
+
+/// The two holds of [`Options`], as `convert_file` takes them.
+type Holds<'a> = (
+    Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
+    Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
+);
 
 /// Whether an entry can still change as its source grows: anything but a user message or
 /// a tool result (an assistant message gains the rest of its response's blocks and its
@@ -116,9 +126,9 @@ fn may_change(conv: &Conversion, line: &crate::Line) -> bool {
 /// `conv` cut to what cannot change any more as its source grows: before the first entry
 /// its converter keeps open ([`Conversion::settled`]), and without its last entry when
 /// that one may still change.
-fn settled_part(mut conv: Conversion) -> Conversion {
+fn settled_part(mut conv: Conversion, last: bool) -> Conversion {
     let mut keep = conv.settled.min(conv.lines.len());
-    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| may_change(&conv, l)) {
+    if last && keep == conv.lines.len() && conv.lines.last().is_some_and(|l| may_change(&conv, l)) {
         keep -= 1;
     }
     if keep < conv.lines.len() {
@@ -163,7 +173,7 @@ fn convert_file(
     path: &Path,
     files: &[PathBuf],
     bytes: &mut Vec<u8>,
-    hold_last: Option<&(dyn Fn(&Path) -> bool + Sync)>,
+    holds: Holds<'_>,
 ) -> std::result::Result<Vec<Conversion>, String> {
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
@@ -183,9 +193,13 @@ fn convert_file(
             vec![codex::convert_fork(bytes, &stem, parent.as_deref())]
         }
     };
-    Ok(match hold_last {
-        Some(hold) if hold(path) => convs.into_iter().map(settled_part).collect(),
-        _ => convs,
+    let (hold_last, hold_open) = holds;
+    Ok(if hold_last.is_some_and(|hold| hold(path)) {
+        convs.into_iter().map(|c| settled_part(c, true)).collect()
+    } else if hold_open.is_some_and(|hold| hold(path)) {
+        convs.into_iter().map(|c| settled_part(c, false)).collect()
+    } else {
+        convs
     })
 }
 
@@ -276,7 +290,13 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                     if let Some(p) = opts.progress {
                         p();
                     }
-                    match convert_file(agent, path, files, &mut buf, opts.hold_last) {
+                    match convert_file(
+                        agent,
+                        path,
+                        files,
+                        &mut buf,
+                        (opts.hold_last, opts.hold_open),
+                    ) {
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
                             for (k, conv) in convs.into_iter().enumerate() {
@@ -400,7 +420,13 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
             },
         ));
     }
-    link_asides(agent, into_inner(asides), &mut done, files, opts.hold_last);
+    link_asides(
+        agent,
+        into_inner(asides),
+        &mut done,
+        files,
+        (opts.hold_last, opts.hold_open),
+    );
     // New files were linked without a folder sync each: one sync per folder now, before
     // any of them is reported written.
     if !opts.dry_run {
@@ -451,7 +477,7 @@ fn link_asides(
     mut asides: Vec<(usize, Aside)>,
     done: &mut [(usize, Done)],
     files: &[PathBuf],
-    hold_last: Option<&(dyn Fn(&Path) -> bool + Sync)>,
+    holds: Holds<'_>,
 ) {
     if asides.is_empty() {
         return;
@@ -486,7 +512,7 @@ fn link_asides(
             Ok(()) => {}
             Err(sessiontree::Error::Exists { path }) => {
                 let again =
-                    convert_file(agent, &d.source, files, &mut buf, hold_last).and_then(|convs| {
+                    convert_file(agent, &d.source, files, &mut buf, holds).and_then(|convs| {
                         let conv = convs
                             .into_iter()
                             .find(|c| c.session_id == d.conv.session_id)
@@ -635,7 +661,7 @@ mod tests {
                 .map(|(i, _)| i + 1);
             for end in ends {
                 for part in convert(&bytes[..end]) {
-                    let part = settled_part(part);
+                    let part = settled_part(part, true);
                     let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
                         continue;
                     };

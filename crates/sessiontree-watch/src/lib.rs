@@ -73,8 +73,12 @@ pub struct Config {
     /// How often every folder is walked and each transcript `stat`ed (the fallback for
     /// missed events).
     pub rescan: Duration,
-    /// A transcript unchanged this long is complete: its last entry is written too.
+    /// A transcript unchanged this long has its last entry written too (an agent writes
+    /// a response's lines together).
     pub quiet: Duration,
+    /// A transcript unchanged this long has the entries its converter keeps open written
+    /// too (a Codex turn's assistant message, open while its tool calls run).
+    pub open_quiet: Duration,
     /// After an event, how long to wait for more before importing (one import per burst).
     pub settle: Duration,
     /// No inotify: only the rescan (folders where events do not arrive, such as some
@@ -92,6 +96,7 @@ impl Config {
             archive: None,
             rescan: Duration::from_secs(30),
             quiet: Duration::from_millis(1000),
+            open_quiet: Duration::from_secs(30),
             settle: Duration::from_millis(50),
             poll: false,
         }
@@ -156,10 +161,28 @@ fn modified(s: &Stat) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::new(sec as u64, nsec.clamp(0, 999_999_999) as u32)
 }
 
-/// Every `*.jsonl` under `root` (none when it does not exist).
+/// Every `*.jsonl` under `root` (none when it does not exist). Symlinked folders are not
+/// entered (a link to a parent would make the walk endless); a symlinked transcript is
+/// taken when it resolves to a regular file.
 fn walk(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let _ = batch::collect(root, &mut out);
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl")
+                && (ft.is_file() || (ft.is_symlink() && p.is_file()))
+            {
+                out.push(p);
+            }
+        }
+    }
     out.sort();
     out
 }
@@ -168,8 +191,9 @@ fn walk(root: &Path) -> Vec<PathBuf> {
 struct Known {
     /// What it looked like when it was last imported (None: not imported yet).
     imported: Option<Stat>,
-    /// Imported without its last entry: to be imported again once quiet.
-    held: bool,
+    /// Imported without its last entry or its open entries: imported again once it is this
+    /// old (unchanged).
+    held: Option<Duration>,
     /// The Pi copies made of it.
     copies: Vec<PathBuf>,
 }
@@ -253,13 +277,14 @@ impl Watch<'_> {
                     }
                 }
             }
-            let quiet = self.cfg.quiet;
-            let hot = |p: &Path| {
-                stats.get(p).is_some_and(|s| {
-                    now.duration_since(modified(s))
-                        .map_or(true, |age| age < quiet)
-                })
+            let age = |p: &Path| {
+                stats
+                    .get(p)
+                    .map(|s| now.duration_since(modified(s)).unwrap_or(Duration::MAX))
             };
+            let (quiet, open_quiet) = (self.cfg.quiet, self.cfg.open_quiet);
+            let hot = |p: &Path| age(p).is_some_and(|a| a < quiet);
+            let warm = |p: &Path| age(p).is_some_and(|a| a < open_quiet);
             let report = batch::import_files(
                 agent,
                 &files,
@@ -268,6 +293,7 @@ impl Watch<'_> {
                     dry_run: false,
                     progress: None,
                     hold_last: Some(&hot),
+                    hold_open: Some(&warm),
                 },
             );
             for e in &report.errors {
@@ -289,10 +315,16 @@ impl Watch<'_> {
             }
             for f in &files {
                 let Some(st) = stats.get(f) else { continue };
-                let held = hot(f);
+                let held = if hot(f) {
+                    Some(quiet)
+                } else if warm(f) {
+                    Some(open_quiet)
+                } else {
+                    None
+                };
                 let k = self.known.entry(f.clone()).or_insert(Known {
                     imported: None,
-                    held: false,
+                    held: None,
                     copies: Vec::new(),
                 });
                 // A transcript that failed is looked at again at the next change or rescan.
@@ -397,15 +429,14 @@ impl Watch<'_> {
         let mut due = BTreeSet::new();
         let mut next: Option<Duration> = None;
         for (p, k) in &self.known {
-            if !k.held {
-                continue;
-            }
+            let Some(wait) = k.held else { continue };
             let Some(st) = k.imported else { continue };
-            let age = now.duration_since(modified(&st)).unwrap_or_default();
-            if age >= self.cfg.quiet {
+            // A modification time in the future (a clock set back) does not hold anything.
+            let age = now.duration_since(modified(&st)).unwrap_or(Duration::MAX);
+            if age >= wait {
                 due.insert(p.clone());
             } else {
-                let left = self.cfg.quiet - age;
+                let left = wait - age;
                 next = Some(next.map_or(left, |n| n.min(left)));
             }
         }
@@ -434,9 +465,22 @@ pub fn run(cfg: &Config, stop: &AtomicBool, log: &mut dyn FnMut(&str)) -> Result
     let _lock = lock(&cfg.agent_dir)?;
     let (tx, rx) = mpsc::channel::<PathBuf>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        // Writes, creations, removals and renames only: our own reads (a walk opening a
+        // folder, an import reading a transcript) raise access events, which would
+        // otherwise start the next walk, forever.
         if let Ok(ev) = res {
-            for p in ev.paths {
-                let _ = tx.send(p);
+            // (Metadata changes too: reading a folder may update its access time.)
+            let wanted = match ev.kind {
+                notify::EventKind::Modify(notify::event::ModifyKind::Metadata(_)) => false,
+                notify::EventKind::Create(_)
+                | notify::EventKind::Modify(_)
+                | notify::EventKind::Remove(_) => true,
+                _ => false,
+            };
+            if wanted {
+                for p in ev.paths {
+                    let _ = tx.send(p);
+                }
             }
         }
     })
