@@ -324,3 +324,100 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
         .unwrap();
     assert!(!o.stderr.is_empty());
 }
+
+/// `watch --archive`: a transcript written into Claude Code's folder is copied and the copy
+/// pushed; a line appended later reaches the archive too.
+#[test]
+fn watch_with_an_archive_pushes_the_copies_it_writes() {
+    let Some(c) = Cluster::start("watch_with_an_archive_pushes_the_copies_it_writes") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let agent = t.path().join("agent");
+    let proj = t.path().join("claude/projects/-home-dev-inline");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(t.path().join("codex/sessions")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../sessiontree-import/tests/fixtures/claude-inline/4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl",
+    );
+    let bytes = std::fs::read(&fixture).unwrap();
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let src = proj.join("4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl");
+    std::fs::write(&src, lines[..lines.len() - 1].concat()).unwrap();
+    let mut child = st(&agent)
+        .args(["watch", "--archive", &url])
+        .env("CLAUDE_CONFIG_DIR", t.path().join("claude"))
+        .env("CODEX_HOME", t.path().join("codex"))
+        .env("HOME", t.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let archived = || -> i64 {
+        c.psql(
+            "alice",
+            "archive",
+            "SELECT coalesce(sum(v.length), 0) FROM sessiontree.versions v",
+        )
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1)
+    };
+    let local = || -> i64 {
+        let mut n = 0;
+        let mut stack = vec![agent.join("sessions")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    n += std::fs::metadata(&p).unwrap().len() as i64;
+                }
+            }
+        }
+        n
+    };
+    let settled = |limit: Duration| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < limit {
+            let l = local();
+            if l > 0 && archived() == l {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    };
+    assert!(settled(Duration::from_secs(30)), "first copies pushed");
+    let before = local();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&src)
+        .unwrap()
+        .write_all_bytes(lines[lines.len() - 1]);
+    let t0 = std::time::Instant::now();
+    while local() == before && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(local() > before, "the appended line was not copied");
+    assert!(
+        settled(Duration::from_secs(30)),
+        "the grown copy was not pushed"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+trait WriteAll {
+    fn write_all_bytes(self, b: &[u8]);
+}
+
+impl WriteAll for std::fs::File {
+    fn write_all_bytes(mut self, b: &[u8]) {
+        use std::io::Write;
+        self.write_all(b).unwrap();
+    }
+}
