@@ -21,6 +21,7 @@
 //!   path outside the folder a command owns ([`local`]), and no claim sizes memory.
 
 pub mod conn;
+pub mod digest;
 pub mod local;
 pub mod machine;
 pub mod merge;

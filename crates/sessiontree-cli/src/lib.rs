@@ -25,6 +25,7 @@ pub mod stats;
 pub mod status;
 pub mod target;
 pub mod verify;
+pub mod watch;
 
 use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -282,6 +283,15 @@ pub enum Cmd {
     Secrets(secrets::Args),
     /// Serve the sessions to coding agents over MCP (stdio): search, list, read, usage; read-only, credentials redacted.
     Mcp(mcp::McpArgs),
+    /// Keep a Pi copy of every Claude Code and Codex session as it is written (foreground; one log line per event on stderr).
+    Watch(watch::WatchArgs),
+    /// Run `watch` at login: install, uninstall or ask about the systemd user unit / launchd agent.
+    #[command(subcommand)]
+    Service(watch::ServiceCmd),
+    /// Delete local session files older than DURATION that the archive holds byte for byte.
+    Prune(watch::PruneArgs),
+    /// Where the space goes: session files by agent and by project, and the agents' own folders.
+    Du(watch::DuArgs),
     /// Print a shell completion script: `sessiontree completions bash > ~/.local/share/bash-completion/completions/sessiontree`.
     Completions {
         /// The shell to complete in.
@@ -579,6 +589,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Cmd::Import(a) => import::import(&mut out, a)?,
         Cmd::Secrets(a) => Outcome::Code(secrets::run(&mut out, a)?),
         Cmd::Mcp(a) => mcp::run(a).map(|_| Outcome::Done)?,
+        Cmd::Watch(a) => watch::watch(a)?,
+        Cmd::Service(c) => watch::service_cmd(&mut out, c)?,
+        Cmd::Prune(a) => watch::prune(&mut out, a)?,
+        Cmd::Du(a) => watch::du(&mut out, a)?,
         Cmd::CloseInterrupted { file, write } => {
             interrupted::close(&mut out, &file, write.options())?;
             Outcome::Done

@@ -198,6 +198,54 @@ fn write_infos(out: &mut Out, v: &[SessionInfo], head: &[u8], tail: &[u8]) -> Re
     Ok(())
 }
 
+/// [`write_json`] with `"sourceGone": true` in the listings of copies that outlived their
+/// source (read back and written again: only when there is one).
+fn write_json_marked(
+    out: &mut Out,
+    v: &[SessionInfo],
+    from_index: bool,
+    opts: ListOptions,
+    gone: &std::collections::HashSet<PathBuf>,
+) -> Result<()> {
+    // Listed from the index without the texts: read them from the files.
+    let read: Vec<SessionInfo>;
+    let v = if from_index {
+        let paths: Vec<PathBuf> = v.iter().map(|i| i.path.clone()).collect();
+        let opts = ListOptions {
+            with_text: true,
+            ..opts
+        };
+        read = list::scan_files(&paths, opts, &|_| {})
+            .into_iter()
+            .flatten()
+            .collect();
+        &read[..]
+    } else {
+        v
+    };
+    let mut buf: Vec<u8> = b"[".to_vec();
+    for (n, i) in v.iter().enumerate() {
+        if n > 0 {
+            buf.push(b',');
+        }
+        i.write_json(&mut buf)?;
+    }
+    buf.push(b']');
+    let mut list: serde_json::Value = serde_json::from_slice(&buf)?;
+    if let Some(list) = list.as_array_mut() {
+        for s in list {
+            let is_gone = s
+                .get("path")
+                .and_then(|p| p.as_str())
+                .is_some_and(|p| gone.contains(Path::new(p)));
+            if let (true, Some(o)) = (is_gone, s.as_object_mut()) {
+                o.insert("sourceGone".into(), true.into());
+            }
+        }
+    }
+    out.line(&serde_json::json!({ "sessions": list }).to_string())
+}
+
 fn fmt_ms(ms: f64) -> String {
     if ms.is_finite() && ms.abs() <= 8.64e15 {
         let iso = sessiontree::date::iso_from_ms(ms as i64);
@@ -306,10 +354,16 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
     if let Some(l) = a.limit {
         v.truncate(l);
     }
+    // Imported copies whose transcript its agent deleted (the copy is all that is left).
+    let gone = sessiontree_import::batch::gone_copies(&sessiontree_import::batch::sources_file());
     if a.json {
-        write_json(out, &v, idx.as_mut(), opts)?;
+        if v.iter().any(|i| gone.contains(&i.path)) {
+            write_json_marked(out, &v, idx.is_some(), opts, &gone)?;
+        } else {
+            write_json(out, &v, idx.as_mut(), opts)?;
+        }
     } else if !v.is_empty() {
-        table(out, &v)?;
+        table(out, &v, &gone)?;
     }
     if v.is_empty() {
         let filtered = a.since.is_some() || a.until.is_some() || a.name.is_some();
@@ -333,7 +387,11 @@ pub fn width() -> usize {
     160
 }
 
-fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
+fn table(
+    out: &mut Out,
+    v: &[SessionInfo],
+    gone: &std::collections::HashSet<PathBuf>,
+) -> Result<()> {
     let w = width().max(60);
     let home = dirs::home_dir().to_string_lossy().into_owned();
     // A mark column for imported sessions only when the list holds one.
@@ -341,10 +399,13 @@ fn table(out: &mut Out, v: &[SessionInfo]) -> Result<()> {
     let rows: Vec<(String, String, String, String)> = v
         .iter()
         .map(|i| {
-            let title = match &i.name {
+            let mut title = match &i.name {
                 Some(n) => n.clone(),
                 None => i.first_message.clone(),
             };
+            if gone.contains(&i.path) {
+                title.insert_str(0, "(source gone) ");
+            }
             let cwd = match i.cwd.strip_prefix(&home) {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),
                 _ => i.cwd.clone(),

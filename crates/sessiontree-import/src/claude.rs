@@ -133,6 +133,7 @@ fn finish(
         cwd,
         parent_source,
         kind,
+        settled: b.lines.len(),
         lines: b.lines,
         body: b.body,
         last_ms: b.last_ms,

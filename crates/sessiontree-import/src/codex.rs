@@ -140,6 +140,20 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
     for (line, o) in rest {
         c.line(line, o);
     }
+    // What later lines could still change: the open assistant message (more blocks, its
+    // stop reason) and the last one still waiting for its token count. (Lines are the
+    // nodes in order; what `close` adds goes after them.)
+    let settled = [
+        c.open.as_ref().map(|o| o.node),
+        match c.last_assistant {
+            Some((n, false)) => Some(n),
+            _ => None,
+        },
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(c.nodes.nodes.len());
     c.close();
     problems.splice(0..0, read_problems);
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
@@ -159,6 +173,7 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         } else {
             "main"
         },
+        settled: settled.min(lines.len()),
         lines,
         body,
         last_ms,

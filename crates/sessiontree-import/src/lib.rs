@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+pub mod batch;
 pub mod claude;
 pub mod codex;
 pub mod copies;
@@ -89,6 +90,11 @@ pub struct Conversion {
     pub copied: bool,
     /// Entries in file order; the last one is the source's active leaf.
     pub lines: Vec<Line>,
+    /// The entries before this index are final: the source growing cannot change them.
+    /// (Codex's assistant message stays open across its tool calls until the turn's next
+    /// user message, and takes its usage from a later token count.) Equal to
+    /// `lines.len()` when the converter keeps nothing open.
+    pub settled: usize,
     /// The entries' lines, canonical (what `JSON.stringify` writes), each ended by `\n`.
     pub body: String,
     pub name: Option<String>,

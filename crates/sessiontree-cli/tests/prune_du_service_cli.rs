@@ -1,0 +1,423 @@
+//! `prune` against a PostgreSQL cluster the test starts (crates/sessiontree-archive/tests/
+//! common): only files the archive holds byte for byte go, whatever the archive's own hash
+//! column says; `du` by agent and project; the service files `service install` writes,
+//! checked by `systemd-analyze verify` when it is installed.
+
+#[path = "../../sessiontree-archive/tests/common/mod.rs"]
+mod pg;
+
+use pg::Cluster;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
+
+fn st(agent: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
+    c.env("PI_CODING_AGENT_DIR", agent)
+        .env_remove("SESSIONTREE_ARCHIVE")
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .env("NO_COLOR", "1");
+    c
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// A Pi session of `n` user entries in `<agent>/sessions/--work-proj--`.
+fn session(agent: &Path, seed: u64, n: usize) -> PathBuf {
+    let id = format!("0195{:04x}-0000-7000-8000-{:012x}", seed & 0xffff, seed);
+    let folder = agent.join("sessions").join("--work-proj--");
+    std::fs::create_dir_all(&folder).unwrap();
+    let p = folder.join(format!("2025-04-01T00-00-00-000Z_{id}.jsonl"));
+    let mut s = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-04-01T00:00:00.000Z\",\"cwd\":\"/work/proj\"}}\n"
+    );
+    let mut parent = "null".to_string();
+    for i in 0..n {
+        let eid = format!("{:08x}", (seed * 1_000_003 + i as u64) as u32);
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2025-04-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"s{seed} e{i} hello\",\"timestamp\":1743465600000}}}}\n",
+            i % 60
+        ));
+        parent = format!("\"{eid}\"");
+    }
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn age(p: &Path, days: u64) {
+    let t = SystemTime::now() - Duration::from_secs(days * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+#[test]
+fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
+    let Some(c) = Cluster::start("prune_deletes_only_what_the_archive_holds_byte_for_byte") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let agent = t.path().join("agent");
+    let pushed = session(&agent, 1, 5); // in the archive as it is: goes
+    let grown = session(&agent, 2, 5); // grew after the push: stays
+    let tampered = session(&agent, 3, 5); // the archive's bytes changed behind its hash column
+    let locked = session(&agent, 4, 5); // a writer holds its lock: stays
+    let recent = session(&agent, 5, 5); // changed just now: not even a candidate
+    ok(&st(&agent)
+        .args(["push", "--archive", &url])
+        .output()
+        .unwrap());
+    let unpushed = session(&agent, 6, 5); // never pushed: stays
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grown)
+        .unwrap()
+        .write_all_line();
+    // Same length, other bytes, in the stored chunks only: the hash column a client wrote
+    // still says "the same", the bytes do not.
+    let id3 = "01950003-0000-7000-8000-000000000003";
+    c.psql(
+        "postgres",
+        "archive",
+        &format!(
+            "UPDATE sessiontree.chunks SET data = overlay(data placing 'X'::bytea from 3 for 1)
+             WHERE session_pk = (SELECT pk FROM sessiontree.sessions WHERE session_id = '{id3}')"
+        ),
+    )
+    .unwrap();
+    for p in [&pushed, &grown, &tampered, &locked, &unpushed] {
+        age(p, 40);
+    }
+    let before: Vec<(PathBuf, Vec<u8>)> = [&pushed, &grown, &tampered, &locked, &recent, &unpushed]
+        .iter()
+        .map(|p| (p.to_path_buf(), std::fs::read(p).unwrap()))
+        .collect();
+    let lock = sessiontree::store::WriterLock::acquire(&locked, None).unwrap();
+
+    // --dry-run: says what would go, removes nothing.
+    let o = st(&agent)
+        .args([
+            "prune",
+            "--older-than",
+            "30d",
+            "--dry-run",
+            "--json",
+            "--archive",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    let deleted: Vec<&str> = v["deleted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(deleted, vec![pushed.to_str().unwrap()], "{v:#}");
+    let reason = |p: &Path| {
+        v["kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["path"] == p.to_str().unwrap())
+            .map(|k| k["reason"].as_str().unwrap().to_string())
+    };
+    assert!(reason(&grown).unwrap().contains("differs"), "{v:#}");
+    assert!(reason(&tampered).unwrap().contains("differs"), "{v:#}");
+    assert!(reason(&locked).unwrap().contains("in use"), "{v:#}");
+    assert!(
+        reason(&unpushed).unwrap().contains("not in the archive"),
+        "{v:#}"
+    );
+    assert_eq!(reason(&recent), None, "{v:#}");
+    assert_eq!(
+        v["freed"],
+        std::fs::metadata(&pushed).unwrap().len(),
+        "{v:#}"
+    );
+    for (p, b) in &before {
+        assert_eq!(&std::fs::read(p).unwrap(), b, "{}", p.display());
+    }
+
+    // For real: the one file goes, the rest is as it was.
+    let o = st(&agent)
+        .args(["prune", "--older-than", "30d", "--archive", &url])
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    assert!(
+        out.contains(&format!("deleted {}", pushed.display())),
+        "{out}"
+    );
+    assert!(out.contains("deleted 1 files"), "{out}");
+    assert!(!pushed.exists());
+    for (p, b) in before.iter().filter(|(p, _)| p != &pushed) {
+        assert_eq!(&std::fs::read(p).unwrap(), b, "{}", p.display());
+    }
+    // Its writer gone, the locked one (pushed, unchanged) goes too.
+    drop(lock);
+    let o = st(&agent)
+        .args(["prune", "--older-than", "30d", "--archive", &url])
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    assert!(
+        out.contains(&format!("deleted {}", locked.display())),
+        "{out}"
+    );
+    assert!(!locked.exists());
+    // Nothing left to prune: exit 1.
+    let o = st(&agent)
+        .args(["prune", "--older-than", "30d", "--archive", &url])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+trait AppendLine {
+    fn write_all_line(self);
+}
+
+impl AppendLine for std::fs::File {
+    fn write_all_line(mut self) {
+        use std::io::Write;
+        self.write_all(b"{\"type\":\"label\",\"id\":\"0badf00d\",\"parentId\":null,\"timestamp\":\"2025-04-01T00:01:00.000Z\",\"targetId\":\"x\",\"label\":\"l\"}\n").unwrap();
+    }
+}
+
+#[test]
+fn du_shows_the_space_by_agent_and_by_project() {
+    let t = tempfile::tempdir().unwrap();
+    let agent = t.path().join("agent");
+    let claude = t.path().join("claude");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../sessiontree-import/tests/fixtures/claude-inline");
+    let proj = claude.join("projects/-home-dev-inline");
+    std::fs::create_dir_all(&proj).unwrap();
+    for e in std::fs::read_dir(&fixtures).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, proj.join(p.file_name().unwrap())).unwrap();
+    }
+    let pi = session(&agent, 7, 3);
+    let run = |args: &[&str]| {
+        st(&agent)
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &claude)
+            .env("CODEX_HOME", t.path().join("codex"))
+            .env("HOME", t.path())
+            .output()
+            .unwrap()
+    };
+    ok(&run(&["import", "claude"]));
+    let v: Value = serde_json::from_str(&ok(&run(&["du", "--json"]))).unwrap();
+    let agents = v["agents"].as_array().unwrap();
+    let of = |name: &str| agents.iter().find(|a| a["agent"] == name).cloned();
+    assert_eq!(of("pi").unwrap()["files"], 1, "{v:#}");
+    assert_eq!(
+        of("pi").unwrap()["bytes"],
+        std::fs::metadata(&pi).unwrap().len(),
+        "{v:#}"
+    );
+    assert!(
+        of("claude-code").unwrap()["files"].as_u64().unwrap() >= 1,
+        "{v:#}"
+    );
+    let projects = v["projects"].as_array().unwrap();
+    assert!(projects.iter().any(|p| p["cwd"] == "/work/proj"), "{v:#}");
+    assert_eq!(
+        v["total"]["files"].as_u64().unwrap(),
+        agents
+            .iter()
+            .map(|a| a["files"].as_u64().unwrap())
+            .sum::<u64>()
+    );
+    let src = v["sources"].as_array().unwrap();
+    assert!(
+        src.iter()
+            .any(|s| s["agent"] == "claude" && s["files"] == 1),
+        "{v:#}"
+    );
+    let text = ok(&run(&["du"]));
+    assert!(
+        text.contains("/work/proj") && text.contains("claude-code"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_service_files_are_what_systemd_and_launchd_accept() {
+    let t = tempfile::tempdir().unwrap();
+    let o = st(&t.path().join("agent"))
+        .args(["service", "install", "--dry-run"])
+        .env("HOME", t.path())
+        .env("XDG_CONFIG_HOME", t.path().join("config"))
+        .env("CODEX_HOME", t.path().join("my codex%"))
+        .output()
+        .unwrap();
+    let out = ok(&o);
+    let (first, unit) = out.split_once('\n').unwrap();
+    assert_eq!(
+        first,
+        format!(
+            "# {}",
+            t.path()
+                .join("config/systemd/user/sessiontree-watch.service")
+                .display()
+        )
+    );
+    assert!(unit.contains(" watch\n"), "{unit}");
+    assert!(unit.contains("%%"), "{unit}");
+    // Nothing was written or started.
+    assert!(!t.path().join("config").exists());
+    let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        eprintln!("SKIPPED the systemd-analyze check: systemd-analyze is not installed (Debian package systemd)");
+        return;
+    };
+    let file = t.path().join("sessiontree-watch.service");
+    std::fs::write(&file, unit).unwrap();
+    let runtime = t.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let o = Command::new(analyze)
+        .args(["verify", "--user"])
+        .arg(&file)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The checker does catch a bad unit: the same with an unknown key and a missing program.
+    let bad =
+        unit.replace("Nice=10", "Nicee=10")
+            .replacen("ExecStart=\"", "ExecStart=\"/nonexistent", 1);
+    std::fs::write(&file, bad).unwrap();
+    let o = Command::new(analyze)
+        .args(["verify", "--user"])
+        .arg(&file)
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .output()
+        .unwrap();
+    assert!(!o.stderr.is_empty());
+}
+
+/// `watch --archive`: a transcript written into Claude Code's folder is copied and the copy
+/// pushed; a line appended later reaches the archive too.
+#[test]
+fn watch_with_an_archive_pushes_the_copies_it_writes() {
+    let Some(c) = Cluster::start("watch_with_an_archive_pushes_the_copies_it_writes") else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let agent = t.path().join("agent");
+    let proj = t.path().join("claude/projects/-home-dev-inline");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(t.path().join("codex/sessions")).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../sessiontree-import/tests/fixtures/claude-inline/4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl",
+    );
+    let bytes = std::fs::read(&fixture).unwrap();
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    let src = proj.join("4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl");
+    std::fs::write(&src, lines[..lines.len() - 1].concat()).unwrap();
+    let mut child = st(&agent)
+        .args(["watch", "--archive", &url])
+        .env("CLAUDE_CONFIG_DIR", t.path().join("claude"))
+        .env("CODEX_HOME", t.path().join("codex"))
+        .env("HOME", t.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let archived = || -> i64 {
+        c.psql(
+            "alice",
+            "archive",
+            "SELECT coalesce(sum(v.length), 0) FROM sessiontree.versions v",
+        )
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(-1)
+    };
+    let local = || -> i64 {
+        let mut n = 0;
+        let mut stack = vec![agent.join("sessions")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    n += std::fs::metadata(&p).unwrap().len() as i64;
+                }
+            }
+        }
+        n
+    };
+    let settled = |limit: Duration| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < limit {
+            let l = local();
+            if l > 0 && archived() == l {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    };
+    assert!(settled(Duration::from_secs(30)), "first copies pushed");
+    let before = local();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&src)
+        .unwrap()
+        .write_all_bytes(lines[lines.len() - 1]);
+    let t0 = std::time::Instant::now();
+    while local() == before && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(local() > before, "the appended line was not copied");
+    assert!(
+        settled(Duration::from_secs(30)),
+        "the grown copy was not pushed"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+trait WriteAll {
+    fn write_all_bytes(self, b: &[u8]);
+}
+
+impl WriteAll for std::fs::File {
+    fn write_all_bytes(mut self, b: &[u8]) {
+        use std::io::Write;
+        self.write_all(b).unwrap();
+    }
+}
