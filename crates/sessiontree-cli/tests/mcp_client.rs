@@ -424,7 +424,7 @@ fn every_tool_through_the_typescript_sdk() {
     assert_eq!(r["structuredContent"]["anchor"], "n1");
     assert_eq!(r["structuredContent"]["nextCursor"], Value::Null);
     assert!(
-        page_text(r).contains("result of bash c1:\ntoken=[redacted] done"),
+        page_text(r).contains("result of bash c1:\ntoken=[REDACTED:secret-assignment] done"),
         "{}",
         page_text(r)
     );
