@@ -41,22 +41,6 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Control characters (and DEL, and the C1 range) as visible escapes, so that a file
-/// name, an id or a key from a session never reaches the terminal as a command.
-pub(crate) fn escape_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Every `*.jsonl` below `dir`, sorted; folders are entered, links to folders are not.
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut items: Vec<_> = std::fs::read_dir(dir)?.collect::<std::io::Result<Vec<_>>>()?;
@@ -206,10 +190,10 @@ pub fn run(out: &mut Out, a: Args) -> Result<u8> {
                         };
                         out.line(&format!(
                             "{}  {}  {}  {}",
-                            escape_controls(&at),
+                            crate::safe::line(&at),
                             out.paint("33", x.kind),
-                            escape_controls(&x.field),
-                            escape_controls(&x.preview)
+                            crate::safe::line(&x.field),
+                            crate::safe::line(&x.preview)
                         ))?;
                     }
                 }
@@ -235,7 +219,7 @@ pub fn run(out: &mut Out, a: Args) -> Result<u8> {
         )?;
     }
     for (_, e) in &errors {
-        eprintln!("sessiontree: {}", escape_controls(e));
+        eprintln!("sessiontree: {}", crate::safe::line(e));
     }
     if !a.json {
         eprintln!(
@@ -273,11 +257,11 @@ pub fn refuse_leaky_share(ar: &mut sessiontree_archive::Archive, id: &str) -> Re
     }
     let more = entries.len().saturating_sub(10);
     entries.truncate(10);
-    let list = escape_controls(&entries.join(", "));
+    let list = crate::safe::line(&entries.join(", ")).into_owned();
     bail!(
         "share: session {} holds {} credential{} in the archive: {list}{}; push it again with \
          --redact-secrets, or share anyway with --allow-secrets",
-        escape_controls(id),
+        crate::safe::line(id),
         found.len(),
         if found.len() == 1 { "" } else { "s" },
         if more > 0 {
@@ -286,17 +270,4 @@ pub fn refuse_leaky_share(ar: &mut sessiontree_archive::Archive, id: &str) -> Re
             String::new()
         }
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn control_characters_are_escaped() {
-        assert_eq!(
-            escape_controls("a\u{1b}[31mb\n\u{9b}"),
-            "a\\u{1b}[31mb\\n\\u{9b}"
-        );
-    }
 }

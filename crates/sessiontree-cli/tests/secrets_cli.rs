@@ -119,14 +119,19 @@ fn secrets_reports_every_credential_masked_and_exits_1() {
 fn untrusted_text_reaches_the_terminal_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("esc.jsonl");
-    let line = r#"{"type":"custom","customType":"x","data":{"\u001b]0;pwned\u0007password":"Zq8vLm2XrT9wPk4N"},"id":"id\u001b[2J","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#;
+    let line = r#"{"type":"custom","customType":"x","data":{"\u001b]0;pwned\u0007password":"Zq8vLm2XrT9wPk4N"},"id":"id\u001b[2J\u202e","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#;
     std::fs::write(&f, format!("{}\n{line}\n", creds::HEADER)).unwrap();
     let o = run(&["secrets", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(!text.bytes().any(|b| b == 0x1b || b == 0x07), "{text:?}");
     assert!(text.contains("secret-assignment"), "{text}");
-    assert!(text.contains("\\u{1b}"), "{text}");
+    // The CLI's one sanitizer: controls as `\x1b`, bidi overrides as `\u{202e}`.
+    assert!(text.contains("\\x1b"), "{text}");
+    assert!(
+        !text.contains('\u{202e}') && text.contains("\\u{202e}"),
+        "{text}"
+    );
 }
 
 fn export(f: &Path, format: &str, extra: &[&str], out: Option<&Path>) -> String {
