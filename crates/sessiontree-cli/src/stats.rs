@@ -202,7 +202,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
         let row = |k: &str, u: &Usage| {
             format!(
                 "{k:<keyw$}  {:>7}  {:>12}  {:>12}  {:>12}  {:>12}  {:>13}  {:>10}",
-                thousands(u.records as f64),
+                sessiontree::usage::thousands(u.records as f64),
                 num(u.input, 0),
                 num(u.output, 0),
                 num(u.cache_read, 0),
@@ -232,30 +232,16 @@ fn num(x: f64, decimals: usize) -> String {
         return format!("{x:.3e}");
     }
     if decimals == 0 {
-        return thousands(x);
+        return sessiontree::usage::thousands(x);
     }
     let s = format!("{x:.decimals$}");
     match s.split_once('.') {
-        Some((int, frac)) => format!("{}.{frac}", thousands(int.parse::<f64>().unwrap_or(0.0))),
+        Some((int, frac)) => format!(
+            "{}.{frac}",
+            sessiontree::usage::thousands(int.parse::<f64>().unwrap_or(0.0))
+        ),
         None => s,
     }
-}
-
-/// 1234567 -> "1,234,567" (rounded to a whole number).
-fn thousands(x: f64) -> String {
-    let r = x.round();
-    let digits = format!("{}", r.abs() as u64);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if r < 0.0 {
-        out.insert(0, '-');
-    }
-    out
 }
 
 /// Usage for --json: token counts as integers (providers report whole tokens; sums of
@@ -290,9 +276,9 @@ fn usage_json(u: &Usage) -> serde_json::Value {
 mod tests {
     #[test]
     fn numbers_read_well() {
-        assert_eq!(super::thousands(1234567.0), "1,234,567");
-        assert_eq!(super::thousands(999.0), "999");
-        assert_eq!(super::thousands(-1000.0), "-1,000");
+        assert_eq!(sessiontree::usage::thousands(1234567.0), "1,234,567");
+        assert_eq!(sessiontree::usage::thousands(999.0), "999");
+        assert_eq!(sessiontree::usage::thousands(-1000.0), "-1,000");
         assert_eq!(super::num(12345.67891, 4), "12,345.6789");
         assert_eq!(super::num(5330.0, 0), "5,330");
     }

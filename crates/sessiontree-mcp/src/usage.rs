@@ -34,24 +34,12 @@ fn usage_json(u: &Usage) -> Value {
     })
 }
 
-/// 1234567 -> "1,234,567".
+/// 1234567 -> "1,234,567"; scientific notation past what fits.
 fn thousands(x: f64) -> String {
     if !(x.is_finite() && x.abs() < 1e15) {
         return format!("{x:.3e}");
     }
-    let r = x.round();
-    let digits = format!("{}", r.abs() as u64);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if r < 0.0 {
-        out.insert(0, '-');
-    }
-    out
+    sessiontree::usage::thousands(x)
 }
 
 fn line(key: &str, u: &Usage) -> String {

@@ -192,3 +192,22 @@ pub fn on_branch(records: &[Record]) -> Vec<&Record> {
     out.reverse();
     out
 }
+
+/// A token count for people: rounded to a whole number, with thousands separators
+/// (1234567 -> "1,234,567"). For values a `u64` holds; callers choose another form past
+/// that.
+pub fn thousands(x: f64) -> String {
+    let r = x.round();
+    let digits = format!("{}", r.abs() as u64);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if r < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
