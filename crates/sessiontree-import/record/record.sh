@@ -3,7 +3,7 @@
 # codex-recorded}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|codex|codex-compaction]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0.
@@ -22,7 +22,7 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 PART=${2:-all}
 cd "$OUT"
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
-if want claude || want claude-attachments; then
+if want claude || want claude-attachments || want claude-forks; then
   [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
 fi
 if want codex || want codex-compaction; then
@@ -78,6 +78,35 @@ ca "Out of plan mode now" --resume "$SID" >/dev/null
 ca "Last question" --resume "$SID" >/dev/null
 kill $S3
 "$CLAUDE" --version > ca/claude-version
+fi
+
+if want claude-forks; then
+# Claude Code forking a fork: a session P of two turns; F1 = `--resume P --fork-session`;
+# F2 = `--resume F1 --fork-session --resume-session-at` the answer to P's first turn (its
+# entries are all P's, copied into F1 and again into F2); F3 = `--resume F1 --fork-session`
+# whole (it copies F1's own turn too).
+mkdir -p cf/proj && (cd cf/proj && git init -q .)
+python3 "$HERE/scripted_anthropic.py" 18437 "$OUT/cf/requests.jsonl" & S4=$!
+export ANTHROPIC_BASE_URL=http://127.0.0.1:18437 ANTHROPIC_API_KEY=sk-ant-scripted
+export DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+sleep 1
+cf() { (cd "$OUT/cf/proj" && HOME=$OUT/cf "$CLAUDE" -p "$@" --output-format json) | python3 -c 'import json,sys; print(json.load(sys.stdin)["session_id"])'; }
+P=$(cf "First question")
+cf "Second question" --resume "$P" >/dev/null
+F1=$(cf "Fork one question" --resume "$P" --fork-session)
+# The uuid of the assistant line answering the first question, in F1's file.
+AT=$(python3 - "$OUT/cf/.claude/projects" "$F1" <<'PY'
+import glob, json, sys
+f = glob.glob(f"{sys.argv[1]}/*/{sys.argv[2]}.jsonl")[0]
+lines = [json.loads(l) for l in open(f) if l.strip()]
+ask = next(i for i, l in enumerate(lines) if l.get("type") == "user" and l["message"].get("content") == "First question")
+print(next(l["uuid"] for l in lines[ask:] if l.get("type") == "assistant"))
+PY
+)
+cf "Fork two question" --resume "$F1" --fork-session --resume-session-at "$AT" >/dev/null
+cf "Fork three question" --resume "$F1" --fork-session >/dev/null
+kill $S4
+"$CLAUDE" --version > cf/claude-version
 fi
 
 if want codex; then

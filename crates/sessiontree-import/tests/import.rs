@@ -70,6 +70,7 @@ fn import_all(dir: &Path) -> Vec<Imported> {
         ("claude", "claude-recorded"),
         ("claude", "claude-attachments"),
         ("claude", "claude-inline"),
+        ("claude", "claude-forks"),
         ("codex", "codex"),
         ("codex", "codex-recorded"),
     ] {
@@ -495,9 +496,9 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
     let all = import_all(tmp.path());
     assert_eq!(
         all.iter().filter(|i| i.agent == "claude").count(),
-        12,
+        16,
         "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent; attachments: 1 session; \
-         inline: 1 session, 1 subagent"
+         inline: 1 session, 1 subagent; forks: 1 session, 3 forks"
     );
     assert_eq!(
         all.iter().filter(|i| i.agent == "codex").count(),
@@ -1004,7 +1005,7 @@ fn reproducible(text: &str) -> String {
 #[test]
 fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
     let mut checked_system = 0;
-    for folder in ["claude-recorded", "claude-attachments"] {
+    for folder in ["claude-recorded", "claude-attachments", "claude-forks"] {
         checked_system += recorded_claude_resumes(folder);
     }
     assert!(
@@ -1131,6 +1132,7 @@ fn pi_resuming_an_import_sends_what_claude_code_sent() {
     let tmp = tempfile::tempdir().unwrap();
     let mut resumes = recorded_resumes("claude-recorded", tmp.path());
     resumes.extend(recorded_resumes("claude-attachments", tmp.path()));
+    resumes.extend(recorded_resumes("claude-forks", tmp.path()));
     let model = resumes[0].model.clone();
     assert!(resumes.iter().all(|r| r.model == model));
     let mut args = vec!["request.mjs".to_string(), "--model".into(), model];
@@ -1535,4 +1537,96 @@ fn codex_compactions_keep_the_context_size_they_replaced() {
         checked >= 2,
         "recorded compactions with a token count: {checked}"
     );
+}
+
+/// The sessions of `claude-forks` (recorded from Claude Code 2.1.197 by `record.sh
+/// claude-forks`): P, two turns; F1 = `--resume P --fork-session`; F2 = `--resume F1
+/// --fork-session --resume-session-at` P's first answer (every entry of F2 but its own turn
+/// is P's, copied into F1 and from there into F2); F3 = `--resume F1 --fork-session` (it
+/// copies F1's own turn too).
+const FORK_P: &str = "d2ecd95f-94ce-4047-98e3-2cf782303e6a";
+const FORK_F1: &str = "19fb95c2-347e-4e90-b0cc-0f3620ce384c";
+const FORK_F2: &str = "c61044d0-405a-4fb6-abf0-c77305fbf743";
+const FORK_F3: &str = "5ac2e1d7-ee19-4c07-8fb6-ede2ad63a61d";
+
+/// Session id -> the session id its file's `parentSession` names, of the Pi files in `dir`.
+fn parents_in(dir: &Path) -> std::collections::BTreeMap<String, Option<String>> {
+    let mut ids = HashMap::new();
+    let mut parents = Vec::new();
+    for f in files(dir) {
+        let l = sessiontree::load(&f).unwrap();
+        let id = l.tree.session_id().to_string();
+        ids.insert(f.to_string_lossy().into_owned(), id.clone());
+        parents.push((id, l.tree.header().parent_session()));
+    }
+    parents
+        .into_iter()
+        .map(|(id, p)| {
+            let p = p.map(|p| ids.get(&p).cloned().unwrap_or(p));
+            (id, p)
+        })
+        .collect()
+}
+
+/// A fork's `parentSession` names the session the entries it shares were first written in:
+/// a fork of a fork cut back to its parent's copied entries links to their original, not
+/// to the fork it copied them from; a fork that copies the first fork's own turn links to
+/// it. The same whichever way the files come: all in one run, or one run per file as
+/// Claude Code writes them (each fork's original then known only from the earlier import's
+/// files), in either order of the two forks of F1.
+#[test]
+fn a_fork_of_a_fork_links_to_where_its_entries_were_first_written() {
+    use sessiontree_import::batch::{import_files, Options};
+    use sessiontree_import::Agent;
+    let dir = fixtures().join("claude-forks");
+    let src = |id: &str| dir.join(format!("{id}.jsonl"));
+    let expected: std::collections::BTreeMap<String, Option<String>> = [
+        (FORK_P, None),
+        (FORK_F1, Some(FORK_P)),
+        (FORK_F2, Some(FORK_P)),
+        (FORK_F3, Some(FORK_F1)),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.map(str::to_string)))
+    .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: [&[&[&str]]; 3] = [
+        &[&[FORK_F3, FORK_F2, FORK_F1, FORK_P]],
+        &[&[FORK_P], &[FORK_F1], &[FORK_F2], &[FORK_F3]],
+        &[&[FORK_P], &[FORK_F1], &[FORK_F3], &[FORK_F2]],
+    ];
+    let mut results = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        let out = tmp.path().join(format!("out{n}"));
+        for ids in run.iter() {
+            let files: Vec<PathBuf> = ids.iter().map(|id| src(id)).collect();
+            let report = import_files(
+                Agent::Claude,
+                &files,
+                Options {
+                    session_dir: Some(&out),
+                    ..Options::default()
+                },
+            );
+            assert!(report.errors.is_empty(), "{:?}", report.errors);
+            for d in &report.done {
+                assert!(d.result.is_ok(), "{}", d.source.display());
+            }
+        }
+        assert_eq!(parents_in(&out), expected, "run {n}: {run:?}");
+        let bytes: Vec<(String, String)> = files(&out)
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).unwrap();
+                (
+                    f.file_name().unwrap().to_string_lossy().into_owned(),
+                    text.replace(out.to_str().unwrap(), "DIR"),
+                )
+            })
+            .collect();
+        results.push(bytes);
+    }
+    // The same files, byte for byte, whichever way they came.
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], results[2]);
 }
