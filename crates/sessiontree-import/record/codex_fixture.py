@@ -1,4 +1,5 @@
-"""Turns a Codex recording (record.sh's codex-compaction part) into committed fixtures.
+"""Turns a Codex recording (record.sh's codex-compaction or codex-revert part) into
+committed fixtures.
 
     python3 codex_fixture.py RECORD_DIR FIXTURE_DIR
 
@@ -45,24 +46,46 @@ def is_prompt(item):
     )
 
 
+def dump(l):
+    return json.dumps(l, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
 entries = []
+rollouts = {}
 for src in sorted(glob.glob(os.path.join(REC, "home/.codex/sessions/*/*/*/rollout-*.jsonl"))):
     rel = os.path.relpath(src, os.path.join(REC, "home/.codex"))
-    lines = [tidy(json.loads(l)) for l in open(src) if l.strip()]
+    # A file's id: the thread's (a rollout) or the segment's (after the `_`).
+    rollouts[os.path.basename(src)[: -len(".jsonl")][-36:]] = (rel, [tidy(json.loads(l)) for l in open(src) if l.strip()])
+# A segment's history_base names its end by ordinal and by byte offset in the file it
+# continues; the offset is set again for that file as written here (its texts shortened).
+for rel, lines in rollouts.values():
+    base = lines[0]["payload"].get("history_base") if lines[0]["type"] == "session_meta" else None
+    if base and base["thread_id"] in rollouts:
+        offset = 0
+        for l in rollouts[base["thread_id"]][1]:
+            if l.get("ordinal", -1) >= base["end_ordinal_exclusive"]:
+                break
+            offset += len(dump(l).encode())
+        base["end_byte_offset"] = offset
+for rel, lines in sorted(rollouts.values()):
     dst = os.path.join(FIX, rel)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     with open(dst, "w") as f:
         for l in lines:
-            f.write(json.dumps(l, ensure_ascii=False, separators=(",", ":")) + "\n")
+            f.write(dump(l))
     prompts = [text(l["payload"]) for l in lines if l["type"] == "response_item" and is_prompt(l["payload"])]
-    entries.append((rel, prompts))
+    # A segment a revert wrote (its session_meta names a history_base) continues the
+    # thread: each of its prompts was sent with the history before it.
+    segment = lines[0]["type"] == "session_meta" and "history_base" in lines[0]["payload"]
+    entries.append((rel, prompts if segment else prompts[1:]))
 
 requests = [json.loads(l)["body"] for l in open(os.path.join(REC, "requests.jsonl")) if l.strip()]
 out = []
 for rel, prompts in entries:
     seen = {}
-    # The first prompt started the session (`exec`); the others were resumes.
-    for p in prompts[1:]:
+    # The first prompt of a thread's rollout started the session (`exec`); the others were
+    # resumes (or turns after a revert).
+    for p in prompts:
         seen[p] = seen.get(p, 0) + 1
         if seen[p] > 1:
             continue

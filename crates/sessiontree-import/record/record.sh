@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Records the fixtures in ../tests/fixtures/{claude-recorded,claude-attachments,
-# codex-recorded}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
+# claude-forks,codex-recorded,codex-revert}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|codex|codex-compaction]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
-# The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0.
+# The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0
+# (codex-revert: record/codex_revert.py drives `codex app-server` to revert turns; then
+# `codex_fixture.py OUT_DIR/cxv ../tests/fixtures/codex-revert`; claude-forks:
+# `claude_fixture.py OUT_DIR/cf ../tests/fixtures/claude-forks`).
 # Claude Code parts: `claude_fixture.py OUT_DIR/cc ../tests/fixtures/claude-recorded` (and
 # OUT_DIR/ca for ../tests/fixtures/claude-attachments) renames the paths to /home/dev/demo
 # and keeps every text as Claude Code wrote and sent it: the attachment lines (agent and
@@ -22,10 +25,10 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 PART=${2:-all}
 cd "$OUT"
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
-if want claude || want claude-attachments; then
+if want claude || want claude-attachments || want claude-forks; then
   [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
 fi
-if want codex || want codex-compaction; then
+if want codex || want codex-compaction || want codex-revert; then
   [ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
 fi
 CLAUDE=$OUT/node_modules/.bin/claude CODEX=$OUT/node_modules/.bin/codex
@@ -78,6 +81,35 @@ ca "Out of plan mode now" --resume "$SID" >/dev/null
 ca "Last question" --resume "$SID" >/dev/null
 kill $S3
 "$CLAUDE" --version > ca/claude-version
+fi
+
+if want claude-forks; then
+# Claude Code forking a fork: a session P of two turns; F1 = `--resume P --fork-session`;
+# F2 = `--resume F1 --fork-session --resume-session-at` the answer to P's first turn (its
+# entries are all P's, copied into F1 and again into F2); F3 = `--resume F1 --fork-session`
+# whole (it copies F1's own turn too).
+mkdir -p cf/proj && (cd cf/proj && git init -q .)
+python3 "$HERE/scripted_anthropic.py" 18471 "$OUT/cf/requests.jsonl" & S4=$!
+export ANTHROPIC_BASE_URL=http://127.0.0.1:18471 ANTHROPIC_API_KEY=sk-ant-scripted
+export DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+sleep 1
+cf() { (cd "$OUT/cf/proj" && HOME=$OUT/cf "$CLAUDE" -p "$@" --output-format json) | python3 -c 'import json,sys; print(json.load(sys.stdin)["session_id"])'; }
+P=$(cf "First question")
+cf "Second question" --resume "$P" >/dev/null
+F1=$(cf "Fork one question" --resume "$P" --fork-session)
+# The uuid of the assistant line answering the first question, in F1's file.
+AT=$(python3 - "$OUT/cf/.claude/projects" "$F1" <<'PY'
+import glob, json, sys
+f = glob.glob(f"{sys.argv[1]}/*/{sys.argv[2]}.jsonl")[0]
+lines = [json.loads(l) for l in open(f) if l.strip()]
+ask = next(i for i, l in enumerate(lines) if l.get("type") == "user" and l["message"].get("content") == "First question")
+print(next(l["uuid"] for l in lines[ask:] if l.get("type") == "assistant"))
+PY
+)
+cf "Fork two question" --resume "$F1" --fork-session --resume-session-at "$AT" >/dev/null
+cf "Fork three question" --resume "$F1" --fork-session >/dev/null
+kill $S4
+"$CLAUDE" --version > cf/claude-version
 fi
 
 if want codex; then
@@ -148,4 +180,37 @@ TOML
 compacting cxc 18434 scripted
 compacting cxr 18435 OpenAI
 fi
+if want codex-revert; then
+# Codex reverting turns (`thread/revert` of the app server, driven over stdio by
+# codex_revert.py): a turn with a tool call (`exec`); then, in the app server, a turn with
+# a tool call that is reverted, a turn after the revert, another turn with a tool call,
+# reverted too, and a turn after that; then a resume (`exec resume`). Each revert leaves
+# the rollout as it was and writes a segment rollout continuing from before the turn.
+dir=$OUT/cxv
+mkdir -p "$dir/proj" "$dir/home/.codex" && (cd "$dir/proj" && git init -q .)
+cat > "$dir/home/.codex/config.toml" <<TOML
+model = "gpt-5-codex"
+model_provider = "scripted"
+model_reasoning_effort = "medium"
+approval_policy = "never"
+sandbox_mode = "danger-full-access"
+[model_providers.scripted]
+name = "scripted"
+base_url = "http://127.0.0.1:18472/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_KEY"
+TOML
+python3 "$HERE/scripted_openai.py" 18472 "$dir/requests.jsonl" & S5=$!
+sleep 1
+cxv() { (cd "$dir/proj" && HOME=$dir/home CODEX_HOME=$dir/home/.codex SCRIPTED_KEY=x "$@"); }
+cxv "$CODEX" exec --skip-git-repo-check "Please RUN the echo command" >/dev/null
+ID=$(ls "$dir"/home/.codex/sessions/*/*/*/rollout-*.jsonl | head -1 | sed 's/.*-\([0-9a-f-]\{36\}\)\.jsonl/\1/')
+cxv python3 "$HERE/codex_revert.py" "$CODEX" "$ID" "turn:Please RUN it again" revert \
+  "turn:After the revert question" "turn:Please RUN a third time" revert \
+  "turn:After the second revert" 2> "$dir/app-server.log"
+cxv "$CODEX" exec --skip-git-repo-check resume "$ID" "Resumed after the reverts" >/dev/null
+kill $S5
+"$CODEX" --version > "$dir/codex-version"
+fi
+
 echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc,cxr}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"

@@ -170,12 +170,184 @@ fn find_rollout(id: &str, files: &[PathBuf]) -> Option<PathBuf> {
     all.into_iter().find(|p| stem_of(p).ends_with(id))
 }
 
+/// The segment rollouts Codex writes when a turn is reverted
+/// (`rollout-<time>-<thread id>_<segment id>.jsonl`), by thread id: those among the files
+/// of a run, and those under the sessions folders (Codex's, and the one each file of the
+/// run is in), looked for once per run, the first time a thread needs them. A thread's
+/// rollout is converted with all its segments, so the import of either file, alone or
+/// with the other, in any order, gives the same session.
+struct Segments<'f> {
+    files: &'f [PathBuf],
+    found: std::sync::OnceLock<Found>,
+}
+
+/// Under the folders looked in: segments by thread id, and the other rollouts.
+type Found = (HashMap<String, Vec<PathBuf>>, Vec<PathBuf>);
+
+impl<'f> Segments<'f> {
+    fn new(files: &'f [PathBuf]) -> Self {
+        Segments {
+            files,
+            found: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The folder a rollout's sessions tree starts at (`<root>/YYYY/MM/DD/rollout-...`),
+    /// else the rollout's own folder.
+    fn root_of(path: &Path) -> Option<PathBuf> {
+        let day = path.parent()?;
+        let digits = |p: &Path, n: usize| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|s| s.len() == n && s.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let month = day.parent()?;
+        let year = month.parent()?;
+        if digits(day, 2) && digits(month, 2) && digits(year, 4) {
+            year.parent().map(Path::to_path_buf)
+        } else {
+            Some(day.to_path_buf())
+        }
+    }
+
+    fn found(&self) -> &Found {
+        self.found.get_or_init(|| {
+            let mut roots: Vec<PathBuf> =
+                self.files.iter().filter_map(|f| Self::root_of(f)).collect();
+            roots.push(default_root(Agent::Codex));
+            roots.sort();
+            roots.dedup();
+            let mut all = Vec::new();
+            for r in roots {
+                // A folder that cannot be read has no segments to add.
+                let _ = collect(&r, &mut all);
+            }
+            let mut out: HashMap<String, Vec<PathBuf>> = HashMap::new();
+            let mut rollouts = Vec::new();
+            for p in all {
+                match codex::segment_name(&stem_of(&p)) {
+                    Some((thread, _)) => out.entry(thread.to_string()).or_default().push(p),
+                    None => rollouts.push(p),
+                }
+            }
+            rollouts.sort();
+            (out, rollouts)
+        })
+    }
+
+    /// The first rollout of thread `id`: among the files of the run, else under the
+    /// folders looked in.
+    fn base(&self, id: &str) -> Option<PathBuf> {
+        let is_base = |f: &&PathBuf| {
+            let s = stem_of(f);
+            s.ends_with(id) && codex::segment_name(&s).is_none()
+        };
+        sessiontree::dirs::validate_session_id(id).ok()?;
+        self.files
+            .iter()
+            .find(is_base)
+            .or_else(|| self.found().1.iter().find(is_base))
+            .cloned()
+    }
+
+    /// The segments of thread `id` (one path per file name, the run's own first).
+    fn of(&self, id: &str) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        let run = self
+            .files
+            .iter()
+            .filter(|f| codex::segment_name(&stem_of(f)).is_some_and(|(t, _)| t == id));
+        let found = self.found().0.get(id).into_iter().flatten();
+        for p in run.chain(found) {
+            if !out.iter().any(|q| q.file_name() == p.file_name()) {
+                out.push(p.clone());
+            }
+        }
+        out
+    }
+}
+
+/// A Codex rollout converted with the rest of its thread: the thread's rollout and every
+/// segment a revert wrote. A segment whose thread's rollout (or an earlier segment of it)
+/// is among the files of the run gives nothing (that file's conversion holds it). Also
+/// gives the file the thread is being written to now (the newest segment), and whether
+/// that one is outside the run.
+fn convert_codex(
+    path: &Path,
+    bytes: &[u8],
+    files: &[PathBuf],
+    segments: &Segments<'_>,
+) -> std::result::Result<(Vec<Conversion>, PathBuf, bool), String> {
+    let stem = stem_of(path);
+    let read =
+        |p: &Path| std::fs::read(p).map_err(|e| format!("{}: cannot read: {e}", p.display()));
+    let (thread, base) = match codex::segment_name(&stem) {
+        Some((thread, _)) => {
+            let is_base = |f: &PathBuf| {
+                let s = stem_of(f);
+                s.ends_with(thread) && codex::segment_name(&s).is_none()
+            };
+            let first_segment = files
+                .iter()
+                .find(|f| codex::segment_name(&stem_of(f)).is_some_and(|(t, _)| t == thread));
+            if files.iter().any(is_base) || first_segment.is_some_and(|f| f != path) {
+                return Ok((Vec::new(), path.to_path_buf(), false));
+            }
+            (thread.to_string(), segments.base(thread))
+        }
+        None => (stem_id_of(&stem), None),
+    };
+    let base_bytes = match &base {
+        Some(b) => Some(read(b)?),
+        None => None,
+    };
+    let (main_path, main_bytes): (&Path, &[u8]) = match (&base, &base_bytes) {
+        (Some(b), Some(bb)) => (b, bb),
+        _ => (path, bytes),
+    };
+    let main_stem = stem_of(main_path);
+    let mut segs: Vec<(i64, PathBuf, Vec<u8>)> = Vec::new();
+    for p in segments.of(&thread) {
+        if p.file_name() == main_path.file_name() {
+            continue;
+        }
+        let b = if p == path { bytes.to_vec() } else { read(&p)? };
+        segs.push((codex::segment_time(&b), p, b));
+    }
+    segs.sort_by(|a, b| (a.0, a.1.file_name()).cmp(&(b.0, b.1.file_name())));
+    let stems: Vec<String> = segs.iter().map(|s| stem_of(&s.1)).collect();
+    let list: Vec<codex::Segment<'_>> = segs
+        .iter()
+        .zip(&stems)
+        .map(|(s, stem)| codex::Segment { bytes: &s.2, stem })
+        .collect();
+    // A fork that continues from its parent's first lines needs the parent's rollout.
+    let parent = match codex::fork_parent(main_bytes) {
+        Some((id, Some(_))) => find_rollout(&id, files).and_then(|p| std::fs::read(p).ok()),
+        _ => None,
+    };
+    let conv = codex::convert_thread(main_bytes, &main_stem, parent.as_deref(), &list);
+    let (hot, outside) = match segs.last() {
+        Some((_, p, _)) => (p.clone(), !files.contains(p)),
+        None => (main_path.to_path_buf(), false),
+    };
+    Ok((vec![conv], hot, outside))
+}
+
+/// The session id at the end of a rollout's file stem.
+fn stem_id_of(stem: &str) -> String {
+    stem.get(stem.len().saturating_sub(36)..)
+        .unwrap_or(stem)
+        .to_string()
+}
+
 fn convert_file(
     agent: Agent,
     path: &Path,
     files: &[PathBuf],
     bytes: &mut Vec<u8>,
     holds: Holds<'_>,
+    segments: &Segments<'_>,
 ) -> std::result::Result<Vec<Conversion>, String> {
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
@@ -184,21 +356,18 @@ fn convert_file(
         .map_err(|e| format!("cannot read: {e}"))?;
     let bytes = &bytes[..];
     let stem = stem_of(path);
-    let convs = match agent {
-        Agent::Claude => claude::convert(bytes, &stem),
-        Agent::Codex => {
-            // A fork that continues from its parent's first lines needs the parent's rollout.
-            let parent = match codex::fork_parent(bytes) {
-                Some((id, Some(_))) => find_rollout(&id, files).and_then(|p| std::fs::read(p).ok()),
-                _ => None,
-            };
-            vec![codex::convert_fork(bytes, &stem, parent.as_deref())]
-        }
+    let (convs, hot, outside) = match agent {
+        Agent::Claude => (claude::convert(bytes, &stem), path.to_path_buf(), false),
+        Agent::Codex => convert_codex(path, bytes, files, segments)?,
     };
     let (hold_last, hold_open) = holds;
-    Ok(if hold_last.is_some_and(|hold| hold(path)) {
+    Ok(if hold_last.is_some_and(|hold| hold(&hot)) {
         convs.into_iter().map(|c| settled_part(c, true)).collect()
-    } else if hold_open.is_some_and(|hold| hold(path)) {
+    } else if outside && hold_last.is_some() {
+        // The segment being written is not among the files watched in this run: written
+        // only as far as its converter keeps nothing open.
+        convs.into_iter().map(|c| settled_part(c, false)).collect()
+    } else if hold_open.is_some_and(|hold| hold(&hot)) {
         convs.into_iter().map(|c| settled_part(c, false)).collect()
     } else {
         convs
@@ -255,6 +424,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         HashSet::new()
     };
     let copies_seen = Mutex::new(copies::Copies::default());
+    let segments = Segments::new(files);
 
     // Convert (and write what needs no parent) on every core; sessions linked to a parent
     // (subagents, forks, resume copies) wait until every parent's path is known.
@@ -298,6 +468,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                         files,
                         &mut buf,
                         (opts.hold_last, opts.hold_open),
+                        &segments,
                     ) {
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
@@ -428,6 +599,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         &mut done,
         files,
         (opts.hold_last, opts.hold_open),
+        &segments,
     );
     // New files were linked without a folder sync each: one sync per folder now, before
     // any of them is reported written.
@@ -480,6 +652,7 @@ fn link_asides(
     done: &mut [(usize, Done)],
     files: &[PathBuf],
     holds: Holds<'_>,
+    segments: &Segments<'_>,
 ) {
     if asides.is_empty() {
         return;
@@ -513,8 +686,8 @@ fn link_asides(
         match aside.link() {
             Ok(()) => {}
             Err(sessiontree::Error::Exists { path }) => {
-                let again =
-                    convert_file(agent, &d.source, files, &mut buf, holds).and_then(|convs| {
+                let again = convert_file(agent, &d.source, files, &mut buf, holds, segments)
+                    .and_then(|convs| {
                         let conv = convs
                             .into_iter()
                             .find(|c| c.session_id == d.conv.session_id)
@@ -681,5 +854,73 @@ mod tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+
+    /// The same for a Codex thread whose newest segment (written by a revert) is growing:
+    /// what a watch writes of the thread while Codex writes that segment is the start of
+    /// the thread's final conversion.
+    #[test]
+    fn the_settled_part_of_a_thread_with_a_growing_segment_is_a_prefix_of_its_final_conversion() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/codex-revert/sessions/2026/12/01");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let read: Vec<(Vec<u8>, String)> = files
+            .iter()
+            .map(|f| (std::fs::read(f).unwrap(), stem_of(f)))
+            .collect();
+        let (base, mut segs): (Vec<_>, Vec<_>) = read
+            .iter()
+            .partition(|(_, s)| codex::segment_name(s).is_none());
+        segs.sort_by_key(|(b, s)| (codex::segment_time(b), s.clone()));
+        assert_eq!((base.len(), segs.len()), (1, 2));
+        let (base_bytes, base_stem) = base[0];
+        fn list<'s>(
+            first: &'s (Vec<u8>, String),
+            last: &'s [u8],
+            stem: &'s str,
+        ) -> Vec<codex::Segment<'s>> {
+            vec![
+                codex::Segment {
+                    bytes: &first.0,
+                    stem: &first.1,
+                },
+                codex::Segment { bytes: last, stem },
+            ]
+        }
+        let newest = &segs[1].0;
+        let fin = codex::convert_thread(
+            base_bytes,
+            base_stem,
+            None,
+            &list(segs[0], newest, &segs[1].1),
+        );
+        // The segments' entries follow the rollout's.
+        assert!(fin.lines.len() > codex::convert(base_bytes, base_stem).lines.len() + 20);
+        let mut checked = 0;
+        for end in (0..newest.len()).filter(|&i| newest[i] == b'\n') {
+            let part = codex::convert_thread(
+                base_bytes,
+                base_stem,
+                None,
+                &list(segs[0], &newest[..=end], &segs[1].1),
+            );
+            for last in [true, false] {
+                let part = settled_part(part.clone(), last);
+                assert!(part.lines.len() <= fin.lines.len());
+                for (a, b) in part.lines.iter().zip(&fin.lines) {
+                    assert_eq!(
+                        (a.id.as_str(), part.json(a)),
+                        (b.id.as_str(), fin.json(b)),
+                        "cut at byte {end}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "{checked}");
     }
 }

@@ -23,6 +23,15 @@
 //!   `replacement_history` (what Codex continues from), when present, follows it as
 //!   entries, less the message that repeats the summary.
 //! * other response items -> `custom` entries holding the item.
+//! * A revert (`thread/revert` of the app server) leaves the rollout as it was and writes
+//!   a segment, `rollout-<time>-<thread id>_<segment id>.jsonl`, whose `session_meta` has
+//!   `history_base {thread_id, end_ordinal_exclusive, end_byte_offset}`: it continues
+//!   from the items of the rollout (or segment) `thread_id` names before that ordinal.
+//!   [`convert_thread`] gives a thread and its segments one Pi session: each segment's
+//!   entries follow the rollout's, under the entry of the last line before its base point
+//!   (a `custom` `codex:revert` entry first, holding the `history_base`), so the reverted
+//!   turns stay as an abandoned branch and the newest segment is the active one, written
+//!   last.
 
 use crate::jv::{obj, Obj, S, V};
 use crate::node::{self, Body, Nodes};
@@ -55,6 +64,57 @@ pub fn fork_parent(bytes: &[u8]) -> Option<(String, Option<usize>)> {
 /// (`forked_from_ordinal_exclusive`, newer releases): `parent` is the parent's rollout,
 /// whose first lines come first, with the ids they get in the parent's own import.
 pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Conversion {
+    convert_thread(bytes, file_stem, parent, &[])
+}
+
+/// A segment rollout of a thread (see the module's notes on reverts): its bytes and its
+/// file's stem (`rollout-<time>-<thread id>_<segment id>`).
+#[derive(Clone, Copy)]
+pub struct Segment<'s> {
+    pub bytes: &'s [u8],
+    pub stem: &'s str,
+}
+
+/// The thread and segment ids of a segment rollout's file stem
+/// (`rollout-<time>-<thread id>_<segment id>`), or `None` for any other name.
+pub fn segment_name(stem: &str) -> Option<(&str, &str)> {
+    let (left, segment) = stem.rsplit_once('_')?;
+    let thread = left.get(left.len().checked_sub(36)?..)?;
+    let uuid_like = |t: &str| {
+        t.len() == 36
+            && t.bytes().enumerate().all(|(i, b)| {
+                matches!(i, 8 | 13 | 18 | 23) == (b == b'-') && (b == b'-' || b.is_ascii_hexdigit())
+            })
+    };
+    (uuid_like(thread) && uuid_like(segment)).then_some((thread, segment))
+}
+
+/// The time a segment was written (its `session_meta`'s, else its first line's): segments
+/// of a thread are taken in this order (then by file name), each after the one it
+/// continues from.
+pub fn segment_time(bytes: &[u8]) -> i64 {
+    let first = bytes
+        .split(|&b| b == b'\n')
+        .find(|l| !l.iter().all(u8::is_ascii_whitespace));
+    first
+        .and_then(|l| std::str::from_utf8(l).ok())
+        .and_then(crate::jv::parse)
+        .and_then(|v| {
+            time_ms(v.get("payload").and_then(|p| p.get("timestamp")))
+                .or_else(|| time_ms(v.get("timestamp")))
+        })
+        .unwrap_or(0)
+}
+
+/// [`convert_fork`] for a thread whose reverts wrote segments (in the order they were
+/// written, see [`segment_time`]): one session, the segments' entries after the rollout's,
+/// each under the point it continues from.
+pub fn convert_thread(
+    bytes: &[u8],
+    file_stem: &str,
+    parent: Option<&[u8]>,
+    segments: &[Segment<'_>],
+) -> Conversion {
     let mut read_problems = Vec::new();
     let mut problems = Vec::new();
     let mut lines = Lines::new(bytes).with(&mut read_problems);
@@ -89,6 +149,14 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
     let session_id = s("id").unwrap_or_else(|| stem_id(file_stem));
     let first_ms = time_ms(meta.get("timestamp")).or(first_time).unwrap_or(0);
     let parent_source = s("forked_from_id");
+    if let Some((thread, _)) = segment_name(file_stem) {
+        problems.push(Problem {
+            line: 1,
+            message: format!(
+                "a segment of thread {thread} (written by a revert), whose first rollout was not found: imported on its own"
+            ),
+        });
+    }
     let ordinal = meta
         .get("forked_from_ordinal_exclusive")
         .and_then(V::as_u64);
@@ -110,6 +178,9 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
         last_assistant: None,
         context_tokens: 0.0,
         prefix: session_id.clone(),
+        ordinals: Vec::new(),
+        ordinal: 0,
+        next_ordinal: 0,
     };
     let mut rest = head.into_iter().chain(lines).peekable();
     // The fork's own session_meta first: it names the session.
@@ -139,6 +210,10 @@ pub fn convert_fork(bytes: &[u8], file_stem: &str, parent: Option<&[u8]>) -> Con
     }
     for (line, o) in rest {
         c.line(line, o);
+    }
+    if !segments.is_empty() {
+        let own = segment_name(file_stem).map_or(session_id.as_str(), |(_, seg)| seg);
+        c.segments(own, segments, &mut problems);
     }
     // What later lines could still change: the open assistant message (more blocks, its
     // stop reason) and the last one still waiting for its token count. (Lines are the
@@ -208,8 +283,9 @@ struct Converter<'a> {
     effort: Option<String>,
     /// The assistant message being filled by consecutive output items.
     open: Option<Open>,
-    /// Entries that arrived while an assistant message was open (written after it).
-    pending: Vec<(String, i64, Body<'a>)>,
+    /// Entries that arrived while an assistant message was open (written after it), with
+    /// their lines' ordinals.
+    pending: Vec<(String, i64, Body<'a>, u64)>,
     tool_names: HashMap<String, String>,
     /// User turn messages on the current branch (for rollbacks).
     user_turns: Vec<usize>,
@@ -226,6 +302,12 @@ struct Converter<'a> {
     prefix: String,
     /// The base instructions (sent with every request; kept across compactions).
     instructions: Option<S<'a>>,
+    /// Each node's line ordinal (the line's `ordinal`, else one more than the line
+    /// before's): where a revert's segment continues from is named by ordinal.
+    ordinals: Vec<u64>,
+    /// The ordinal of the line being converted, and of the next line without one.
+    ordinal: u64,
+    next_ordinal: u64,
 }
 
 fn texts(content: Option<&V<'_>>) -> Vec<String> {
@@ -258,12 +340,151 @@ fn effort_level(e: &str) -> String {
 }
 
 impl<'a> Converter<'a> {
+    /// Converts a thread's segments after its rollout (`own`: the rollout's id as segments
+    /// name it, the thread id, or the segment id when the first file is itself a segment).
+    fn segments(&mut self, own: &str, segments: &[Segment<'a>], problems: &mut Vec<Problem>) {
+        // Where each file converted so far ended: history_base names one of them.
+        let mut ends: Vec<(String, Option<usize>)> = Vec::new();
+        let mut prev = own.to_string();
+        let root = self.prefix.clone();
+        for seg in segments {
+            self.close();
+            ends.push((std::mem::take(&mut prev), self.leaf));
+            let Some((_, seg_id)) = segment_name(seg.stem) else {
+                continue;
+            };
+            prev = seg_id.to_string();
+            let mut read_problems = Vec::new();
+            let mut lines = Lines::new(seg.bytes).with(&mut read_problems).peekable();
+            let meta_line =
+                lines.next_if(|r| r.1.get("type").and_then(V::as_str) == Some("session_meta"));
+            let base = meta_line
+                .as_ref()
+                .and_then(|(_, o)| o.get("payload"))
+                .and_then(|p| p.get("history_base"))
+                .cloned();
+            let base_file = base
+                .as_ref()
+                .and_then(|b| b.get("thread_id"))
+                .and_then(V::as_str);
+            let end = base
+                .as_ref()
+                .and_then(|b| b.get("end_ordinal_exclusive"))
+                .and_then(V::as_u64);
+            let file = format!("rollout {}", seg.stem);
+            let from = match (base_file, end) {
+                (Some(b), Some(end)) => match ends.iter().rev().find(|(id, _)| id == b) {
+                    Some(&(_, at)) => Some(self.before_ordinal(at, end)),
+                    None => {
+                        problems.push(Problem {
+                            line: 1,
+                            message: format!(
+                                "{file}: continues from {b}, which was not found: its turns follow the newest entry"
+                            ),
+                        });
+                        None
+                    }
+                },
+                _ => {
+                    problems.push(Problem {
+                        line: 1,
+                        message: format!(
+                            "{file}: its session_meta names no history_base: its turns follow the newest entry"
+                        ),
+                    });
+                    None
+                }
+            };
+            if let Some(at) = from {
+                self.continue_from(at);
+            }
+            self.prefix = format!("{root}_{seg_id}");
+            self.last_assistant = None;
+            self.next_ordinal = end.unwrap_or(self.next_ordinal);
+            if let Some((line, mut o)) = meta_line {
+                // The segment's own session_meta repeats the thread's: the revert's mark.
+                let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
+                self.last_ms = ms;
+                self.ordinal = o
+                    .get("ordinal")
+                    .and_then(V::as_u64)
+                    .unwrap_or(self.next_ordinal);
+                self.next_ordinal = self.ordinal.saturating_add(1);
+                let mut data = Obj::with_capacity(2);
+                data.push_new("segment", V::from(seg_id.to_string()));
+                let payload = o.remove("payload");
+                let hb = payload
+                    .and_then(|mut p| p.as_object_mut().and_then(|p| p.remove("history_base")));
+                data.push_new("history_base", hb.unwrap_or(V::Null));
+                let mut key = String::with_capacity(self.prefix.len() + 4);
+                key.push_str(&self.prefix);
+                key.push(':');
+                key.push_str(crate::decimal(line as u64, &mut [0u8; 20]));
+                self.add(
+                    key,
+                    ms,
+                    Body::Custom {
+                        custom_type: "codex:revert".into(),
+                        data: V::Obj(data),
+                    },
+                );
+            }
+            for (line, o) in lines {
+                self.line(line, o);
+            }
+            problems.extend(read_problems.into_iter().map(|p| Problem {
+                line: p.line,
+                message: format!("{file}: {}", p.message),
+            }));
+        }
+    }
+
+    /// From `at` up, the first node made from a line before ordinal `end` (`None`: the
+    /// segment starts the conversation over).
+    fn before_ordinal(&self, mut at: Option<usize>, end: u64) -> Option<usize> {
+        while let Some(n) = at {
+            if self.ordinals[n] < end {
+                return Some(n);
+            }
+            at = self.nodes.nodes[n].parent;
+        }
+        None
+    }
+
+    /// Makes `at` the leaf the next entries hang under, with the state its path holds: the
+    /// user turns on it (for rollbacks), its model and reasoning effort.
+    fn continue_from(&mut self, at: Option<usize>) {
+        self.leaf = at;
+        let mut path = Vec::new();
+        let mut n = at;
+        while let Some(i) = n {
+            path.push(i);
+            n = self.nodes.nodes[i].parent;
+        }
+        let on_path: foldhash::HashSet<usize> = path.iter().copied().collect();
+        self.user_turns.retain(|t| on_path.contains(t));
+        let mut model = None;
+        let mut effort = None;
+        for &i in &path {
+            match &self.nodes.nodes[i].body {
+                Body::ModelChange { model_id, .. } if model.is_none() => {
+                    model = Some(model_id.clone())
+                }
+                Body::ThinkingLevel(e) if effort.is_none() => effort = Some(e.clone()),
+                _ => {}
+            }
+        }
+        self.model = model;
+        self.effort = effort;
+    }
+
     fn skip(&mut self, what: &str) {
         crate::count(&mut self.skipped, what);
     }
 
     fn add(&mut self, key: String, ms: i64, body: Body<'a>) -> usize {
         let n = self.nodes.push(self.leaf, key, ms, body);
+        self.ordinals.push(self.ordinal);
         self.leaf = Some(n);
         n
     }
@@ -271,7 +492,7 @@ impl<'a> Converter<'a> {
     /// Adds an entry now, or after the open assistant message.
     fn add_later(&mut self, key: String, ms: i64, body: Body<'a>) {
         if self.open.is_some() {
-            self.pending.push((key, ms, body));
+            self.pending.push((key, ms, body, self.ordinal));
         } else {
             self.add(key, ms, body);
         }
@@ -286,9 +507,12 @@ impl<'a> Converter<'a> {
                 );
             }
         }
-        for (k, ms, b) in std::mem::take(&mut self.pending) {
+        let now = self.ordinal;
+        for (k, ms, b, ordinal) in std::mem::take(&mut self.pending) {
+            self.ordinal = ordinal;
             self.add(k, ms, b);
         }
+        self.ordinal = now;
     }
 
     /// The open assistant message, opened if needed.
@@ -331,6 +555,11 @@ impl<'a> Converter<'a> {
     fn line(&mut self, line: usize, mut o: Obj<'a>) {
         let ms = time_ms(o.get("timestamp")).unwrap_or(self.last_ms);
         self.last_ms = ms;
+        self.ordinal = o
+            .get("ordinal")
+            .and_then(V::as_u64)
+            .unwrap_or(self.next_ordinal);
+        self.next_ordinal = self.ordinal.saturating_add(1);
         // The line's key, sized once (`format!` would grow it a few times).
         let mut key = String::with_capacity(self.prefix.len() + 24);
         key.push_str(&self.prefix);

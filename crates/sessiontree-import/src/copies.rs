@@ -6,9 +6,13 @@
 //! the files of an earlier import: [`OnDisk`]), the same way on every run:
 //!
 //! * the copy's first entry (same uuid, so the same Pi id) is held by its original;
-//! * of the sessions holding it, the original is the newest that is older than the copy,
-//!   ordered by (first time, newest time, session id) — a copy is made after its original
-//!   started, and when both start with the same lines, the original ends first;
+//! * of the sessions holding it that are older than the copy, ordered by (first time,
+//!   newest time, session id) — a copy is made after its original started — the original
+//!   is the one that holds the most of the copy's entries, and of those that hold as many,
+//!   the oldest: the session the shared entries were first written in. A fork of a fork
+//!   (`--resume F --fork-session`, F itself a fork of P) cut back to entries F copied
+//!   from P (`--resume-session-at`) holds no more of F than of P, and is P's copy; one
+//!   that goes on past F's own turns holds more of F, and is F's;
 //! * a copy is recognised before it is written (its file shows it: [`Conversion::copied`],
 //!   lines older than the file's own first line), or because another transcript starts
 //!   with the same line ([`first_uuid`] over every file first).
@@ -60,16 +64,42 @@ impl<T> Holders<T> {
         }
     }
 
-    /// The rule: of the other sessions holding the copy's first entry, the newest that is
-    /// older than the copy.
+    /// The rule: of the other sessions older than the copy that hold its first entry, the
+    /// one holding the most of its entries; of those holding as many, the oldest (the
+    /// entries were first written there, the others hold copies of them).
     fn original(&self, c: &Conversion) -> Option<&(Key, T)> {
         let me = key(c);
-        self.holders
+        let candidates: Vec<u32> = self
+            .holders
             .get(&c.lines.first()?.id)?
             .iter()
-            .map(|&n| &self.sessions[n as usize])
-            .filter(|(k, _)| k.session_id != me.session_id && *k < me)
-            .max_by(|a, b| a.0.cmp(&b.0))
+            .copied()
+            .filter(|&n| {
+                let k = &self.sessions[n as usize].0;
+                k.session_id != me.session_id && *k < me
+            })
+            .collect();
+        if candidates.len() <= 1 {
+            return candidates.first().map(|&n| &self.sessions[n as usize]);
+        }
+        // How many of the copy's entries each candidate holds.
+        let mut shared = vec![0usize; candidates.len()];
+        for l in &c.lines {
+            let Some(holders) = self.holders.get(&l.id) else {
+                continue;
+            };
+            for (i, n) in candidates.iter().enumerate() {
+                if holders.contains(n) {
+                    shared[i] += 1;
+                }
+            }
+        }
+        candidates
+            .iter()
+            .zip(&shared)
+            .map(|(&n, &count)| (count, &self.sessions[n as usize]))
+            .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1 .0.cmp(&a.1 .0)))
+            .map(|(_, s)| s)
     }
 }
 
@@ -90,8 +120,8 @@ impl Copies {
 /// For copies whose original was not imported with them: the originals among the Pi
 /// session files already in their folder (an earlier import). Each folder is read once,
 /// the first time a copy needs it (every session file loaded, its entries indexed); the
-/// same rule then picks the original: of the files holding the copy's first entry, the
-/// newest older than the copy.
+/// same rule then picks the original: of the older files holding the copy's first entry,
+/// the one holding the most of its entries, the oldest of those holding as many.
 #[derive(Default)]
 pub struct OnDisk {
     folders: HashMap<std::path::PathBuf, Holders<std::path::PathBuf>>,

@@ -37,8 +37,40 @@ fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
 }
 
+/// The segments a Codex revert wrote for thread `thread` beside its rollout in `dir`, in
+/// the order they were written.
+fn codex_segments(dir: &Path, thread: &str) -> Vec<PathBuf> {
+    let mut segs: Vec<PathBuf> = files(dir)
+        .into_iter()
+        .filter(|f| codex::segment_name(&stem(f)).is_some_and(|(t, _)| t == thread))
+        .collect();
+    segs.sort_by_key(|f| (codex::segment_time(&std::fs::read(f).unwrap()), stem(f)));
+    segs
+}
+
 fn convert(agent: &str, p: &Path) -> Vec<Conversion> {
     let bytes = std::fs::read(p).unwrap();
+    let dir = p.parent().unwrap();
+    if agent == "codex" {
+        if let Some((thread, _)) = codex::segment_name(&stem(p)) {
+            // The thread's rollout, beside it, is converted with its segments.
+            if files(dir).iter().any(|f| stem(f).ends_with(thread)) {
+                return Vec::new();
+            }
+        }
+        let segs = codex_segments(dir, &stem(p)[stem(p).len().saturating_sub(36)..]);
+        if !segs.is_empty() {
+            let bytes_of: Vec<(Vec<u8>, String)> = segs
+                .iter()
+                .map(|f| (std::fs::read(f).unwrap(), stem(f)))
+                .collect();
+            let list: Vec<codex::Segment<'_>> = bytes_of
+                .iter()
+                .map(|(b, s)| codex::Segment { bytes: b, stem: s })
+                .collect();
+            return vec![codex::convert_thread(&bytes, &stem(p), None, &list)];
+        }
+    }
     match agent {
         "claude" => claude::convert(&bytes, &stem(p)),
         _ => {
@@ -70,8 +102,10 @@ fn import_all(dir: &Path) -> Vec<Imported> {
         ("claude", "claude-recorded"),
         ("claude", "claude-attachments"),
         ("claude", "claude-inline"),
+        ("claude", "claude-forks"),
         ("codex", "codex"),
         ("codex", "codex-recorded"),
+        ("codex", "codex-revert"),
     ] {
         let mut by_source: HashMap<String, PathBuf> = HashMap::new();
         let mut later = Vec::new();
@@ -380,13 +414,44 @@ fn injected(t: &str) -> bool {
 
 /// Codex's rule: replay the rollout into a history; a compaction replaces it, a rollback
 /// drops the newest user turns; the base instructions go first.
+/// The lines of a Codex thread's history as its newest file holds it: a segment a revert
+/// wrote continues from the lines of the file its `history_base` names before
+/// `end_byte_offset` (that file's history, when it is a segment too).
+fn codex_lineage(dir: &Path, file: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let base = &first["payload"]["history_base"];
+    if base.is_null() {
+        return read_jsonl(file);
+    }
+    let id = base["thread_id"].as_str().unwrap();
+    let end = base["end_byte_offset"].as_u64().unwrap() as usize;
+    let base_file = files(dir)
+        .into_iter()
+        .find(|f| stem(f).ends_with(id))
+        .unwrap();
+    let base_text = std::fs::read_to_string(&base_file).unwrap();
+    let own = base_text[..end].lines().count();
+    let mut lines = codex_lineage(dir, &base_file);
+    // The base file's lines come last in its lineage.
+    let total = base_text.lines().count();
+    lines.truncate(lines.len() - (total - own));
+    // The segment's own session_meta repeats the thread's.
+    lines.extend(read_jsonl(file).into_iter().skip(1));
+    lines
+}
+
 fn codex_events(p: &Path) -> Vec<Value> {
-    let lines = read_jsonl(p);
+    let mut lines = read_jsonl(p);
+    // A thread whose turns were reverted: its history is its newest segment's.
+    let dir = p.parent().unwrap();
+    if let Some(newest) = codex_segments(dir, &stem(p)[stem(p).len().saturating_sub(36)..]).last() {
+        lines = codex_lineage(dir, newest);
+    }
     let mut out = Vec::new();
     let mut items: Vec<Value> = Vec::new();
     let mut first_meta = true;
     // A fork that continues from its parent's first lines replays those first.
-    let mut lines = lines;
     if let Some(n) = lines[0]["payload"]["forked_from_ordinal_exclusive"].as_u64() {
         let pid = lines[0]["payload"]["forked_from_id"]
             .as_str()
@@ -495,14 +560,14 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
     let all = import_all(tmp.path());
     assert_eq!(
         all.iter().filter(|i| i.agent == "claude").count(),
-        12,
+        16,
         "5 sessions, 1 subagent; recorded: 2 sessions, 1 subagent; attachments: 1 session; \
-         inline: 1 session, 1 subagent"
+         inline: 1 session, 1 subagent; forks: 1 session, 3 forks"
     );
     assert_eq!(
         all.iter().filter(|i| i.agent == "codex").count(),
-        8,
-        "4 rollouts; recorded: 3 sessions, 1 fork"
+        9,
+        "4 rollouts; recorded: 3 sessions, 1 fork; revert: 1 thread of a rollout and 2 segments"
     );
     for i in &all {
         let l = sessiontree::load(&i.path).unwrap();
@@ -1004,7 +1069,7 @@ fn reproducible(text: &str) -> String {
 #[test]
 fn recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume() {
     let mut checked_system = 0;
-    for folder in ["claude-recorded", "claude-attachments"] {
+    for folder in ["claude-recorded", "claude-attachments", "claude-forks"] {
         checked_system += recorded_claude_resumes(folder);
     }
     assert!(
@@ -1131,6 +1196,7 @@ fn pi_resuming_an_import_sends_what_claude_code_sent() {
     let tmp = tempfile::tempdir().unwrap();
     let mut resumes = recorded_resumes("claude-recorded", tmp.path());
     resumes.extend(recorded_resumes("claude-attachments", tmp.path()));
+    resumes.extend(recorded_resumes("claude-forks", tmp.path()));
     let model = resumes[0].model.clone();
     assert!(resumes.iter().all(|r| r.model == model));
     let mut args = vec!["request.mjs".to_string(), "--model".into(), model];
@@ -1313,7 +1379,15 @@ fn claude_code_attachments_reach_the_model_as_system_messages() {
 /// Codex's order.
 #[test]
 fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
-    let dir = fixtures().join("codex-recorded");
+    // codex-revert: each turn after a `thread/revert` (the request Codex sent next holds
+    // the history before the reverted turn) and a resume after two reverts.
+    for folder in ["codex-recorded", "codex-revert"] {
+        recorded_codex_resumes(folder);
+    }
+}
+
+fn recorded_codex_resumes(folder: &str) {
+    let dir = fixtures().join(folder);
     let requests: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
             .unwrap();
@@ -1351,6 +1425,24 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
                 .collect::<String>(),
         )
         .unwrap();
+        // A thread as it was then: the segments its reverts wrote later were not there
+        // yet, and it is imported from its first rollout.
+        let id = stem(&src)[stem(&src).len() - 36..].to_string();
+        let thread = codex::segment_name(&stem(&src)).map_or(id, |(t, _)| t.to_string());
+        let segs = codex_segments(&src_dir, &thread);
+        if let Some(at) = segs.iter().position(|f| *f == src) {
+            for later in &segs[at + 1..] {
+                std::fs::remove_file(later).unwrap();
+            }
+        } else {
+            for later in &segs {
+                std::fs::remove_file(later).unwrap();
+            }
+        }
+        let src = files(&src_dir)
+            .into_iter()
+            .find(|f| stem(f).ends_with(&thread))
+            .unwrap();
         let conv = convert("codex", &src).remove(0);
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
         let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
@@ -1535,4 +1627,231 @@ fn codex_compactions_keep_the_context_size_they_replaced() {
         checked >= 2,
         "recorded compactions with a token count: {checked}"
     );
+}
+
+/// The sessions of `claude-forks` (recorded from Claude Code 2.1.197 by `record.sh
+/// claude-forks`): P, two turns; F1 = `--resume P --fork-session`; F2 = `--resume F1
+/// --fork-session --resume-session-at` P's first answer (every entry of F2 but its own turn
+/// is P's, copied into F1 and from there into F2); F3 = `--resume F1 --fork-session` (it
+/// copies F1's own turn too).
+const FORK_P: &str = "d2ecd95f-94ce-4047-98e3-2cf782303e6a";
+const FORK_F1: &str = "19fb95c2-347e-4e90-b0cc-0f3620ce384c";
+const FORK_F2: &str = "c61044d0-405a-4fb6-abf0-c77305fbf743";
+const FORK_F3: &str = "5ac2e1d7-ee19-4c07-8fb6-ede2ad63a61d";
+
+/// Session id -> the session id its file's `parentSession` names, of the Pi files in `dir`.
+fn parents_in(dir: &Path) -> std::collections::BTreeMap<String, Option<String>> {
+    let mut ids = HashMap::new();
+    let mut parents = Vec::new();
+    for f in files(dir) {
+        let l = sessiontree::load(&f).unwrap();
+        let id = l.tree.session_id().to_string();
+        ids.insert(f.to_string_lossy().into_owned(), id.clone());
+        parents.push((id, l.tree.header().parent_session()));
+    }
+    parents
+        .into_iter()
+        .map(|(id, p)| {
+            let p = p.map(|p| ids.get(&p).cloned().unwrap_or(p));
+            (id, p)
+        })
+        .collect()
+}
+
+/// A fork's `parentSession` names the session the entries it shares were first written in:
+/// a fork of a fork cut back to its parent's copied entries links to their original, not
+/// to the fork it copied them from; a fork that copies the first fork's own turn links to
+/// it. The same whichever way the files come: all in one run, or one run per file as
+/// Claude Code writes them (each fork's original then known only from the earlier import's
+/// files), in either order of the two forks of F1.
+#[test]
+fn a_fork_of_a_fork_links_to_where_its_entries_were_first_written() {
+    use sessiontree_import::batch::{import_files, Options};
+    use sessiontree_import::Agent;
+    let dir = fixtures().join("claude-forks");
+    let src = |id: &str| dir.join(format!("{id}.jsonl"));
+    let expected: std::collections::BTreeMap<String, Option<String>> = [
+        (FORK_P, None),
+        (FORK_F1, Some(FORK_P)),
+        (FORK_F2, Some(FORK_P)),
+        (FORK_F3, Some(FORK_F1)),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.map(str::to_string)))
+    .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: [&[&[&str]]; 3] = [
+        &[&[FORK_F3, FORK_F2, FORK_F1, FORK_P]],
+        &[&[FORK_P], &[FORK_F1], &[FORK_F2], &[FORK_F3]],
+        &[&[FORK_P], &[FORK_F1], &[FORK_F3], &[FORK_F2]],
+    ];
+    let mut results = Vec::new();
+    for (n, run) in runs.iter().enumerate() {
+        let out = tmp.path().join(format!("out{n}"));
+        for ids in run.iter() {
+            let files: Vec<PathBuf> = ids.iter().map(|id| src(id)).collect();
+            let report = import_files(
+                Agent::Claude,
+                &files,
+                Options {
+                    session_dir: Some(&out),
+                    ..Options::default()
+                },
+            );
+            assert!(report.errors.is_empty(), "{:?}", report.errors);
+            for d in &report.done {
+                assert!(d.result.is_ok(), "{}", d.source.display());
+            }
+        }
+        assert_eq!(parents_in(&out), expected, "run {n}: {run:?}");
+        let bytes: Vec<(String, String)> = files(&out)
+            .iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(f).unwrap();
+                (
+                    f.file_name().unwrap().to_string_lossy().into_owned(),
+                    text.replace(out.to_str().unwrap(), "DIR"),
+                )
+            })
+            .collect();
+        results.push(bytes);
+    }
+    // The same files, byte for byte, whichever way they came.
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[0], results[2]);
+}
+
+/// A Codex thread whose turns were reverted (`codex-revert`, recorded from Codex 0.171.0:
+/// the rollout and the two segments its reverts wrote) is one Pi session whichever way its
+/// files come: all in one run; one run per file as Codex writes them (what `watch` does:
+/// the rollout is imported before the segments exist, and each segment is then appended
+/// to that file, the reverted turns already written staying as the abandoned branch); the
+/// newest segment first (its rollout and the other segment found beside it). Same bytes
+/// every way, and importing again adds nothing.
+#[test]
+fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
+    use sessiontree_import::batch::{import_files, Options};
+    use sessiontree_import::{Agent, Status};
+    let src = fixtures().join("codex-revert/sessions");
+    let all = files(&src);
+    let base = all
+        .iter()
+        .find(|f| codex::segment_name(&stem(f)).is_none())
+        .unwrap()
+        .clone();
+    let mut order = vec![base.clone()];
+    order.extend(codex_segments(
+        base.parent().unwrap(),
+        &stem(&base)[stem(&base).len() - 36..],
+    ));
+    assert_eq!(order.len(), 3);
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |files: &[PathBuf], out: &Path| {
+        let report = import_files(
+            Agent::Codex,
+            files,
+            Options {
+                session_dir: Some(out),
+                ..Options::default()
+            },
+        );
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        report
+            .done
+            .into_iter()
+            .map(|d| {
+                let o = d
+                    .result
+                    .unwrap_or_else(|e| panic!("{}: {e}", d.source.display()));
+                assert!(d.conv.problems.is_empty(), "{:?}", d.conv.problems);
+                (o.path, o.status)
+            })
+            .collect::<Vec<_>>()
+    };
+    let only_file = |out: &Path| {
+        let f = files(out);
+        assert_eq!(f.len(), 1, "one session: {f:?}");
+        std::fs::read(&f[0]).unwrap()
+    };
+
+    let out0 = tmp.path().join("one-run");
+    let done = run(&all, &out0);
+    assert_eq!(done.len(), 1, "the segments are the rollout's session");
+    let whole = only_file(&out0);
+
+    // As Codex writes them, one run each.
+    let live = tmp.path().join("live/2026/12/01");
+    std::fs::create_dir_all(&live).unwrap();
+    let out1 = tmp.path().join("as-written");
+    let mut before = Vec::new();
+    for (k, f) in order.iter().enumerate() {
+        let copy = live.join(f.file_name().unwrap());
+        std::fs::copy(f, &copy).unwrap();
+        let done = run(&[copy], &out1);
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            done[0].1,
+            if k == 0 {
+                Status::Created
+            } else {
+                Status::Appended
+            },
+            "{}",
+            f.display()
+        );
+        let now = only_file(&out1);
+        assert!(now.starts_with(&before), "only appended");
+        before = now;
+    }
+    assert_eq!(before, whole);
+
+    // The newest segment first, then the others.
+    let out2 = tmp.path().join("newest-first");
+    for (k, f) in order.iter().rev().enumerate() {
+        let done = run(std::slice::from_ref(f), &out2);
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            done[0].1,
+            if k == 0 {
+                Status::Created
+            } else {
+                Status::Unchanged
+            }
+        );
+    }
+    assert_eq!(only_file(&out2), whole);
+
+    // Again, in one run.
+    let done = run(&all, &out0);
+    assert_eq!(done[0].1, Status::Unchanged);
+    assert_eq!(only_file(&out0), whole);
+
+    // The active branch is the newest segment's, written last; the reverted turns are
+    // on branches of their own.
+    let l = sessiontree::load(&files(&out0)[0]).unwrap();
+    let ctx = our_context(&files(&out0)[0]);
+    let users: Vec<Value> = pi_events(&ctx)
+        .into_iter()
+        .filter(|e| e[0] == "user")
+        .map(|e| e[1].clone())
+        .collect();
+    assert_eq!(
+        users,
+        json!([
+            "Please RUN the echo command",
+            "After the revert question",
+            "After the second revert",
+            "Resumed after the reverts"
+        ])
+        .as_array()
+        .unwrap()
+        .clone()
+    );
+    let reverts = l
+        .tree
+        .entries()
+        .iter()
+        .filter(|e| e.str_field("customType").as_deref() == Some("codex:revert"))
+        .count();
+    assert_eq!(reverts, 2);
 }
