@@ -2,7 +2,7 @@
 //!
 //! What the workspace's tests would otherwise write again per crate: temp agent dirs and
 //! session folders ([`agent`]), running the command ([`run`]), the throwaway PostgreSQL
-//! cluster ([`pg`]), the seeded generators ([`Rng`] for tests, [`gen`] for realistic
+//! cluster ([`pg`]), a raw HTTP client for the web server ([`http`]), the seeded generators ([`Rng`] for tests, [`gen`] for realistic
 //! benchmark sessions), test sizes from the environment ([`env_or`]), the reference
 //! implementation through `interop/` ([`interop`]) and file walks ([`files`]).
 //!
@@ -15,6 +15,7 @@ pub mod agent;
 pub mod env;
 pub mod files;
 pub mod gen;
+pub mod http;
 pub mod interop;
 pub mod pg;
 pub mod rng;
