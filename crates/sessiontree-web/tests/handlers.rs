@@ -690,3 +690,208 @@ fn slow_or_silent_clients_are_dropped() {
     assert_eq!(r.status, 200);
     assert_eq!(session_ids(&r.body), [B, A, C]);
 }
+
+/// A Pi session file under `<agent>/sessions/--work-p--/` with `texts` as a chain of user
+/// messages (ids m0, m1, ...).
+fn archived_session(agent: &Path, id: &str, texts: &[&str]) -> PathBuf {
+    let folder = agent.join("sessions").join("--work-p--");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut s = header(id, "/work/p");
+    for (i, t) in texts.iter().enumerate() {
+        let parent = (i > 0).then(|| format!("m{}", i - 1));
+        s += &msg(
+            &format!("m{i}"),
+            parent.as_deref(),
+            if i % 2 == 0 { "user" } else { "assistant" },
+            (*t).into(),
+        );
+    }
+    let p = folder.join(format!("2025-01-02T10-00-00-000Z_{id}.jsonl"));
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn push_as(url: &str, agent: &Path, machine: &str) {
+    let mut a = sessiontree_archive::Archive::open(url).unwrap();
+    sessiontree_archive::push::push(
+        &mut a,
+        &sessiontree_archive::push::PushOptions {
+            agent_dir: agent.to_path_buf(),
+            paths: vec![],
+            machine_name: Some(machine.into()),
+            redact: Default::default(),
+        },
+    )
+    .unwrap();
+}
+
+/// `serve --archive` as bob: his local sessions, his own archived one, alice's session
+/// shared with his team (from both her machines), never her unshared one; search hits
+/// marked with owner and machine; a permalink into alice's session renders its context;
+/// a credential in it is redacted everywhere; the archive going away is an error page
+/// while the server keeps serving, and it is used again once back.
+#[test]
+fn archive_sessions_are_listed_searched_and_opened() {
+    use sessiontree_testkit::pg::Cluster;
+    let Some(c) = Cluster::start("archive_sessions_are_listed_searched_and_opened") else {
+        return;
+    };
+    c.setup_roles();
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    let alice_url = c.url("alice", "archive");
+    let bob_url = c.url("bob", "archive");
+    let t = tempfile::tempdir().unwrap();
+    const SHARED: &str = "5a5a5a5a-0000-7000-8000-00000000000a";
+    const PRIVATE: &str = "7e7e7e7e-0000-7000-8000-00000000000b";
+    const BOBS: &str = "b0b0b0b0-0000-7000-8000-00000000000c";
+    // alice's laptop: the shared session (with a credential) and a private one.
+    let laptop = t.path().join("laptop");
+    archived_session(
+        &laptop,
+        SHARED,
+        &[
+            "plan the okapi migration",
+            &format!("use the key {SECRET} for okapi"),
+            "and then what",
+        ],
+    );
+    archived_session(&laptop, PRIVATE, &["alice alone with her okapi diary"]);
+    push_as(&alice_url, &laptop, "laptop");
+    // Her desktop holds the shared session too, grown by one entry.
+    let desktop = t.path().join("desktop");
+    let p = archived_session(
+        &desktop,
+        SHARED,
+        &[
+            "plan the okapi migration",
+            &format!("use the key {SECRET} for okapi"),
+            "and then what",
+            "desktop only okapi note",
+        ],
+    );
+    push_as(&alice_url, &desktop, "desktop");
+    let mut alice = sessiontree_archive::Archive::open(&alice_url).unwrap();
+    sessiontree_archive::query::share(&mut alice, SHARED, "team").unwrap();
+    // bob's own archived session (from another agent dir) and his local files.
+    let bobs = t.path().join("bobs");
+    archived_session(&bobs, BOBS, &["bob archived okapi thoughts"]);
+    push_as(&bob_url, &bobs, "bobbox");
+    let f = fixture();
+    let srv = Setup {
+        archive: Some(bob_url.clone()),
+        ..f.setup()
+    }
+    .start();
+
+    let r = get(&srv, "/");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ids = session_ids(&r.body);
+    assert!(
+        !r.body.contains(PRIVATE),
+        "alice's unshared session is shown"
+    );
+    assert_eq!(ids.iter().filter(|i| *i == SHARED).count(), 2, "{ids:?}");
+    assert_eq!(ids.iter().filter(|i| *i == BOBS).count(), 1, "{ids:?}");
+    for local in [A, B, C] {
+        assert!(ids.iter().any(|i| i == local), "{ids:?}");
+    }
+    for (owner, machine) in [("alice", "laptop"), ("alice", "desktop"), ("bob", "bobbox")] {
+        assert!(
+            r.body.contains(&format!(
+                "data-owner=\"{owner}\" data-machine=\"{machine}\""
+            )),
+            "{owner}@{machine}"
+        );
+    }
+    assert!(r.body.contains("<select name=\"machine\""));
+    assert!(r.body.contains("<select name=\"owner\""));
+    // The filters.
+    assert_eq!(session_ids(&get(&srv, "/?machine=desktop").body), [SHARED]);
+    let mut mine = session_ids(&get(&srv, "/?owner=bob").body);
+    mine.sort();
+    let mut want = vec![
+        A.to_string(),
+        B.to_string(),
+        C.to_string(),
+        BOBS.to_string(),
+    ];
+    want.sort();
+    assert_eq!(
+        mine, want,
+        "bob's own: the served folder's and his archived one"
+    );
+    assert_eq!(session_ids(&get(&srv, "/?machine=here").body), [B, A, C]);
+    // Search as you type reaches the archive, each copy linking to its newest hit.
+    let r = get(&srv, "/?q=okapi&part=list");
+    let ids = session_ids(&r.body);
+    assert!(
+        ids.contains(&SHARED.to_string()) && ids.contains(&BOBS.to_string()),
+        "{ids:?}"
+    );
+    assert!(!r.body.contains(PRIVATE));
+    assert!(
+        r.body.contains(&format!("href=\"/s/{SHARED}/m")),
+        "{}",
+        r.body
+    );
+    // The search page: archive hits with owner and machines.
+    let r = get(&srv, "/search?q=okapi");
+    assert_eq!(r.status, 200);
+    let archive = &r.body[r.body.find("In the archive").expect("an archive section")..];
+    assert!(
+        archive.contains(&format!("href=\"/s/{SHARED}/m3\"")),
+        "{archive}"
+    );
+    assert!(archive.contains("<span class=\"owner\">alice</span>"));
+    assert!(archive.contains("laptop") && archive.contains("desktop"));
+    assert!(archive.contains("<mark>okapi</mark>"), "{archive}");
+    assert!(
+        !r.body.contains("diary"),
+        "alice's unshared session is searched"
+    );
+    // A permalink into alice's session: its branch and what the model saw there.
+    let r = get(&srv, &format!("/s/{SHARED}/m2"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("What the model saw here"));
+    assert_eq!(count(&r.body, "<article class=\"msg\""), 3);
+    assert!(r.body.contains("<span class=\"owner\">alice</span>"));
+    // The newest copy (the desktop's) is the one opened.
+    assert!(get(&srv, &format!("/s/{SHARED}"))
+        .body
+        .contains("desktop only okapi note"));
+    assert_eq!(get(&srv, &format!("/s/{PRIVATE}")).status, 404);
+    assert_eq!(get(&srv, &format!("/api/version/{SHARED}")).status, 200);
+    // The credential: redacted on every page that shows the session.
+    let mut redacted = 0;
+    for path in [
+        "/".to_string(),
+        "/?q=key&part=list".to_string(),
+        "/search?q=key".to_string(),
+        format!("/s/{SHARED}"),
+        format!("/s/{SHARED}/m1"),
+    ] {
+        let r = get(&srv, &path);
+        assert_eq!(r.status, 200, "{path}");
+        assert!(!r.body.contains("K9Q2X7"), "{path}: {}", r.body);
+        redacted += count(&r.body, "[redacted]");
+    }
+    assert!(redacted >= 3, "{redacted}");
+    // Nothing of the archive was written into the agent dir.
+    let files = sessiontree_testkit::files::jsonl_under(&f.agent);
+    assert_eq!(files.len(), 3, "{files:?}");
+
+    // The archive goes away: a session only it has is an error page; the local ones and
+    // the list still answer.
+    c.stop_server("fast");
+    let r = get(&srv, &format!("/s/{BOBS}"));
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert!(r.body.contains("archive"));
+    assert_eq!(get(&srv, &format!("/s/{A}")).status, 200);
+    assert_eq!(get(&srv, "/").status, 200);
+    // Back: connected again.
+    c.start_server();
+    let r = get(&srv, &format!("/s/{BOBS}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("bob archived okapi thoughts"));
+    let _ = p;
+}
