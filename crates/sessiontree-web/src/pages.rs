@@ -451,6 +451,9 @@ pub fn list(src: &Sources, p: &ListParams, redact: &Redactor) -> Result<String, 
                 limit: usize::MAX,
             };
             let found = cat.search_sessions(&subset, &query, src.stop)?;
+            if (src.stop)() {
+                return Err("the request went away".into());
+            }
             let mut v: Vec<(&Row, ListHit)> = found
                 .into_iter()
                 .filter_map(|h| {
@@ -720,6 +723,10 @@ pub fn search(src: &Sources, p: &SearchParams, redact: &Redactor) -> Result<Stri
             return Ok(h.finish());
         }
     };
+    if (src.stop)() {
+        // Nobody is waiting for the page: the listing and the archive are not asked.
+        return Err("the request went away".into());
+    }
     let infos = cat.listing();
     let by_path: HashMap<&std::path::Path, &SessionInfo> =
         infos.iter().map(|i| (i.path.as_path(), i)).collect();
