@@ -221,7 +221,10 @@ fn serve_in_headless_chromium() {
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
     if archive_srv.is_some() {
-        assert!(r["archiveRows"].is_array(), "the archive step did not run: {r}");
+        assert!(
+            r["archiveRows"].is_array(),
+            "the archive step did not run: {r}"
+        );
     }
     eprintln!(
         "serve in chromium: list {} ms, search as you type {} ms, live update {} ms",

@@ -147,7 +147,19 @@ impl Remote {
                 return Ok(Some(copy_version(&k.copy)));
             }
         }
-        Ok(self.pick(id)?.map(|c| copy_version(&c)))
+        let Some(c) = self.pick(id)? else {
+            return Ok(None);
+        };
+        // Unchanged: the loaded session is current for another while (an open page polls
+        // every second; the archive is asked once per FRESH).
+        let mut k = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = k
+            .iter_mut()
+            .find(|k| k.id == id && k.copy.version_pk == c.version_pk && k.copy.length == c.length)
+        {
+            k.checked = Instant::now();
+        }
+        Ok(Some(copy_version(&c)))
     }
 
     /// Session `id` from the archive, loaded in memory (None: not there, or not a plain id).
