@@ -6,7 +6,8 @@
 //
 // EXPECT.json: {base, port, sessions:[ids newest first], search:{term, ids},
 //   open:{id, rows, leaf, branch}, abandoned:{entry, roles}, live:{id, bin, file, entry, text},
-//   hostile:{id, entry, text}, token:{base, token, id}}
+//   hostile:{id, entry, text}, token:{base, token, id},
+//   archive (optional): {base, rows:[[id, owner, machine]...] (the first one's machine holds only it)}}
 // Prints one JSON line with the results; exit status 1 when a check fails.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
@@ -185,6 +186,29 @@ try {
   check(r4.status() === 401, 'another browser without the token: ' + r4.status());
   const r5 = await op.goto(`${ex.token.base}/?token=not-the-token-at-all`);
   check(r5.status() === 401, 'wrong token: ' + r5.status());
+
+  // With --archive (when the test has PostgreSQL): the archive's copies beside the local
+  // sessions, each with its owner and machine, and the machine filter narrowing to them.
+  if (ex.archive) {
+    await page.goto(ex.archive.base + '/');
+    await ready(page);
+    const rows = () => page.evaluate(() => [...document.querySelectorAll('#sessions li.session')]
+      .map((l) => [l.dataset.id, l.dataset.owner || '', l.dataset.machine || '',
+        l.querySelector('.from')?.textContent || '']));
+    result.archiveRows = await rows();
+    for (const [id, owner, machine] of ex.archive.rows) {
+      check(result.archiveRows.some((r) => same(r, [id, owner, machine, owner + '@' + machine])),
+        `archive row ${id} ${owner}@${machine}: ` + JSON.stringify(result.archiveRows));
+    }
+    check(result.archiveRows.length === ex.archive.rows.length + ex.sessions.length,
+      'archive list: ' + result.archiveRows.length);
+    await page.selectOption('#machine', ex.archive.rows[0][2]);
+    await until(page, (want) => {
+      const got = [...document.querySelectorAll('#sessions li.session')].map((l) => l.dataset.id);
+      return document.body.dataset.searching === '' && JSON.stringify(got) === JSON.stringify(want);
+    }, [ex.archive.rows[0][0]]);
+    check(new URL(page.url()).searchParams.get('machine') === ex.archive.rows[0][2], 'machine filter url: ' + page.url());
+  }
 } catch (e) {
   errors.push(String(e && e.stack || e));
 }

@@ -1,6 +1,7 @@
 //! `sessiontree serve` in headless Chromium: the list, search as you type, opening a
 //! session, an abandoned branch's entry and its context, the live update, a hostile
-//! session, the Host check and the token (`export-tests/serve.mjs` drives the browser).
+//! session, the Host check and the token, and (with PostgreSQL) an archive's copies in the
+//! list with the machine filter (`export-tests/serve.mjs` drives the browser).
 //!
 //! Needs /usr/bin/chromium and `export-tests/node_modules` (`cd export-tests && npm ci`).
 //! Without them it says so and passes, unless `SESSIONTREE_REQUIRE_BROWSER=1`, where it
@@ -155,6 +156,32 @@ fn serve_in_headless_chromium() {
     assert!(!on_leaf_path(t, "b1"));
 
     let srv = serve(&agent, &[]);
+    // With PostgreSQL: an archive holding one session of alice's laptop, and a server
+    // reading it beside the same local sessions.
+    let cluster =
+        sessiontree_testkit::pg::Cluster::start("serve_in_headless_chromium (archive step)");
+    let archived_id = "0194262a-0000-7000-8000-0000000000ac";
+    let archive_srv = cluster.as_ref().map(|c| {
+        c.setup_roles();
+        let url = c.url("alice", "archive");
+        let laptop = tmp.path().join("laptop");
+        let lf = laptop.join("sessions").join("--home-me-far--");
+        std::fs::create_dir_all(&lf).unwrap();
+        let mut a = line(
+            json!({"type":"session","version":3,"id":archived_id,"timestamp":"2025-01-05T10:00:00.000Z","cwd":"/home/me/far"}),
+        );
+        a += &line(
+            json!({"type":"message","id":"f1","parentId":null,"timestamp":"2025-01-05T10:00:01.000Z","message":{"role":"user","content":"from the laptop","timestamp":1736071201000u64}}),
+        );
+        std::fs::write(lf.join(format!("{archived_id}.jsonl")), a).unwrap();
+        let o = Command::new(bin())
+            .args(["push", "--archive", &url, "--machine", "laptop"])
+            .env("PI_CODING_AGENT_DIR", &laptop)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serve(&agent, &["--archive", &url])
+    });
     let token = "browser-test-token-0123456789";
     let tsrv = serve(&agent, &["--token", token]);
     let port: u16 = srv.base.rsplit(':').next().unwrap().parse().unwrap();
@@ -173,6 +200,10 @@ fn serve_in_headless_chromium() {
         "hostile": {"id": hostile_id, "entry": "h1", "text": "<script>window.__pwned=1</script>"},
         "token": {"base": tsrv.base, "token": token, "id": example_id},
     });
+    let mut expect = expect;
+    if let Some(a) = &archive_srv {
+        expect["archive"] = json!({"base": a.base, "rows": [[archived_id, "alice", "laptop"]]});
+    }
     let expect_path = tmp.path().join("expect.json");
     std::fs::write(&expect_path, expect.to_string()).unwrap();
     let out = Command::new("node")
@@ -189,6 +220,12 @@ fn serve_in_headless_chromium() {
     );
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
+    if archive_srv.is_some() {
+        assert!(
+            r["archiveRows"].is_array(),
+            "the archive step did not run: {r}"
+        );
+    }
     eprintln!(
         "serve in chromium: list {} ms, search as you type {} ms, live update {} ms",
         r["listMs"], r["searchMs"], r["liveMs"]

@@ -725,6 +725,19 @@ pub fn search(
     summaries: Option<&Summaries>,
     threads: usize,
 ) -> Result<(Vec<Hit>, Stats), QueryError> {
+    search_until(files, q, summaries, threads, &|| false)
+}
+
+/// [`search`], asking `stop` before each file: when it says so, no further file is read
+/// and the hits found so far are returned (a web page whose client went away stops
+/// costing a core).
+pub fn search_until(
+    files: &[(PathBuf, Option<FileStat>)],
+    q: &Query,
+    summaries: Option<&Summaries>,
+    threads: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<(Vec<Hit>, Stats), QueryError> {
     let m = Matcher::new(q)?;
     let mut stats = Stats {
         files: files.len(),
@@ -751,6 +764,9 @@ pub fn search(
                 BUF.with(|b| {
                     let mut buf = b.borrow_mut();
                     loop {
+                        if stop() {
+                            break;
+                        }
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(&(p, max_ts)) = work.get(i) else {
                             break;

@@ -452,6 +452,15 @@ fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
     assert!(st.scanned <= 2, "{st:?}");
     let (h2, _) = search::search(&files, &q("walrus", 5), None, 2).unwrap();
     assert_eq!(key(&h), key(&h2));
+    // Told to stop: no file is read after that (a client that went away).
+    let (h, st) = search::search_until(&files, &q("walrus", 1000), None, 2, &|| true).unwrap();
+    assert_eq!((h.len(), st.scanned), (0, 0), "{st:?}");
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let after_three = || asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 3;
+    let (_, st) = search::search_until(&files, &q("walrus", 1000), None, 1, &after_three).unwrap();
+    assert_eq!(st.scanned, 3, "{st:?}");
+    let (h, st) = search::search_until(&files, &q("walrus", 1000), None, 1, &|| false).unwrap();
+    assert_eq!((h.len(), st.scanned), (799, 40), "{st:?}");
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //!
 //! What the workspace's tests would otherwise write again per crate: temp agent dirs and
 //! session folders ([`agent`]), running the command ([`run`]), the throwaway PostgreSQL
-//! cluster ([`pg`]), the seeded generators ([`Rng`] for tests, [`gen`] for realistic
-//! benchmark sessions), test sizes from the environment ([`env_or`]), the reference
-//! implementation through `interop/` ([`interop`]) and file walks ([`files`]).
+//! cluster ([`pg`]), a raw HTTP client for the web server ([`http`]), the seeded
+//! generators ([`Rng`] for tests, [`gen`] for realistic benchmark sessions), test sizes
+//! from the environment ([`env_or`]), the reference implementation through `interop/`
+//! ([`interop`]) and file walks ([`files`]).
 //!
 //! A dev-dependency only (`publish = false`); it depends on no crate of the workspace.
 
@@ -15,6 +16,7 @@ pub mod agent;
 pub mod env;
 pub mod files;
 pub mod gen;
+pub mod http;
 pub mod interop;
 pub mod pg;
 pub mod rng;

@@ -23,6 +23,8 @@ pub struct Open {
     pub stamp: FileStat,
     pub loaded: Loaded,
     pub layout: Layout,
+    /// From the archive: its owner and machine (None: a file of the served folder).
+    pub from: Option<(String, String)>,
 }
 
 impl Open {
@@ -206,6 +208,7 @@ impl Catalog {
             stamp,
             loaded,
             layout,
+            from: None,
         });
         let mut c = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         c.retain(|x| x.path != path);
@@ -249,11 +252,12 @@ impl Catalog {
         });
     }
 
-    /// `sessiontree search`'s hits over the served files.
-    pub fn search(&self, q: &Query) -> Result<Vec<Hit>, String> {
+    /// `sessiontree search`'s hits over the served files; `stop` is asked between files.
+    pub fn search(&self, q: &Query, stop: &(dyn Fn() -> bool + Sync)) -> Result<Vec<Hit>, String> {
         let files = self.files();
         let s = self.summaries();
-        let r = search::search(&files, q, s.as_ref(), threads()).map_err(|e| e.to_string());
+        let r =
+            search::search_until(&files, q, s.as_ref(), threads(), stop).map_err(|e| e.to_string());
         self.refresh_summaries(s.as_ref());
         r.map(|(hits, _)| hits)
     }
@@ -263,9 +267,10 @@ impl Catalog {
         &self,
         files: &[(PathBuf, Option<FileStat>)],
         q: &Query,
+        stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Hit>, String> {
         let s = self.summaries();
-        let r = search::search_sessions(files, q, s.as_ref(), threads(), &|| false)
+        let r = search::search_sessions(files, q, s.as_ref(), threads(), stop)
             .map_err(|e| e.to_string());
         self.refresh_summaries(s.as_ref());
         r.map(|(hits, _)| hits)

@@ -19,12 +19,14 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 mod assets;
 mod catalog;
 pub mod guard;
 pub mod html;
 mod pages;
+mod remote;
 mod server;
 
 pub use server::{run, serve};
@@ -65,7 +67,19 @@ pub struct Config {
     pub public_hosts: Vec<String>,
     /// Applied to every text from a session before it is escaped into a page.
     pub redact: Redactor,
+    /// A shared archive (a libpq URL) whose visible sessions are served too.
+    pub archive: Option<String>,
+    /// How long a connection may take to send a request's headers (idle included).
+    pub header_timeout: Duration,
+    /// How long a page may take before the answer is 503 and its work is stopped.
+    pub request_timeout: Duration,
 }
+
+/// [`Config::header_timeout`]'s default: a client that sends headers byte by byte, or
+/// nothing, is dropped after this.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// [`Config::request_timeout`]'s default.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The token to use: the one given, else (off loopback) a new random one. The flag says
 /// it was generated (and must be shown to the user once).

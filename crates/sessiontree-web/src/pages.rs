@@ -3,15 +3,18 @@
 
 use crate::catalog::{valid_id, Catalog, Open};
 use crate::html::Html;
+use crate::remote::Remote;
 use crate::Redactor;
 use serde::Deserialize;
 use sessiontree::json::{Kind, Raw};
 use sessiontree::list::SessionInfo;
 use sessiontree::{Entry, EntryType, LeafArg, SessionTree};
+use sessiontree_archive::query::{Listed, Mode as ArchiveMode};
 use sessiontree_export::layout::{self, NONE};
 use sessiontree_index::search::{Hit, Mode, Query};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Tree rows shown on each side of the focused row.
 pub const TREE_WINDOW: usize = 150;
@@ -34,6 +37,10 @@ pub struct ListParams {
     pub agent: Option<String>,
     pub since: Option<String>,
     pub until: Option<String>,
+    /// A machine of the archive, or `here` (the served folder's files).
+    pub machine: Option<String>,
+    /// An owner (role) of the archive's copies.
+    pub owner: Option<String>,
     pub part: Option<String>,
 }
 
@@ -111,8 +118,8 @@ fn cut_chars(s: &str, n: usize) -> String {
     out
 }
 
-fn agent_key(i: &SessionInfo) -> &str {
-    match i.imported.as_deref() {
+fn agent_key(imported: Option<&str>) -> &'static str {
+    match imported {
         Some("claude-code") => "claude-code",
         Some("codex") => "codex",
         Some(_) => "imported",
@@ -168,22 +175,225 @@ fn snippet(h: &mut Html, text: &str, highlights: &[(usize, usize)]) {
     h.raw("</div>");
 }
 
-/// `/`: every session newest first, filtered; with `q`, the sessions with a hit.
-pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, String> {
-    let files = cat.files();
-    let all = cat.listing_of(&files);
-    let mut projects: Vec<(&str, usize)> = Vec::new();
-    {
-        let mut count: HashMap<&str, usize> = HashMap::new();
-        for i in &all {
-            *count.entry(i.cwd.as_str()).or_default() += 1;
+/// What a page reads: the served folder, the archive (with `--archive`), and whether the
+/// client is still there (a search stops when it went away).
+pub struct Sources<'a> {
+    pub cat: &'a Catalog,
+    pub remote: Option<&'a Remote>,
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+/// Archive hits asked for by the list's search as you type (one per session is kept).
+const ARCHIVE_LIST_HITS: usize = 1000;
+
+/// One row of the list: a local session, or a copy in the archive.
+struct Row<'a> {
+    /// A plain session id (the row links to it), else None.
+    id: Option<&'a str>,
+    title: &'a str,
+    cwd: &'a str,
+    modified_ms: f64,
+    messages: u64,
+    agent: &'static str,
+    fork: bool,
+    /// The archive's owner and machine; None: a file of the served folder.
+    from: Option<(&'a str, &'a str)>,
+    /// The local file (for the search).
+    path: Option<&'a std::path::Path>,
+}
+
+/// A row's newest hit: where it links and what the list shows of it.
+struct ListHit {
+    entry_id: String,
+    snippet: String,
+    highlights: Vec<(usize, usize)>,
+    ts_ms: f64,
+}
+
+impl ListHit {
+    fn local(h: Hit) -> ListHit {
+        let ts_ms = h
+            .ts_ms
+            .or_else(|| {
+                h.timestamp
+                    .as_deref()
+                    .and_then(sessiontree::date::parse_iso)
+            })
+            .unwrap_or(f64::NEG_INFINITY);
+        ListHit {
+            entry_id: h.entry_id,
+            snippet: h.snippet,
+            highlights: h.highlights,
+            ts_ms,
         }
-        projects.extend(count);
-        projects.sort();
     }
+}
+
+/// The machine filter's value for the served folder's own files.
+const HERE: &str = "here";
+
+fn local_row(i: &SessionInfo) -> Row<'_> {
+    Row {
+        id: i.id.as_str().filter(|id| valid_id(id)),
+        title: i.name.as_deref().unwrap_or(&i.first_message),
+        cwd: &i.cwd,
+        modified_ms: i.modified_ms,
+        messages: i.message_count,
+        agent: agent_key(i.imported.as_deref()),
+        fork: i.is_fork(),
+        from: None,
+        path: Some(&i.path),
+    }
+}
+
+fn archive_row(l: &Listed) -> Row<'_> {
+    let s = |k: &str| l.info.get(k).and_then(|v| v.as_str());
+    Row {
+        id: Some(l.session_id.as_str()).filter(|id| valid_id(id)),
+        title: s("name")
+            .filter(|n| !n.trim().is_empty())
+            .or(s("firstMessage"))
+            .unwrap_or(""),
+        cwd: s("cwd").unwrap_or(""),
+        modified_ms: l.modified_ms,
+        messages: l
+            .info
+            .get("messageCount")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0),
+        agent: agent_key(s("importedFrom")),
+        fork: l
+            .info
+            .get("parentSessionPath")
+            .is_some_and(|p| !p.is_null()),
+        from: Some((l.owner.as_str(), l.machine.as_str())),
+        path: None,
+    }
+}
+
+/// A window of an archive hit's text around its first match, with every word of the
+/// query marked (character offsets): the text is redacted whole before it is cut.
+fn archive_snippet(
+    redact: &Redactor,
+    text: &str,
+    q: &str,
+    mode: Mode,
+) -> (String, Vec<(usize, usize)>) {
+    let red = redact(text);
+    let chars: Vec<char> = red
+        .chars()
+        .map(|c| if c.is_whitespace() { ' ' } else { c })
+        .collect();
+    let low: Vec<char> = chars
+        .iter()
+        .map(|c| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let words: Vec<Vec<char>> = match mode {
+        Mode::Words => q
+            .split_whitespace()
+            .map(|w| {
+                w.chars()
+                    .map(|c| c.to_lowercase().next().unwrap_or(c))
+                    .collect()
+            })
+            .collect(),
+        Mode::Phrase => vec![q
+            .chars()
+            .map(|c| c.to_lowercase().next().unwrap_or(c))
+            .collect()],
+        Mode::Regex => vec![],
+    };
+    let find = |w: &[char], from: usize| -> Option<usize> {
+        if w.is_empty() || w.len() > low.len() {
+            return None;
+        }
+        (from..=low.len() - w.len()).find(|&i| low[i..i + w.len()] == *w)
+    };
+    let first = words.iter().filter_map(|w| find(w, 0)).min().unwrap_or(0);
+    let start = first.saturating_sub(60);
+    let end = (first + 140).min(chars.len());
+    let mut marks: Vec<(usize, usize)> = Vec::new();
+    for w in &words {
+        let mut at = start;
+        while let Some(i) = find(w, at) {
+            if i + w.len() > end {
+                break;
+            }
+            marks.push((i - start, i - start + w.len()));
+            at = i + w.len();
+        }
+    }
+    marks.sort_unstable();
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    for m in marks {
+        if kept.last().is_none_or(|l| m.0 >= l.1) {
+            kept.push(m);
+        }
+    }
+    let mut s = String::new();
+    if start > 0 {
+        s.push('…');
+        for m in &mut kept {
+            *m = (m.0 + 1, m.1 + 1);
+        }
+    }
+    s.extend(&chars[start..end]);
+    if end < chars.len() {
+        s.push('…');
+    }
+    (s, kept)
+}
+
+/// `owner@machine`, marked as the archive's.
+fn from_badge(h: &mut Html, owner: &str, machine: &str) {
+    h.raw("<span class=\"from\" title=\"in the archive\"><span class=\"owner\">")
+        .text(owner)
+        .raw("</span>@<span class=\"machine\">")
+        .text(machine)
+        .raw("</span></span>");
+}
+
+/// A listing of the archive or, when it cannot be read, a problem line for the page.
+fn archive_listing(remote: Option<&Remote>, problems: &mut Vec<String>) -> Arc<Vec<Listed>> {
+    match remote.map(|r| r.listing()) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => {
+            problems.push(format!("the archive could not be read: {e}"));
+            Arc::new(Vec::new())
+        }
+        None => Arc::new(Vec::new()),
+    }
+}
+
+/// `/`: every session newest first, filtered; with `q`, the sessions with a hit. With an
+/// archive, its copies too, with their owner and machine (filters for both).
+pub fn list(src: &Sources, p: &ListParams, redact: &Redactor) -> Result<String, String> {
+    let cat = src.cat;
+    let files = cat.files();
+    let local = cat.listing_of(&files);
     let mut problems: Vec<String> = Vec::new();
+    let archived = archive_listing(src.remote, &mut problems);
+    let mut all: Vec<Row> = local.iter().map(local_row).collect();
+    all.extend(archived.iter().map(archive_row));
+    all.sort_by(|a, b| b.modified_ms.total_cmp(&a.modified_ms));
+    let count_of = |key: &dyn Fn(&Row) -> Option<String>| {
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for r in &all {
+            if let Some(k) = key(r) {
+                *count.entry(k).or_default() += 1;
+            }
+        }
+        let mut v: Vec<(String, usize)> = count.into_iter().collect();
+        v.sort();
+        v
+    };
+    let projects = count_of(&|r| Some(r.cwd.to_string()));
+    let machines = count_of(&|r| r.from.map(|f| f.1.to_string()));
+    let owners = count_of(&|r| r.from.map(|f| f.0.to_string()));
     let project = nonempty(&p.project);
     let agent = nonempty(&p.agent);
+    let machine = nonempty(&p.machine);
+    let owner = nonempty(&p.owner);
     let mut bound = |v: &Option<String>, until: bool, what: &str| {
         nonempty(v).and_then(|s| {
             let t = day_ms(s, until);
@@ -195,27 +405,42 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
     };
     let since = bound(&p.since, false, "since");
     let until = bound(&p.until, true, "until");
-    let shown: Vec<&SessionInfo> = all
+    let me = src.remote.map(|r| r.role());
+    let shown: Vec<&Row> = all
         .iter()
-        .filter(|i| project.is_none_or(|c| i.cwd == c))
-        .filter(|i| agent.is_none_or(|a| agent_key(i) == a))
-        .filter(|i| since.is_none_or(|t| i.modified_ms >= t))
-        .filter(|i| until.is_none_or(|t| i.modified_ms < t))
+        .filter(|r| project.is_none_or(|c| r.cwd == c))
+        .filter(|r| agent.is_none_or(|a| r.agent == a))
+        .filter(|r| since.is_none_or(|t| r.modified_ms >= t))
+        .filter(|r| until.is_none_or(|t| r.modified_ms < t))
+        .filter(|r| {
+            machine.is_none_or(|m| match r.from {
+                Some((_, rm)) => rm == m,
+                None => m == HERE,
+            })
+        })
+        .filter(|r| {
+            owner.is_none_or(|o| match r.from {
+                Some((ro, _)) => ro == o,
+                // The served folder's sessions are the user's own.
+                None => me == Some(o),
+            })
+        })
         .collect();
     let q = nonempty(&p.q);
-    // With a query: the sessions of `shown` with a hit, newest hit first.
-    let hits: Option<Vec<(&SessionInfo, Hit)>> = match q {
+    // With a query: the rows of `shown` with a hit, newest hit first.
+    let hits: Option<Vec<(&Row, ListHit)>> = match q {
         None => None,
         Some(q) => {
-            let wanted: HashSet<&std::path::Path> =
-                shown.iter().map(|i| i.path.as_path()).collect();
+            let wanted: HashSet<&std::path::Path> = shown.iter().filter_map(|r| r.path).collect();
             let subset: Vec<_> = files
                 .iter()
                 .filter(|f| wanted.contains(f.0.as_path()))
                 .cloned()
                 .collect();
-            let by_path: HashMap<PathBuf, &SessionInfo> =
-                shown.iter().map(|i| (i.path.clone(), *i)).collect();
+            let by_path: HashMap<PathBuf, &Row> = shown
+                .iter()
+                .filter_map(|r| r.path.map(|p| (p.to_path_buf(), *r)))
+                .collect();
             let query = Query {
                 text: q.to_string(),
                 mode: Mode::Words,
@@ -225,13 +450,51 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
                 until_ms: None,
                 limit: usize::MAX,
             };
-            let found = cat.search_sessions(&subset, &query)?;
-            Some(
-                found
-                    .into_iter()
-                    .filter_map(|h| by_path.get(&PathBuf::from(&h.path)).map(|i| (*i, h)))
-                    .collect(),
-            )
+            let found = cat.search_sessions(&subset, &query, src.stop)?;
+            if (src.stop)() {
+                return Err("the request went away".into());
+            }
+            let mut v: Vec<(&Row, ListHit)> = found
+                .into_iter()
+                .filter_map(|h| {
+                    let r = by_path.get(&PathBuf::from(&h.path))?;
+                    Some((*r, ListHit::local(h)))
+                })
+                .collect();
+            let remote_rows = shown.iter().any(|r| r.from.is_some());
+            if let (Some(remote), true) = (src.remote, remote_rows) {
+                match remote.search(q, ArchiveMode::Words, ARCHIVE_LIST_HITS) {
+                    Ok(found) => {
+                        // The newest hit of each archived session (hits come newest first).
+                        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+                        for ah in &found {
+                            if !seen.insert((ah.session_id.as_str(), ah.owner.as_str())) {
+                                continue;
+                            }
+                            let (snip, marks) = archive_snippet(redact, &ah.text, q, Mode::Words);
+                            for r in shown.iter().filter(|r| {
+                                r.from.is_some_and(|(o, m)| {
+                                    o == ah.owner && ah.machines.iter().any(|x| x == m)
+                                }) && r.id == Some(ah.session_id.as_str())
+                            }) {
+                                v.push((
+                                    *r,
+                                    ListHit {
+                                        entry_id: ah.entry_id.clone(),
+                                        snippet: snip.clone(),
+                                        highlights: marks.clone(),
+                                        ts_ms: ah.ts_ms.unwrap_or(f64::NEG_INFINITY),
+                                    },
+                                ));
+                            }
+                        }
+                    }
+                    Err(e) => problems.push(format!("the archive could not be searched: {e}")),
+                }
+            }
+            // Stable: local hits keep the search's order among equal times.
+            v.sort_by(|a, b| b.1.ts_ms.total_cmp(&a.1.ts_ms));
+            Some(v)
         }
     };
     let mut h = Html::new(redact);
@@ -243,19 +506,44 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
         h.raw("<form id=\"filters\" class=\"filters\" action=\"/\" method=\"get\">")
             .raw("<input id=\"q\" type=\"search\" name=\"q\" autocomplete=\"off\" autofocus placeholder=\"search as you type (every word in one entry)\" aria-label=\"search\" value=\"")
             .plain(q.unwrap_or(""))
-            .raw("\"><select name=\"project\" id=\"project\" aria-label=\"project\"><option value=\"\">every project</option>");
-        for (c, n) in &projects {
-            h.raw("<option value=\"").text(c).raw("\"");
-            if project == Some(*c) {
-                h.raw(" selected");
+            .raw("\">");
+        let select = |h: &mut Html,
+                      name: &'static str,
+                      every: &'static str,
+                      first: Option<(&'static str, &'static str)>,
+                      values: &[(String, usize)],
+                      chosen: Option<&str>| {
+            h.raw("<select name=\"")
+                .raw(name)
+                .raw("\" id=\"")
+                .raw(name)
+                .raw("\" aria-label=\"")
+                .raw(name)
+                .raw("\"><option value=\"\">")
+                .raw(every)
+                .raw("</option>");
+            if let Some((v, label)) = first {
+                h.raw("<option value=\"").raw(v).raw("\"");
+                if chosen == Some(v) {
+                    h.raw(" selected");
+                }
+                h.raw(">").raw(label).raw("</option>");
             }
-            h.raw(">")
-                .text(c)
-                .raw(" (")
-                .num(*n as u64)
-                .raw(")</option>");
-        }
-        h.raw("</select><select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
+            for (c, n) in values {
+                h.raw("<option value=\"").text(c).raw("\"");
+                if chosen == Some(c.as_str()) {
+                    h.raw(" selected");
+                }
+                h.raw(">")
+                    .text(c)
+                    .raw(" (")
+                    .num(*n as u64)
+                    .raw(")</option>");
+            }
+            h.raw("</select>");
+        };
+        select(&mut h, "project", "every project", None, &projects, project);
+        h.raw("<select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
         for a in ["pi", "claude-code", "codex"] {
             h.raw("<option value=\"").plain(a).raw("\"");
             if agent == Some(a) {
@@ -263,7 +551,19 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
             }
             h.raw(">").plain(agent_name(a)).raw("</option>");
         }
-        h.raw("</select><label>from <input type=\"date\" name=\"since\" id=\"since\" value=\"")
+        h.raw("</select>");
+        if src.remote.is_some() {
+            select(
+                &mut h,
+                "machine",
+                "every machine",
+                Some((HERE, "this folder")),
+                &machines,
+                machine,
+            );
+            select(&mut h, "owner", "every owner", None, &owners, owner);
+        }
+        h.raw("<label>from <input type=\"date\" name=\"since\" id=\"since\" value=\"")
             .plain(nonempty(&p.since).unwrap_or(""))
             .raw("\"></label><label>to <input type=\"date\" name=\"until\" id=\"until\" value=\"")
             .plain(nonempty(&p.until).unwrap_or(""))
@@ -271,7 +571,7 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
     }
     h.raw("<div id=\"sessions\">");
     for pr in &problems {
-        h.raw("<p class=\"problem\">").plain(pr).raw("</p>");
+        h.raw("<p class=\"problem\">").text(pr).raw("</p>");
     }
     let total = hits.as_ref().map(|v| v.len()).unwrap_or(shown.len());
     h.raw("<p class=\"count\" id=\"count\">").num(total as u64);
@@ -296,14 +596,20 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
         }
     }
     h.raw("</p><ol class=\"sessions\">");
-    let row = |h: &mut Html, i: &SessionInfo, hit: Option<&Hit>| {
-        let id = i.id.as_str().filter(|id| valid_id(id));
+    let row = |h: &mut Html, r: &Row, hit: Option<&ListHit>| {
         h.raw("<li class=\"session\"");
-        if let Some(id) = id {
+        if let Some(id) = r.id {
             h.raw(" data-id=\"").path_part(id).raw("\"");
         }
+        if let Some((o, m)) = r.from {
+            h.raw(" data-owner=\"")
+                .text(o)
+                .raw("\" data-machine=\"")
+                .text(m)
+                .raw("\"");
+        }
         h.raw(">");
-        match id {
+        match r.id {
             Some(id) => {
                 h.raw("<a class=\"open\" href=\"/s/").path_part(id);
                 if let Some(hit) = hit {
@@ -315,27 +621,30 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
                 h.raw("<span class=\"open\" title=\"no usable session id\">");
             }
         }
-        let title = i.name.as_deref().unwrap_or(&i.first_message);
         h.raw("<span class=\"when\">")
-            .plain(&when(i.modified_ms))
+            .plain(&when(r.modified_ms))
             .raw("</span> <span class=\"agent agent-")
-            .plain(agent_key(i))
+            .plain(r.agent)
             .raw("\">")
-            .plain(agent_name(agent_key(i)))
+            .plain(agent_name(r.agent))
             .raw("</span> <span class=\"title\">");
-        if title.trim().is_empty() {
+        if r.title.trim().is_empty() {
             h.raw("(no messages)");
         } else {
-            h.text(&cut_chars(title, 160));
+            h.text(&cut_chars(r.title, 160));
         }
         h.raw("</span>")
-            .raw(if id.is_some() { "</a>" } else { "</span>" })
-            .raw(" <span class=\"meta\">")
-            .num(i.message_count)
+            .raw(if r.id.is_some() { "</a>" } else { "</span>" })
+            .raw(" <span class=\"meta\">");
+        if let Some((o, m)) = r.from {
+            from_badge(h, o, m);
+            h.raw(" · ");
+        }
+        h.num(r.messages)
             .raw(" msgs · <span class=\"cwd\">")
-            .text(&i.cwd)
+            .text(r.cwd)
             .raw("</span>")
-            .raw(if i.is_fork() { " · fork" } else { "" })
+            .raw(if r.fork { " · fork" } else { "" })
             .raw("</span>");
         if let Some(hit) = hit {
             snippet(h, &hit.snippet, &hit.highlights);
@@ -344,13 +653,13 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
     };
     match &hits {
         Some(v) => {
-            for (i, hit) in v {
-                row(&mut h, i, Some(hit));
+            for (r, hit) in v {
+                row(&mut h, r, Some(hit));
             }
         }
         None => {
-            for i in &shown {
-                row(&mut h, i, None);
+            for r in &shown {
+                row(&mut h, r, None);
             }
         }
     }
@@ -363,8 +672,10 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
     Ok(h.finish())
 }
 
-/// `/search?q=`: the hits of `sessiontree search`, newest first, each linking to its entry.
-pub fn search(cat: &Catalog, p: &SearchParams, redact: &Redactor) -> Result<String, String> {
+/// `/search?q=`: the hits of `sessiontree search`, newest first, each linking to its entry;
+/// with an archive, then its hits, each with its owner and machines.
+pub fn search(src: &Sources, p: &SearchParams, redact: &Redactor) -> Result<String, String> {
+    let cat = src.cat;
     let q = nonempty(&p.q).unwrap_or("");
     let mode = match p.mode.as_deref() {
         Some("phrase") => Mode::Phrase,
@@ -402,7 +713,7 @@ pub fn search(cat: &Catalog, p: &SearchParams, redact: &Redactor) -> Result<Stri
         until_ms: None,
         limit: HITS,
     };
-    let hits = match cat.search(&query) {
+    let hits = match cat.search(&query, src.stop) {
         Ok(v) => v,
         Err(e) => {
             h.raw("<p class=\"problem\">invalid query: ")
@@ -412,6 +723,10 @@ pub fn search(cat: &Catalog, p: &SearchParams, redact: &Redactor) -> Result<Stri
             return Ok(h.finish());
         }
     };
+    if (src.stop)() {
+        // Nobody is waiting for the page: the listing and the archive are not asked.
+        return Err("the request went away".into());
+    }
     let infos = cat.listing();
     let by_path: HashMap<&std::path::Path, &SessionInfo> =
         infos.iter().map(|i| (i.path.as_path(), i)).collect();
@@ -425,51 +740,115 @@ pub fn search(cat: &Catalog, p: &SearchParams, redact: &Redactor) -> Result<Stri
     for hit in &hits {
         let info = by_path.get(std::path::Path::new(&hit.path));
         let sid = info.and_then(|i| i.id.as_str()).filter(|id| valid_id(id));
-        h.raw("<li class=\"hit\">");
-        match sid {
-            Some(sid) => {
-                h.raw("<a class=\"open\" href=\"/s/")
-                    .path_part(sid)
-                    .raw("/")
-                    .path_part(&hit.entry_id)
-                    .raw("\">");
-            }
-            None => {
-                h.raw("<span class=\"open\">");
-            }
-        }
-        h.raw("<span class=\"when\">")
-            .plain(
-                hit.timestamp
-                    .as_deref()
-                    .map(|t| &t[..16.min(t.len())])
-                    .unwrap_or("-"),
-            )
-            .raw("</span> <span class=\"role\">")
-            .text(&hit.role)
-            .raw("</span> <span class=\"title\">");
-        match info {
-            Some(i) => {
-                h.text(&cut_chars(
-                    i.name.as_deref().unwrap_or(&i.first_message),
-                    120,
-                ));
-            }
-            None => {
-                h.text(&hit.path);
-            }
-        }
-        h.raw("</span>")
-            .raw(if sid.is_some() { "</a>" } else { "</span>" });
+        let title = match info {
+            Some(i) => i.name.as_deref().unwrap_or(&i.first_message),
+            None => &hit.path,
+        };
+        let when = hit
+            .timestamp
+            .as_deref()
+            .map(|t| &t[..16.min(t.len())])
+            .unwrap_or("-");
+        hit_row(&mut h, sid, &hit.entry_id, when, &hit.role, title, None);
         if !hit.on_branch {
             h.raw(" <span class=\"abandoned\">abandoned branch</span>");
         }
         snippet(&mut h, &hit.snippet, &hit.highlights);
         h.raw("</li>");
     }
-    h.raw("</ol></div>");
+    h.raw("</ol>");
+    if let Some(remote) = src.remote {
+        let amode = match mode {
+            Mode::Words => ArchiveMode::Words,
+            Mode::Phrase => ArchiveMode::Phrase,
+            Mode::Regex => ArchiveMode::Regex,
+        };
+        h.raw("<h2>In the archive</h2>");
+        match remote.search(q, amode, HITS) {
+            Ok(found) => {
+                let listing = remote.listing().unwrap_or_default();
+                let titles: HashMap<(&str, &str), &str> = listing
+                    .iter()
+                    .map(|x| {
+                        (
+                            (x.session_id.as_str(), x.owner.as_str()),
+                            archive_row(x).title,
+                        )
+                    })
+                    .collect();
+                h.raw("<p class=\"count\" id=\"archive-count\">")
+                    .num(found.len() as u64)
+                    .raw(if found.len() == 1 { " hit" } else { " hits" })
+                    .raw("</p><ol class=\"hits archive\">");
+                for ah in &found {
+                    let sid = Some(ah.session_id.as_str()).filter(|id| valid_id(id));
+                    let when = ah.ts_ms.map(when).unwrap_or_else(|| "-".into());
+                    let title = titles
+                        .get(&(ah.session_id.as_str(), ah.owner.as_str()))
+                        .copied()
+                        .unwrap_or(&ah.session_id);
+                    hit_row(
+                        &mut h,
+                        sid,
+                        &ah.entry_id,
+                        &when,
+                        &ah.role,
+                        title,
+                        Some((&ah.owner, &ah.machines.join(", "))),
+                    );
+                    let (snip, marks) = archive_snippet(redact, &ah.text, q, mode);
+                    snippet(&mut h, &snip, &marks);
+                    h.raw("</li>");
+                }
+                h.raw("</ol>");
+            }
+            Err(e) => {
+                h.raw("<p class=\"problem\">the archive could not be searched: ")
+                    .text(&e)
+                    .raw("</p>");
+            }
+        }
+    }
+    h.raw("</div>");
     end(&mut h);
     Ok(h.finish())
+}
+
+/// The start of a hit's row (its `<li>` is closed by the caller after the snippet).
+fn hit_row(
+    h: &mut Html,
+    sid: Option<&str>,
+    entry_id: &str,
+    when: &str,
+    role: &str,
+    title: &str,
+    from: Option<(&str, &str)>,
+) {
+    h.raw("<li class=\"hit\">");
+    match sid {
+        Some(sid) => {
+            h.raw("<a class=\"open\" href=\"/s/")
+                .path_part(sid)
+                .raw("/")
+                .path_part(entry_id)
+                .raw("\">");
+        }
+        None => {
+            h.raw("<span class=\"open\">");
+        }
+    }
+    h.raw("<span class=\"when\">")
+        .plain(when)
+        .raw("</span> <span class=\"role\">")
+        .text(role)
+        .raw("</span> <span class=\"title\">")
+        .text(&cut_chars(title, 120))
+        .raw("</span>")
+        .raw(if sid.is_some() { "</a>" } else { "</span>" });
+    if let Some((o, m)) = from {
+        h.raw(" ");
+        from_badge(h, o, m);
+    }
 }
 
 /// A one-line description of an entry for its tree row.
@@ -757,8 +1136,16 @@ pub fn session(
         .raw("</span> · ")
         .num(t.entries().len() as u64)
         .raw(" entries");
-    if let Some(name) = o.path.file_name() {
-        h.raw(" · ").text(&name.to_string_lossy());
+    match &o.from {
+        Some((owner, machine)) => {
+            h.raw(" · ");
+            from_badge(&mut h, owner, machine);
+        }
+        None => {
+            if let Some(name) = o.path.file_name() {
+                h.raw(" · ").text(&name.to_string_lossy());
+            }
+        }
     }
     h.raw("</p>");
     if let (Some(e), Some(fi)) = (entry, focus_idx) {

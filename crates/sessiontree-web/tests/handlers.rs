@@ -1,11 +1,11 @@
 //! The server's pages and checks over real HTTP (a server on 127.0.0.1, a raw client that
 //! can send any Host), without a browser.
 
+use sessiontree_testkit::http::{self, Res};
 use sessiontree_web::{Config, Redactor, Root};
 use std::borrow::Cow;
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -100,72 +100,65 @@ struct Server {
     addr: SocketAddr,
 }
 
-fn start(root: Root, agent: &Path, token: Option<&str>, redact: Redactor) -> Server {
-    let cfg = Config {
-        root,
-        agent_dir: agent.to_path_buf(),
-        use_index: true,
-        listen: "127.0.0.1:0".parse().unwrap(),
-        token: token.map(str::to_string),
-        public_hosts: vec!["view.example.com".into()],
-        redact,
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = sessiontree_web::serve(cfg, |a| tx.send(a).unwrap());
-    });
-    Server {
-        addr: rx.recv_timeout(Duration::from_secs(20)).unwrap(),
-    }
+/// How a test's server is set up; [`Fixture::serve`] for the usual one.
+struct Setup {
+    root: Root,
+    agent: PathBuf,
+    token: Option<String>,
+    redact: Redactor,
+    archive: Option<String>,
+    header_timeout: Duration,
 }
 
-struct Res {
-    status: u16,
-    headers: HashMap<String, String>,
-    body: String,
-}
-
-fn raw(addr: SocketAddr, request: &str) -> Res {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).unwrap();
-    let text = String::from_utf8(buf).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let mut headers = HashMap::new();
-    for l in lines {
-        let (k, v) = l.split_once(':').unwrap();
-        headers.insert(k.to_ascii_lowercase(), v.trim().to_string());
+impl Setup {
+    fn new(root: Root, agent: &Path) -> Setup {
+        Setup {
+            root,
+            agent: agent.to_path_buf(),
+            token: None,
+            redact: test_redactor(),
+            archive: None,
+            header_timeout: sessiontree_web::HEADER_TIMEOUT,
+        }
     }
-    Res {
-        status,
-        headers,
-        body: body.to_string(),
+
+    fn start(self) -> Server {
+        let cfg = Config {
+            root: self.root,
+            agent_dir: self.agent,
+            use_index: true,
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token: self.token,
+            public_hosts: vec!["view.example.com".into()],
+            redact: self.redact,
+            archive: self.archive,
+            header_timeout: self.header_timeout,
+            request_timeout: sessiontree_web::REQUEST_TIMEOUT,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = sessiontree_web::serve(cfg, |a| tx.send(Ok(a)).unwrap());
+            if let Err(e) = r {
+                let _ = tx.send(Err(e));
+            }
+        });
+        Server {
+            addr: rx.recv_timeout(Duration::from_secs(60)).unwrap().unwrap(),
+        }
     }
 }
 
 fn get_with(srv: &Server, path: &str, extra: &str) -> Res {
-    raw(
-        srv.addr,
-        &format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}\r\n",
-            srv.addr
-        ),
-    )
+    http::get(srv.addr, path, extra)
 }
 
 fn get(srv: &Server, path: &str) -> Res {
     get_with(srv, path, "")
+}
+
+/// `METHOD /` naming `host`.
+fn ask(srv: &Server, method: &str, host: &str, extra: &str) -> Res {
+    http::request(srv.addr, method, "/", host, extra)
 }
 
 /// The `data-id`s of `class="session"` rows, in order.
@@ -229,6 +222,17 @@ fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// A server over the whole agent dir, no token, the test redactor.
+    fn serve(&self) -> Server {
+        self.setup().start()
+    }
+
+    fn setup(&self) -> Setup {
+        Setup::new(Root::AgentDir(self.agent.clone()), &self.agent)
+    }
+}
+
 const A: &str = "aaaaaaaa-0000-7000-8000-000000000001";
 const B: &str = "bbbbbbbb-0000-7000-8000-000000000002";
 const C: &str = "cccccccc-0000-7000-8000-000000000003";
@@ -236,12 +240,7 @@ const C: &str = "cccccccc-0000-7000-8000-000000000003";
 #[test]
 fn list_is_newest_first_and_filters() {
     let f = fixture();
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let r = get(&srv, "/");
     assert_eq!(r.status, 200);
     secure_headers(&r);
@@ -266,12 +265,7 @@ fn list_is_newest_first_and_filters() {
 #[test]
 fn search_as_you_type_and_search_page() {
     let f = fixture();
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     // The list's search: the sessions with a hit, each linking to its entry.
     let r = get(&srv, "/?q=zebra&part=list");
     assert_eq!(r.status, 200);
@@ -302,12 +296,7 @@ fn search_as_you_type_and_search_page() {
 #[test]
 fn session_page_tree_branch_and_context() {
     let f = fixture();
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let r = get(&srv, &format!("/s/{A}"));
     assert_eq!(r.status, 200);
     secure_headers(&r);
@@ -378,12 +367,7 @@ fn links_out_of_the_folder_are_not_served() {
         1_700_200_000,
     );
     std::os::unix::fs::symlink(&target, f.folder.join("link.jsonl")).unwrap();
-    let srv = start(
-        Root::Folder(f.folder.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = Setup::new(Root::Folder(f.folder.clone()), &f.agent).start();
     let r = get(&srv, "/s/eeeeeeee-0000-7000-8000-00000000000e");
     assert_eq!(r.status, 404);
     assert!(!r.body.contains("private words"));
@@ -409,12 +393,7 @@ fn hostile_text_stays_text() {
         serde_json::json!([{"type":"toolCall","id":"c","name":evil,"arguments":{"x":evil}},{"type":"thinking","thinking":evil}]),
     );
     write_session(&f.folder, "evil.jsonl", &s, 1_700_300_000);
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     for path in [
         "/".to_string(),
         "/?q=pwned".to_string(),
@@ -469,12 +448,7 @@ fn every_session_text_is_redacted() {
         serde_json::json!({"type":"compaction","id":"k1","parentId":"x1","timestamp":"2025-01-02T10:00:05.000Z","summary":format!("summary {SECRET}"),"firstKeptEntryId":"a1","tokensBefore":10}),
     );
     write_session(&f.folder, "secret.jsonl", &s, 1_700_400_000);
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let mut seen = 0;
     for path in [
         "/".to_string(),
@@ -495,57 +469,39 @@ fn every_session_text_is_redacted() {
     }
     assert!(seen > 20, "{seen}");
     // The same pages without a redactor do show it (the test can fail).
-    let plain = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        sessiontree_web::no_redaction(),
-    );
+    let plain = Setup {
+        redact: sessiontree_web::no_redaction(),
+        ..f.setup()
+    }
+    .start();
     assert!(get(&plain, &format!("/s/{sid}/k1")).body.contains(SECRET));
 }
 
 #[test]
 fn host_method_and_headers() {
     let f = fixture();
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let port = srv.addr.port();
     for host in [
         format!("evil.test:{port}"),
         format!("127.0.0.1.evil.test:{port}"),
         "127.0.0.1".to_string(),
     ] {
-        let r = raw(
-            srv.addr,
-            &format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
-        );
+        let r = ask(&srv, "GET", &host, "");
         assert_eq!(r.status, 421, "{host}");
         secure_headers(&r);
         assert!(!r.body.contains(A));
     }
     // No Host at all (HTTP/1.0).
-    let r = raw(srv.addr, "GET / HTTP/1.0\r\n\r\n");
+    let r = http::raw(srv.addr, "GET / HTTP/1.0\r\n\r\n");
     assert_eq!(r.status, 421);
     // Allowed names: localhost at the port, and a --public-url's.
     for host in [format!("localhost:{port}"), "view.example.com".to_string()] {
-        let r = raw(
-            srv.addr,
-            &format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
-        );
+        let r = ask(&srv, "GET", &host, "");
         assert_eq!(r.status, 200, "{host}");
     }
     for m in ["POST", "PUT", "DELETE", "OPTIONS"] {
-        let r = raw(
-            srv.addr,
-            &format!(
-                "{m} / HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                srv.addr
-            ),
-        );
+        let r = ask(&srv, m, &srv.addr.to_string(), "Content-Length: 0\r\n");
         assert_eq!(r.status, 405, "{m}");
         assert_eq!(r.headers.get("allow").unwrap(), "GET, HEAD");
         secure_headers(&r);
@@ -557,13 +513,7 @@ fn host_method_and_headers() {
     let r = get(&srv, "/nowhere");
     assert_eq!(r.status, 404);
     secure_headers(&r);
-    let r = raw(
-        srv.addr,
-        &format!(
-            "HEAD / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            srv.addr
-        ),
-    );
+    let r = ask(&srv, "HEAD", &srv.addr.to_string(), "");
     assert_eq!(r.status, 200);
 }
 
@@ -571,12 +521,11 @@ fn host_method_and_headers() {
 fn token_by_header_cookie_or_link() {
     let f = fixture();
     let t = "test-token-0123456789abcdef";
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        Some(t),
-        test_redactor(),
-    );
+    let srv = Setup {
+        token: Some(t.to_string()),
+        ..f.setup()
+    }
+    .start();
     let r = get(&srv, "/");
     assert_eq!(r.status, 401);
     assert!(!r.body.contains(A));
@@ -619,12 +568,7 @@ fn a_long_session_is_paged() {
         );
     }
     write_session(&f.folder, "long.jsonl", &s, 1_700_500_000);
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let r = get(&srv, &format!("/s/{sid}"));
     assert_eq!(r.status, 200);
     let rows = count(&r.body, "class=\"row ");
@@ -650,12 +594,7 @@ fn a_long_session_is_paged() {
 #[test]
 fn an_append_changes_the_version_and_the_page() {
     let f = fixture();
-    let srv = start(
-        Root::AgentDir(f.agent.clone()),
-        &f.agent,
-        None,
-        test_redactor(),
-    );
+    let srv = f.serve();
     let v1 = get(&srv, &format!("/api/version/{C}")).body;
     assert!(!get(&srv, &format!("/s/{C}"))
         .body
@@ -672,4 +611,287 @@ fn an_append_changes_the_version_and_the_page() {
     assert!(r
         .body
         .starts_with("<!doctype html>\n<html><body><main id=\"main\">"));
+}
+
+/// Reads until the server closes the connection: what it sent before closing (maybe a
+/// `408`), or None when it still held the connection open after 20 s; `feed` writes
+/// (false: the write failed, the server closed).
+fn until_closed(
+    s: &mut std::net::TcpStream,
+    mut feed: impl FnMut(&mut std::net::TcpStream) -> bool,
+) -> Option<String> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let mut got = Vec::new();
+    // 100 rounds of 200 ms: 20 s, far past the 1 s timeout and short of hyper's own
+    // 30 s default (a limit that fails the test, not a timing it measures).
+    for _ in 0..100 {
+        if !feed(s) {
+            // The server closed its side: writing failed.
+            return Some(String::from_utf8_lossy(&got).into_owned());
+        }
+        let mut buf = [0u8; 4096];
+        match s.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => return Some(String::from_utf8_lossy(&got).into_owned()),
+        }
+    }
+    None
+}
+
+/// Slowloris: a client that sends its headers a byte at a time, or sends half of them and
+/// then nothing, or never sends anything, is dropped after the header timeout and never
+/// served; a normal request on the same server still is.
+#[test]
+fn slow_or_silent_clients_are_dropped() {
+    let f = fixture();
+    let srv = Setup {
+        header_timeout: Duration::from_secs(1),
+        ..f.setup()
+    }
+    .start();
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nX-Padding: {}\r\nConnection: close\r\n\r\n",
+        srv.addr,
+        "a".repeat(400)
+    );
+    // A byte every round.
+    let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+    let mut at = 0;
+    let sent = until_closed(&mut s, |s| {
+        if at < request.len() {
+            at += 1;
+            s.write_all(&request.as_bytes()[at - 1..at]).is_ok()
+        } else {
+            true
+        }
+    })
+    .expect("a client sending its headers byte by byte was never dropped");
+    assert!(
+        at < request.len(),
+        "dropped before the headers were complete"
+    );
+    assert!(!sent.contains(" 200 "), "{sent}");
+    assert!(!sent.contains(A), "{sent}");
+    // Half the headers, then silence; and nothing at all.
+    for start in [&request[..40], ""] {
+        let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+        s.write_all(start.as_bytes()).unwrap();
+        let sent = until_closed(&mut s, |_| true)
+            .unwrap_or_else(|| panic!("a client that sent {start:?} was never dropped"));
+        assert!(!sent.contains(" 200 "), "{sent}");
+    }
+    let r = get(&srv, "/");
+    assert_eq!(r.status, 200);
+    assert_eq!(session_ids(&r.body), [B, A, C]);
+}
+
+/// A Pi session file under `<agent>/sessions/--work-p--/` with `texts` as a chain of user
+/// messages (ids m0, m1, ...).
+fn archived_session(agent: &Path, id: &str, texts: &[&str]) -> PathBuf {
+    let folder = agent.join("sessions").join("--work-p--");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut s = header(id, "/work/p");
+    for (i, t) in texts.iter().enumerate() {
+        let parent = (i > 0).then(|| format!("m{}", i - 1));
+        s += &msg(
+            &format!("m{i}"),
+            parent.as_deref(),
+            if i % 2 == 0 { "user" } else { "assistant" },
+            (*t).into(),
+        );
+    }
+    let p = folder.join(format!("2025-01-02T10-00-00-000Z_{id}.jsonl"));
+    std::fs::write(&p, s).unwrap();
+    p
+}
+
+fn push_as(url: &str, agent: &Path, machine: &str) {
+    let mut a = sessiontree_archive::Archive::open(url).unwrap();
+    sessiontree_archive::push::push(
+        &mut a,
+        &sessiontree_archive::push::PushOptions {
+            agent_dir: agent.to_path_buf(),
+            paths: vec![],
+            machine_name: Some(machine.into()),
+            redact: Default::default(),
+        },
+    )
+    .unwrap();
+}
+
+/// `serve --archive` as bob: his local sessions, his own archived one, alice's session
+/// shared with his team (from both her machines), never her unshared one; search hits
+/// marked with owner and machine; a permalink into alice's session renders its context;
+/// a credential in it is redacted everywhere; the archive going away is an error page
+/// while the server keeps serving, and it is used again once back.
+#[test]
+fn archive_sessions_are_listed_searched_and_opened() {
+    use sessiontree_testkit::pg::Cluster;
+    let Some(c) = Cluster::start("archive_sessions_are_listed_searched_and_opened") else {
+        return;
+    };
+    c.setup_roles();
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    let alice_url = c.url("alice", "archive");
+    let bob_url = c.url("bob", "archive");
+    let t = tempfile::tempdir().unwrap();
+    const SHARED: &str = "5a5a5a5a-0000-7000-8000-00000000000a";
+    const PRIVATE: &str = "7e7e7e7e-0000-7000-8000-00000000000b";
+    const BOBS: &str = "b0b0b0b0-0000-7000-8000-00000000000c";
+    // alice's laptop: the shared session (with a credential) and a private one.
+    let laptop = t.path().join("laptop");
+    archived_session(
+        &laptop,
+        SHARED,
+        &[
+            "plan the okapi migration",
+            &format!("use the key {SECRET} for okapi"),
+            "and then what",
+        ],
+    );
+    archived_session(&laptop, PRIVATE, &["alice alone with her okapi diary"]);
+    push_as(&alice_url, &laptop, "laptop");
+    // Her desktop holds the shared session too, grown by one entry.
+    let desktop = t.path().join("desktop");
+    let p = archived_session(
+        &desktop,
+        SHARED,
+        &[
+            "plan the okapi migration",
+            &format!("use the key {SECRET} for okapi"),
+            "and then what",
+            "desktop only okapi note",
+        ],
+    );
+    push_as(&alice_url, &desktop, "desktop");
+    let mut alice = sessiontree_archive::Archive::open(&alice_url).unwrap();
+    sessiontree_archive::query::share(&mut alice, SHARED, "team").unwrap();
+    // bob's own archived session (from another agent dir) and his local files.
+    let bobs = t.path().join("bobs");
+    archived_session(&bobs, BOBS, &["bob archived okapi thoughts"]);
+    push_as(&bob_url, &bobs, "bobbox");
+    let f = fixture();
+    let srv = Setup {
+        archive: Some(bob_url.clone()),
+        ..f.setup()
+    }
+    .start();
+
+    let r = get(&srv, "/");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ids = session_ids(&r.body);
+    assert!(
+        !r.body.contains(PRIVATE),
+        "alice's unshared session is shown"
+    );
+    assert_eq!(ids.iter().filter(|i| *i == SHARED).count(), 2, "{ids:?}");
+    assert_eq!(ids.iter().filter(|i| *i == BOBS).count(), 1, "{ids:?}");
+    for local in [A, B, C] {
+        assert!(ids.iter().any(|i| i == local), "{ids:?}");
+    }
+    for (owner, machine) in [("alice", "laptop"), ("alice", "desktop"), ("bob", "bobbox")] {
+        assert!(
+            r.body.contains(&format!(
+                "data-owner=\"{owner}\" data-machine=\"{machine}\""
+            )),
+            "{owner}@{machine}"
+        );
+    }
+    assert!(r.body.contains("<select name=\"machine\""));
+    assert!(r.body.contains("<select name=\"owner\""));
+    // The filters.
+    assert_eq!(session_ids(&get(&srv, "/?machine=desktop").body), [SHARED]);
+    let mut mine = session_ids(&get(&srv, "/?owner=bob").body);
+    mine.sort();
+    let mut want = vec![
+        A.to_string(),
+        B.to_string(),
+        C.to_string(),
+        BOBS.to_string(),
+    ];
+    want.sort();
+    assert_eq!(
+        mine, want,
+        "bob's own: the served folder's and his archived one"
+    );
+    assert_eq!(session_ids(&get(&srv, "/?machine=here").body), [B, A, C]);
+    // Search as you type reaches the archive, each copy linking to its newest hit.
+    let r = get(&srv, "/?q=okapi&part=list");
+    let ids = session_ids(&r.body);
+    assert!(
+        ids.contains(&SHARED.to_string()) && ids.contains(&BOBS.to_string()),
+        "{ids:?}"
+    );
+    assert!(!r.body.contains(PRIVATE));
+    assert!(
+        r.body.contains(&format!("href=\"/s/{SHARED}/m")),
+        "{}",
+        r.body
+    );
+    // The search page: archive hits with owner and machines.
+    let r = get(&srv, "/search?q=okapi");
+    assert_eq!(r.status, 200);
+    let archive = &r.body[r.body.find("In the archive").expect("an archive section")..];
+    assert!(
+        archive.contains(&format!("href=\"/s/{SHARED}/m3\"")),
+        "{archive}"
+    );
+    assert!(archive.contains("<span class=\"owner\">alice</span>"));
+    assert!(archive.contains("laptop") && archive.contains("desktop"));
+    assert!(archive.contains("<mark>okapi</mark>"), "{archive}");
+    assert!(
+        !r.body.contains("diary"),
+        "alice's unshared session is searched"
+    );
+    // A permalink into alice's session: its branch and what the model saw there.
+    let r = get(&srv, &format!("/s/{SHARED}/m2"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("What the model saw here"));
+    assert_eq!(count(&r.body, "<article class=\"msg\""), 3);
+    assert!(r.body.contains("<span class=\"owner\">alice</span>"));
+    // The newest copy (the desktop's) is the one opened.
+    assert!(get(&srv, &format!("/s/{SHARED}"))
+        .body
+        .contains("desktop only okapi note"));
+    assert_eq!(get(&srv, &format!("/s/{PRIVATE}")).status, 404);
+    assert_eq!(get(&srv, &format!("/api/version/{SHARED}")).status, 200);
+    // The credential: redacted on every page that shows the session.
+    let mut redacted = 0;
+    for path in [
+        "/".to_string(),
+        "/?q=key&part=list".to_string(),
+        "/search?q=key".to_string(),
+        format!("/s/{SHARED}"),
+        format!("/s/{SHARED}/m1"),
+    ] {
+        let r = get(&srv, &path);
+        assert_eq!(r.status, 200, "{path}");
+        assert!(!r.body.contains("K9Q2X7"), "{path}: {}", r.body);
+        redacted += count(&r.body, "[redacted]");
+    }
+    assert!(redacted >= 3, "{redacted}");
+    // Nothing of the archive was written into the agent dir.
+    let files = sessiontree_testkit::files::jsonl_under(&f.agent);
+    assert_eq!(files.len(), 3, "{files:?}");
+
+    // The archive goes away: a session only it has is an error page; the local ones and
+    // the list still answer.
+    c.stop_server("fast");
+    let r = get(&srv, &format!("/s/{BOBS}"));
+    assert_eq!(r.status, 502, "{}", r.body);
+    assert!(r.body.contains("archive"));
+    assert_eq!(get(&srv, &format!("/s/{A}")).status, 200);
+    assert_eq!(get(&srv, "/").status, 200);
+    // Back: connected again.
+    c.start_server();
+    let r = get(&srv, &format!("/s/{BOBS}"));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("bob archived okapi thoughts"));
+    let _ = p;
 }
