@@ -279,6 +279,14 @@ pub fn search_filtered(
 /// the copies of one other owner; copies of several other owners are refused (which one
 /// was meant is not known), naming the owners.
 pub fn session_bytes(archive: &mut Archive, session_id: &str) -> Result<(Copy, Vec<u8>)> {
+    let c = session_copy(archive, session_id)?;
+    let b = fetch(archive, &c)?;
+    Ok((c, b))
+}
+
+/// The copy [`session_bytes`] reads, without its bytes: a reader that keeps what it read
+/// can tell from the copy's version, length and hash whether it has these bytes already.
+pub fn session_copy(archive: &mut Archive, session_id: &str) -> Result<Copy> {
     let all: Vec<Copy> = copies(archive, &[session_id.to_string()])?
         .into_iter()
         .filter(|c| c.length > 0)
@@ -310,6 +318,25 @@ pub fn session_bytes(archive: &mut Archive, session_id: &str) -> Result<(Copy, V
             }
         }
     };
-    let b = fetch(archive, &c)?;
-    Ok((c, b))
+    Ok(c)
+}
+
+/// The recorded working directory of every visible session with one of these ids, as
+/// (session id, owner, cwd): what a search hit does not carry.
+pub fn session_cwds(
+    archive: &mut Archive,
+    ids: &[String],
+) -> Result<Vec<(String, String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = archive.client.query(
+        "SELECT session_id, owner::text, coalesce(cwd, '') FROM sessiontree.sessions
+         WHERE session_id = ANY ($1)",
+        &[&ids],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect())
 }
