@@ -62,16 +62,28 @@ pub struct Listed {
 
 /// Every visible copy (latest version), newest first.
 pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
+    list_rows(archive, false)
+}
+
+/// [`list`] without each session's `allMessagesText` in `info` (the whole text of every
+/// session is most of what a listing would send; a listing for display needs none of it).
+pub fn list_brief(archive: &mut Archive) -> Result<Vec<Listed>> {
+    list_rows(archive, true)
+}
+
+fn list_rows(archive: &mut Archive, brief: bool) -> Result<Vec<Listed>> {
     let rows = archive.client.query(
         "SELECT s.session_id, s.owner::text, coalesce(m.name, c.machine::text),
-                v.redaction IS NOT NULL, coalesce(v.info::text, 'null')
+                v.redaction IS NOT NULL,
+                coalesce(CASE WHEN $1 THEN (v.info - 'allMessagesText')::text
+                              ELSE v.info::text END, 'null')
          FROM (SELECT DISTINCT ON (copy_pk) * FROM sessiontree.versions
                ORDER BY copy_pk, seq DESC) v
          JOIN sessiontree.copies c
               ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
          JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner",
-        &[],
+        &[&brief],
     )?;
     let mut out: Vec<Listed> = rows
         .into_iter()
