@@ -673,6 +673,26 @@ fn the_archive_answers_with_machine_and_owner() {
                 &assistant("The plan for the wombat, in steps.", "m", 31),
             )),
     );
+    // The shared session grew on the desktop too (a copy of it, one entry more).
+    write_session(
+        &desktop,
+        "/work/orbit",
+        SHARED,
+        &(std::fs::read_to_string(
+            session_folder(&laptop, "/work/orbit").join(format!("{SHARED}.jsonl")),
+        )
+        .unwrap()
+        .split_once('\n')
+        .unwrap()
+        .1
+        .to_string()
+            + &entry(
+                "s3",
+                Some("s2"),
+                12,
+                &user("the wombat bucket moved, on the desktop", 12),
+            )),
+    );
     write_session(
         &bob,
         "/work/bob",
@@ -722,6 +742,8 @@ fn the_archive_answers_with_machine_and_owner() {
         {"name": "list_sessions", "arguments": {"limit": 1}, "follow": true},
         {"name": "read_session", "arguments": {"session": BOBS}},
         {"name": "search_sessions", "arguments": {"query": "wombat", "cwd": "/work/desk"}},
+        {"name": "read_session", "arguments": {"session": format!("{SHARED}#s3")}},
+        {"name": "read_session", "arguments": {"session": SHARED}},
     ]);
     let before = sessiontree_testkit::files::snapshot(&laptop.join("sessions"));
     let (_, res) = session_with(&laptop, &["--archive", &alice_url], &calls);
@@ -746,6 +768,7 @@ fn the_archive_answers_with_machine_and_owner() {
             w(DESKTOP, "desktop", false),
             w(DESKTOP, "desktop", false),
             w(PRIVATE, "laptop", true),
+            w(SHARED, "desktop", false),
             w(SHARED, "laptop", true),
             w(SHARED, "laptop", true),
         ],
@@ -753,6 +776,9 @@ fn the_archive_answers_with_machine_and_owner() {
     );
     // Here and archived: once, with the archive's machines noted.
     assert_eq!(hits[2]["archivedOn"], json!(["laptop"]));
+    assert_eq!(hits[4]["archivedOn"], json!(["desktop", "laptop"]));
+    // The entry only the desktop's copy has: its ref reads that copy.
+    assert_eq!(hits[3]["ref"], format!("{SHARED}#s3"));
     assert_eq!(hits[0]["ref"], format!("{DESKTOP}#d2"));
     assert_eq!(hits[0]["cwd"], "/work/desk");
     assert!(page_text(only(&res, 0)).contains("[alice@desktop]"));
@@ -778,7 +804,7 @@ fn the_archive_answers_with_machine_and_owner() {
     );
     assert_eq!(rows[0]["local"], false);
     assert_eq!(rows[0]["path"], Value::Null);
-    assert_eq!(rows[2]["archivedOn"], json!(["laptop"]));
+    assert_eq!(rows[2]["archivedOn"], json!(["desktop", "laptop"]));
     // The desktop's session, read from the archive by id and by prefix.
     for i in [2, 3] {
         let r = only(&res, i);
@@ -812,6 +838,16 @@ fn the_archive_answers_with_machine_and_owner() {
         ids_by(&all_items(&res, 7, "hits"), "sessionId"),
         [DESKTOP, DESKTOP]
     );
+    let r = only(&res, 8);
+    assert_eq!(
+        r["structuredContent"]["session"]["machine"], "desktop",
+        "{r}"
+    );
+    assert_eq!(ids_of(&r["structuredContent"]["items"]), ["s1", "s2", "s3"]);
+    // Without the entry, the session here is read.
+    let r = only(&res, 9);
+    assert_eq!(r["structuredContent"]["session"]["archived"], false, "{r}");
+    assert_eq!(ids_of(&r["structuredContent"]["items"]), ["s1", "s2"]);
     // Nothing written under the agent dir's sessions.
     assert_eq!(
         sessiontree_testkit::files::snapshot(&laptop.join("sessions")),
@@ -851,25 +887,30 @@ fn the_archive_answers_with_machine_and_owner() {
         );
     }
     let hits = all_items(&res, 0, "hits");
-    let who: Vec<(&str, &str, &str)> = hits
+    let who: Vec<(&str, &str)> = hits
         .iter()
         .map(|h| {
             (
                 h["sessionId"].as_str().unwrap(),
                 h["owner"].as_str().unwrap(),
-                h["machine"].as_str().unwrap(),
             )
         })
         .collect();
     assert_eq!(
         who,
         [
-            (BOBS, "bob", "bobbox"),
-            (SHARED, "alice", "laptop"),
-            (SHARED, "alice", "laptop")
+            (BOBS, "bob"),
+            (SHARED, "alice"),
+            (SHARED, "alice"),
+            (SHARED, "alice")
         ],
         "{hits:?}"
     );
+    assert_eq!(
+        (&hits[0]["machine"], &hits[1]["machine"]),
+        (&json!("bobbox"), &json!("desktop"))
+    );
+    assert_eq!(hits[2]["machines"].as_array().unwrap().len(), 2, "{hits:?}");
     let rows = all_items(&res, 1, "sessions");
     assert_eq!(ids_by(&rows, "id"), [BOBS, SHARED]);
     assert_eq!(rows[1]["owner"], "alice");
@@ -931,7 +972,7 @@ fn the_archive_answers_with_machine_and_owner() {
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(
         r["structuredContent"]["hits"].as_array().unwrap().len(),
-        5,
+        6,
         "{r}"
     );
 }
