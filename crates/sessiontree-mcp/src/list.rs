@@ -1,4 +1,5 @@
-//! `list_sessions`, and the listing the other tools resolve session ids with.
+//! `list_sessions` (the local listing merged with the archive's, when there is one), and
+//! the listing the other tools resolve session ids with.
 
 use crate::answer::{chars, one_line, Answer};
 use crate::args::{fail, iso, minute, Args, ToolError};

@@ -21,7 +21,7 @@ impl Remote {
     /// what failed. `agent_dir` names this machine as the archive knows it (the name
     /// `push` registered), else the host name.
     pub fn connect(url: &str, agent_dir: &Path) -> Result<Remote, String> {
-        let a = Archive::open(url).map_err(|e| format!("the archive cannot be opened: {e}"))?;
+        let a = Archive::open(url).map_err(|e| e.to_string())?;
         Ok(Remote {
             url: url.to_string(),
             role: a.role.clone(),

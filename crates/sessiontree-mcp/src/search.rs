@@ -1,5 +1,6 @@
 //! `search_sessions`: the search of `sessiontree search` (the index crate's scan, with the
-//! per-file summaries when they are there), hits newest first.
+//! per-file summaries when they are there), merged with the archive's search when there is
+//! one (a hit both have is the local one, noting the archive's machines), newest first.
 
 use crate::answer::{chars, one_line, Answer};
 use crate::args::{iso, minute, Args, ToolError};

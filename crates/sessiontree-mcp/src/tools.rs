@@ -134,7 +134,8 @@ pub fn all() -> Vec<Tool> {
             USAGE,
             "Tokens and cost recorded in every session (assistant usage and usage entries, \
              every branch, an entry copied into forks counted once), summed by model, \
-             provider, day or session, with the total first.",
+             provider, day or session, with the total first. The sessions on this machine \
+             only (not the archive's).",
             schema(
                 json!({
                     "since": {"type": "string", "description": format!("Only usage recorded at or after this time: {DATE}.")},
