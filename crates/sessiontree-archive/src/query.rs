@@ -62,16 +62,28 @@ pub struct Listed {
 
 /// Every visible copy (latest version), newest first.
 pub fn list(archive: &mut Archive) -> Result<Vec<Listed>> {
+    list_rows(archive, false)
+}
+
+/// [`list`] without each session's `allMessagesText` in `info` (the whole text of every
+/// session is most of what a listing would send; a listing for display needs none of it).
+pub fn list_brief(archive: &mut Archive) -> Result<Vec<Listed>> {
+    list_rows(archive, true)
+}
+
+fn list_rows(archive: &mut Archive, brief: bool) -> Result<Vec<Listed>> {
     let rows = archive.client.query(
         "SELECT s.session_id, s.owner::text, coalesce(m.name, c.machine::text),
-                v.redaction IS NOT NULL, coalesce(v.info::text, 'null')
+                v.redaction IS NOT NULL,
+                coalesce(CASE WHEN $1 THEN (v.info - 'allMessagesText')::text
+                              ELSE v.info::text END, 'null')
          FROM (SELECT DISTINCT ON (copy_pk) * FROM sessiontree.versions
                ORDER BY copy_pk, seq DESC) v
          JOIN sessiontree.copies c
               ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
          JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner",
-        &[],
+        &[&brief],
     )?;
     let mut out: Vec<Listed> = rows
         .into_iter()
@@ -279,6 +291,14 @@ pub fn search_filtered(
 /// the copies of one other owner; copies of several other owners are refused (which one
 /// was meant is not known), naming the owners.
 pub fn session_bytes(archive: &mut Archive, session_id: &str) -> Result<(Copy, Vec<u8>)> {
+    let c = session_copy(archive, session_id)?;
+    let b = fetch(archive, &c)?;
+    Ok((c, b))
+}
+
+/// The copy [`session_bytes`] reads, without its bytes: a reader that keeps what it read
+/// can tell from the copy's version, length and hash whether it has these bytes already.
+pub fn session_copy(archive: &mut Archive, session_id: &str) -> Result<Copy> {
     let all: Vec<Copy> = copies(archive, &[session_id.to_string()])?
         .into_iter()
         .filter(|c| c.length > 0)
@@ -310,6 +330,25 @@ pub fn session_bytes(archive: &mut Archive, session_id: &str) -> Result<(Copy, V
             }
         }
     };
-    let b = fetch(archive, &c)?;
-    Ok((c, b))
+    Ok(c)
+}
+
+/// The recorded working directory of every visible session with one of these ids, as
+/// (session id, owner, cwd): what a search hit does not carry.
+pub fn session_cwds(
+    archive: &mut Archive,
+    ids: &[String],
+) -> Result<Vec<(String, String, String)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = archive.client.query(
+        "SELECT session_id, owner::text, coalesce(cwd, '') FROM sessiontree.sessions
+         WHERE session_id = ANY ($1)",
+        &[&ids],
+    )?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect())
 }

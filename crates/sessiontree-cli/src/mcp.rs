@@ -13,6 +13,11 @@ pub struct McpArgs {
     #[arg(long, value_name = "CHARS", default_value_t = sessiontree_mcp::DEFAULT_BUDGET as u64,
           value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
     budget: u64,
+    /// Also answer from the shared archive (PostgreSQL URL; without a value,
+    /// $SESSIONTREE_ARCHIVE): its sessions with their machine and owner in searches and
+    /// listings, and read_session of one by id (read into memory, never written here).
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "")]
+    archive: Option<String>,
 }
 
 /// Every answer's redaction: the credential rules of `sessiontree-secrets` (each found
@@ -30,10 +35,19 @@ fn redactor(extra: &[String]) -> Result<Arc<dyn sessiontree_mcp::Redact>> {
 }
 
 pub fn run(a: McpArgs) -> Result<()> {
+    let agent_dir = sessiontree::dirs::agent_dir();
+    let archive = match &a.archive {
+        Some(flag) => {
+            let url = sessiontree_archive::conn::archive_url(Some(flag))?;
+            Some(sessiontree_mcp::Remote::connect(&url, &agent_dir).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
     let cfg = sessiontree_mcp::Config {
-        agent_dir: sessiontree::dirs::agent_dir(),
+        agent_dir,
         redactor: redactor(&a.redact)?,
         budget: a.budget as usize,
+        archive,
     };
     sessiontree_mcp::serve_stdio(cfg)
 }

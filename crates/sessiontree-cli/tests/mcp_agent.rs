@@ -5,31 +5,24 @@
 //! hold the expected hit (and no credential). Skips (visibly) without node, python3 or the
 //! agent; `SESSIONTREE_REQUIRE_MCP=1` (set by CI) makes it fail instead.
 
+mod mcp_support;
+
+use mcp_support::{mcp_tests, needed, BIN};
 use serde_json::{json, Value};
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn claude() -> Option<PathBuf> {
-    let p = root().join("mcp-tests/node_modules/.bin/claude");
+    let p = mcp_tests().join("node_modules/.bin/claude");
     let ok = p.exists()
         && Command::new("node").arg("--version").output().is_ok()
         && Command::new("python3").arg("--version").output().is_ok();
-    if !ok {
-        let m = "the agent end-to-end test needs node, python3 and mcp-tests/node_modules (cd mcp-tests && npm ci)";
-        if std::env::var("SESSIONTREE_REQUIRE_MCP").as_deref() == Ok("1") {
-            panic!("{m}");
-        }
-        eprintln!("SKIPPED: {m}");
-        return None;
-    }
-    Some(p)
+    needed(
+        ok,
+        "the agent end-to-end test needs node, python3 and mcp-tests/node_modules (cd mcp-tests && npm ci)",
+    )
+    .then_some(p)
 }
 
 /// Kills the scripted endpoint when the test ends, however it ends.
@@ -59,7 +52,7 @@ fn claude_code_calls_search_sessions_and_gets_the_hit() {
     .unwrap();
     let requests = tmp.path().join("requests.jsonl");
     let mut ep = Command::new("python3")
-        .arg(root().join("mcp-tests/scripted_model.py"))
+        .arg(mcp_tests().join("scripted_model.py"))
         .arg(&requests)
         .arg("wombat cache")
         .stdout(Stdio::piped())

@@ -6,69 +6,13 @@
 //! Skips (visibly) without node or `mcp-tests/node_modules`; `SESSIONTREE_REQUIRE_MCP=1`
 //! (set by CI) makes it fail instead.
 
+mod mcp_support;
+
+use mcp_support::{all_items, client_available, is_error, only, page_text, session_with, Raw, BIN};
 use serde_json::{json, Value};
-use std::io::Write;
+use sessiontree_testkit::agent::{header, session_folder};
+use sessiontree_testkit::pg::Cluster;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn client_available() -> bool {
-    let ok = root()
-        .join("mcp-tests/node_modules/@modelcontextprotocol/sdk/package.json")
-        .exists()
-        && Command::new("node").arg("--version").output().is_ok();
-    if !ok {
-        let m =
-            "the MCP client test needs node and mcp-tests/node_modules (cd mcp-tests && npm ci)";
-        if std::env::var("SESSIONTREE_REQUIRE_MCP").as_deref() == Ok("1") {
-            panic!("{m}");
-        }
-        eprintln!("SKIPPED: {m}");
-    }
-    ok
-}
-
-/// Runs the client against `sessiontree mcp ARGS` over `agent`, making `calls`; returns
-/// the tools it listed and one result per call.
-fn session_with(agent: &Path, server_args: &[&str], calls: &Value) -> (Vec<Value>, Vec<Value>) {
-    let mut c = Command::new("node");
-    c.arg(root().join("mcp-tests/client.mjs"))
-        .arg(BIN)
-        .arg("mcp")
-        .args(server_args)
-        .env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("node");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(calls.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut lines = stdout
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap());
-    let first = lines.next().expect("the tools line");
-    let tools = first["tools"].as_array().unwrap().clone();
-    let results: Vec<Value> = lines.collect();
-    assert_eq!(results.len(), calls.as_array().unwrap().len(), "{stdout}");
-    (tools, results)
-}
 
 fn ts(n: u64) -> String {
     // 2026-01-01T00:00:00Z plus n minutes.
@@ -104,16 +48,8 @@ fn assistant(text: &str, model: &str, n: u64) -> String {
 }
 
 fn write_session(agent: &Path, cwd: &str, id: &str, body: &str) -> PathBuf {
-    let dir = agent
-        .join("sessions")
-        .join(format!("--{}--", cwd.trim_matches('/').replace('/', "-")));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("{id}.jsonl"));
-    std::fs::write(
-        &p,
-        format!("{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"{cwd}\"}}\n{body}", ts(0)),
-    )
-    .unwrap();
+    let p = session_folder(agent, cwd).join(format!("{id}.jsonl"));
+    std::fs::write(&p, format!("{}\n{body}", header(id, &ts(0), cwd))).unwrap();
     p
 }
 
@@ -220,23 +156,6 @@ fn fixture(agent: &Path) -> (PathBuf, PathBuf) {
     );
     let pl = write_session(agent, "/work/long", L, &l);
     (pa, pl)
-}
-
-fn page_text(r: &Value) -> String {
-    r["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn only(results: &[Value], i: usize) -> &Value {
-    let r = &results[i];
-    assert!(r.get("error").is_none(), "call {i}: {r}");
-    &r["pages"][0]["result"]
-}
-
-fn is_error(r: &Value) -> bool {
-    r["isError"] == json!(true)
 }
 
 #[test]
@@ -351,7 +270,11 @@ fn every_tool_through_the_typescript_sdk() {
     assert_eq!(r["structuredContent"]["hits"].as_array().unwrap().len(), 1);
     assert_eq!(r["structuredContent"]["moreOlder"], true);
     assert_eq!(r["structuredContent"]["nextUntil"], ts(7));
-    assert!(page_text(r).contains(&format!("until=\"{}\"", ts(7))));
+    assert!(
+        page_text(r).contains("older hits exist: call again with cursor \"s1."),
+        "{}",
+        page_text(r)
+    );
     let roles: Vec<&str> = only(&res, 2)["structuredContent"]["hits"]
         .as_array()
         .unwrap()
@@ -580,6 +503,490 @@ fn every_tool_through_the_typescript_sdk() {
     assert!(pl.exists());
 }
 
+/// Paging search_sessions and list_sessions with the cursor: every hit and every session
+/// once, in order, also where many share one time (the cursor keeps which were shown at
+/// that time) and where the budget cuts a page before the limit.
+#[test]
+fn search_and_list_page_with_the_cursor() {
+    if !client_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = tmp.path().join("agent");
+    fixture(&agent);
+    // Twelve entries of one time (an import writes such runs), each with the word.
+    let mut t = String::new();
+    let mut parent: Option<String> = None;
+    for i in 0..12u64 {
+        let id = format!("t{i:03}");
+        let body = user(
+            &format!("tiebreak number {i} {}", "padding words ".repeat(8)),
+            300,
+        );
+        t += &entry(&id, parent.as_deref(), 300, &body);
+        parent = Some(id);
+    }
+    write_session(
+        &agent,
+        "/work/ties",
+        "0199eeee-0000-7000-8000-00000000000e",
+        &t,
+    );
+    // Seven sessions last active at the same minute: ties in the listing.
+    for k in 0..7u64 {
+        let id = format!("0199ffff-0000-7000-8000-00000000001{k}");
+        write_session(
+            &agent,
+            "/work/same",
+            &id,
+            &entry("s1", None, 400, &user("same time", 400)),
+        );
+    }
+    let calls = json!([
+        {"name": "search_sessions", "arguments": {"query": "quokka"}},
+        {"name": "search_sessions", "arguments": {"query": "quokka", "limit": 2}, "follow": true},
+        {"name": "search_sessions", "arguments": {"query": "tiebreak", "limit": 5}, "follow": true},
+        {"name": "list_sessions", "arguments": {"limit": 200}},
+        {"name": "list_sessions", "arguments": {"limit": 3}, "follow": true},
+        {"name": "list_sessions", "arguments": {"cwd": "/work/same", "limit": 2}, "follow": true},
+        {"name": "search_sessions", "arguments": {"query": "quokka", "cursor": "l1.x.1.a"}},
+        {"name": "list_sessions", "arguments": {"cursor": "garbage"}},
+    ]);
+    let (_, res) = session_with(&agent, &[], &calls);
+    let ids = |v: &[Value], k: &str| -> Vec<String> {
+        v.iter()
+            .map(|x| x[k].as_str().unwrap().to_string())
+            .collect()
+    };
+    let whole = ids(&all_items(&res, 0, "hits"), "entryId");
+    assert_eq!(whole, ["a3", "a2", "u2", "a1", "u1"]);
+    assert_eq!(ids(&all_items(&res, 1, "hits"), "entryId"), whole);
+    assert_eq!(res[1]["pages"].as_array().unwrap().len(), 3);
+    let tied = ids(&all_items(&res, 2, "hits"), "entryId");
+    let mut sorted = tied.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 12, "{tied:?}");
+    assert_eq!(tied.len(), 12, "{tied:?}");
+    assert_eq!(res[2]["pages"].as_array().unwrap().len(), 3);
+    let listed = ids(&all_items(&res, 3, "sessions"), "id");
+    assert_eq!(listed.len(), 11);
+    assert_eq!(ids(&all_items(&res, 4, "sessions"), "id"), listed);
+    assert_eq!(res[4]["pages"].as_array().unwrap().len(), 4);
+    let same = ids(&all_items(&res, 5, "sessions"), "id");
+    let mut u = same.clone();
+    u.sort();
+    u.dedup();
+    assert_eq!((same.len(), u.len()), (7, 7), "{same:?}");
+    for (i, want) in [
+        (6, "is not a cursor of search_sessions"),
+        (7, "is not a cursor of list_sessions"),
+    ] {
+        let r = only(&res, i);
+        assert!(is_error(r), "call {i}: {r}");
+        assert!(page_text(r).contains(want), "call {i}: {}", page_text(r));
+    }
+
+    // A small budget ends pages before the limit; the cursor goes on from there.
+    let (_, res) = session_with(
+        &agent,
+        &["--budget", "1000"],
+        &json!([{"name": "search_sessions", "arguments": {"query": "tiebreak", "limit": 100}, "follow": true}]),
+    );
+    let pages = res[0]["pages"].as_array().unwrap();
+    assert!(pages.len() >= 3, "{} pages", pages.len());
+    for p in pages {
+        assert!(page_text(&p["result"]).chars().count() <= 1000, "{p}");
+    }
+    let got = ids(&all_items(&res, 0, "hits"), "entryId");
+    let mut u = got.clone();
+    u.sort();
+    u.dedup();
+    assert_eq!((got.len(), u.len()), (12, 12), "{got:?}");
+}
+
+const SHARED: &str = "0199a1a1-0000-7000-8000-0000000000a1";
+const PRIVATE: &str = "0199a2a2-0000-7000-8000-0000000000a2";
+const DESKTOP: &str = "0199a3a3-0000-7000-8000-0000000000a3";
+const BOBS: &str = "0199b0b0-0000-7000-8000-0000000000b0";
+
+/// What `sessiontree ARGS` prints, over `agent`; it must succeed.
+fn st(agent: &Path, args: &[&str]) -> String {
+    sessiontree_testkit::run::ok(sessiontree_testkit::run::run(BIN, agent, args))
+}
+
+/// The archive through the SDK client: alice pushes from two machines (her laptop's
+/// sessions, one shared with the team, and one from her desktop), bob (in the team) pushes
+/// one of his own. Each sees, with machine and owner in every hit and row: alice her two
+/// machines' sessions, each once, and never bob's; bob his own and the one shared with
+/// him, never alice's unshared ones, and the credential in the shared one redacted in
+/// search, list and read alike. An archive-only session is read without a file written.
+#[test]
+fn the_archive_answers_with_machine_and_owner() {
+    if !client_available() {
+        return;
+    }
+    let Some(c) = Cluster::start("the_archive_answers_with_machine_and_owner") else {
+        return;
+    };
+    c.setup_roles();
+    c.psql("postgres", "postgres", "GRANT team TO bob").unwrap();
+    let (alice_url, bob_url) = (c.url("alice", "archive"), c.url("bob", "archive"));
+    let tmp = tempfile::tempdir().unwrap();
+    let (laptop, desktop, bob) = (
+        tmp.path().join("laptop"),
+        tmp.path().join("desktop"),
+        tmp.path().join("bob"),
+    );
+    let key = format!("AKIA{}", "QYLPMN5HHHFPZAM2");
+    write_session(
+        &laptop,
+        "/work/orbit",
+        SHARED,
+        &(entry(
+            "s1",
+            None,
+            10,
+            &user(&format!("the wombat bucket key is {key} for now"), 10),
+        ) + &entry(
+            "s2",
+            Some("s1"),
+            11,
+            &assistant("Noted the wombat bucket.", "m", 11),
+        )),
+    );
+    write_session(
+        &laptop,
+        "/work/orbit",
+        PRIVATE,
+        &entry("p1", None, 20, &user("a private wombat note", 20)),
+    );
+    write_session(
+        &desktop,
+        "/work/desk",
+        DESKTOP,
+        &(entry("d1", None, 30, &user("the desktop wombat plan", 30))
+            + &entry(
+                "d2",
+                Some("d1"),
+                31,
+                &assistant("The plan for the wombat, in steps.", "m", 31),
+            )),
+    );
+    // The shared session grew on the desktop too (a copy of it, one entry more).
+    write_session(
+        &desktop,
+        "/work/orbit",
+        SHARED,
+        &(std::fs::read_to_string(
+            session_folder(&laptop, "/work/orbit").join(format!("{SHARED}.jsonl")),
+        )
+        .unwrap()
+        .split_once('\n')
+        .unwrap()
+        .1
+        .to_string()
+            + &entry(
+                "s3",
+                Some("s2"),
+                12,
+                &user("the wombat bucket moved, on the desktop", 12),
+            )),
+    );
+    write_session(
+        &bob,
+        "/work/bob",
+        BOBS,
+        &entry("b1", None, 40, &user("bob's own wombat idea", 40)),
+    );
+    st(
+        &laptop,
+        &["push", "--archive", &alice_url, "--machine", "laptop"],
+    );
+    st(
+        &desktop,
+        &["push", "--archive", &alice_url, "--machine", "desktop"],
+    );
+    st(
+        &bob,
+        &["push", "--archive", &bob_url, "--machine", "bobbox"],
+    );
+    st(
+        &laptop,
+        &[
+            "share",
+            SHARED,
+            "--with",
+            "team",
+            "--allow-secrets",
+            "--archive",
+            &alice_url,
+        ],
+    );
+    // The archive holds the credential as it was written: only the answers redact it.
+    let stored = c
+        .psql(
+            "alice",
+            "archive",
+            "SELECT string_agg(convert_from(data, 'UTF8'), '') FROM sessiontree.chunks",
+        )
+        .unwrap();
+    assert!(stored.contains(&key));
+
+    let calls = json!([
+        {"name": "search_sessions", "arguments": {"query": "wombat"}},
+        {"name": "list_sessions", "arguments": {}},
+        {"name": "read_session", "arguments": {"session": DESKTOP}},
+        {"name": "read_session", "arguments": {"session": "0199a3"}},
+        {"name": "search_sessions", "arguments": {"query": "wombat", "limit": 1}, "follow": true},
+        {"name": "list_sessions", "arguments": {"limit": 1}, "follow": true},
+        {"name": "read_session", "arguments": {"session": BOBS}},
+        {"name": "search_sessions", "arguments": {"query": "wombat", "cwd": "/work/desk"}},
+        {"name": "read_session", "arguments": {"session": format!("{SHARED}#s3")}},
+        {"name": "read_session", "arguments": {"session": SHARED}},
+    ]);
+    let before = sessiontree_testkit::files::snapshot(&laptop.join("sessions"));
+    let (_, res) = session_with(&laptop, &["--archive", &alice_url], &calls);
+    let hits = all_items(&res, 0, "hits");
+    let who: Vec<(String, String, String, bool)> = hits
+        .iter()
+        .map(|h| {
+            (
+                h["sessionId"].as_str().unwrap().to_string(),
+                h["owner"].as_str().unwrap().to_string(),
+                h["machine"].as_str().unwrap().to_string(),
+                h["local"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    let w = |id: &str, m: &str, local: bool| {
+        (id.to_string(), "alice".to_string(), m.to_string(), local)
+    };
+    assert_eq!(
+        who,
+        [
+            w(DESKTOP, "desktop", false),
+            w(DESKTOP, "desktop", false),
+            w(PRIVATE, "laptop", true),
+            w(SHARED, "desktop", false),
+            w(SHARED, "laptop", true),
+            w(SHARED, "laptop", true),
+        ],
+        "{hits:?}"
+    );
+    // Here and archived: once, with the archive's machines noted.
+    assert_eq!(hits[2]["archivedOn"], json!(["laptop"]));
+    assert_eq!(hits[4]["archivedOn"], json!(["desktop", "laptop"]));
+    // The entry only the desktop's copy has: its ref reads that copy.
+    assert_eq!(hits[3]["ref"], format!("{SHARED}#s3"));
+    assert_eq!(hits[0]["ref"], format!("{DESKTOP}#d2"));
+    assert_eq!(hits[0]["cwd"], "/work/desk");
+    assert!(page_text(only(&res, 0)).contains("[alice@desktop]"));
+    let rows = all_items(&res, 1, "sessions");
+    let listed: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap(),
+                r["owner"].as_str().unwrap(),
+                r["machine"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (DESKTOP, "alice", "desktop"),
+            (PRIVATE, "alice", "laptop"),
+            (SHARED, "alice", "laptop")
+        ],
+        "{rows:?}"
+    );
+    assert_eq!(rows[0]["local"], false);
+    assert_eq!(rows[0]["path"], Value::Null);
+    assert_eq!(rows[2]["archivedOn"], json!(["desktop", "laptop"]));
+    // The desktop's session, read from the archive by id and by prefix.
+    for i in [2, 3] {
+        let r = only(&res, i);
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["session"]["machine"], "desktop", "{r}");
+        assert_eq!(sc["session"]["owner"], "alice");
+        assert_eq!(sc["session"]["archived"], true);
+        assert_eq!(ids_of(&sc["items"]), ["d1", "d2"]);
+        assert!(page_text(r).contains("alice@desktop"), "{}", page_text(r));
+    }
+    // Paging across both sources: the same hits, once each.
+    let paged: Vec<String> = all_items(&res, 4, "hits")
+        .iter()
+        .map(|h| h["entryId"].as_str().unwrap().to_string())
+        .collect();
+    let whole: Vec<String> = hits
+        .iter()
+        .map(|h| h["entryId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(paged, whole);
+    assert_eq!(all_items(&res, 5, "sessions"), rows);
+    // bob's session is not alice's to read.
+    let r = only(&res, 6);
+    assert!(is_error(r), "{r}");
+    assert!(
+        page_text(r).contains("no session here or in the archive"),
+        "{}",
+        page_text(r)
+    );
+    assert_eq!(
+        ids_by(&all_items(&res, 7, "hits"), "sessionId"),
+        [DESKTOP, DESKTOP]
+    );
+    let r = only(&res, 8);
+    assert_eq!(
+        r["structuredContent"]["session"]["machine"], "desktop",
+        "{r}"
+    );
+    assert_eq!(ids_of(&r["structuredContent"]["items"]), ["s1", "s2", "s3"]);
+    // Without the entry, the session here is read.
+    let r = only(&res, 9);
+    assert_eq!(r["structuredContent"]["session"]["archived"], false, "{r}");
+    assert_eq!(ids_of(&r["structuredContent"]["items"]), ["s1", "s2"]);
+    // Nothing written under the agent dir's sessions.
+    assert_eq!(
+        sessiontree_testkit::files::snapshot(&laptop.join("sessions")),
+        before
+    );
+    // bob's session in no answer (but the one that was asked for it by id).
+    for (i, r) in res.iter().enumerate().filter(|(i, _)| *i != 6) {
+        assert!(!r["pages"].to_string().contains(BOBS), "call {i}: {r}");
+    }
+
+    let calls = json!([
+        {"name": "search_sessions", "arguments": {"query": "wombat"}},
+        {"name": "list_sessions", "arguments": {}},
+        {"name": "read_session", "arguments": {"session": SHARED}},
+        {"name": "read_session", "arguments": {"session": format!("{SHARED}#s1"), "view": "entry"}},
+        {"name": "read_session", "arguments": {"session": PRIVATE}},
+        {"name": "search_sessions", "arguments": {"query": "\"bucket key\""}},
+    ]);
+    let before = sessiontree_testkit::files::snapshot(&bob.join("sessions"));
+    let (_, res) = session_with(&bob, &["--archive", &bob_url], &calls);
+    let all = res
+        .iter()
+        .map(|r| r["pages"].to_string())
+        .collect::<String>();
+    assert!(!all.contains(&key), "a credential reached bob");
+    // (Call 4 asks for PRIVATE by id: its error names the id.)
+    let answers: String = res
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 4)
+        .map(|(_, r)| r["pages"].to_string())
+        .collect();
+    for s in [PRIVATE, DESKTOP] {
+        assert!(
+            !answers.contains(s),
+            "alice's unshared session {s} reached bob"
+        );
+    }
+    let hits = all_items(&res, 0, "hits");
+    let who: Vec<(&str, &str)> = hits
+        .iter()
+        .map(|h| {
+            (
+                h["sessionId"].as_str().unwrap(),
+                h["owner"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        who,
+        [
+            (BOBS, "bob"),
+            (SHARED, "alice"),
+            (SHARED, "alice"),
+            (SHARED, "alice")
+        ],
+        "{hits:?}"
+    );
+    assert_eq!(
+        (&hits[0]["machine"], &hits[1]["machine"]),
+        (&json!("bobbox"), &json!("desktop"))
+    );
+    assert_eq!(hits[2]["machines"].as_array().unwrap().len(), 2, "{hits:?}");
+    let rows = all_items(&res, 1, "sessions");
+    assert_eq!(ids_by(&rows, "id"), [BOBS, SHARED]);
+    assert_eq!(rows[1]["owner"], "alice");
+    let r = only(&res, 2);
+    assert!(
+        page_text(r).contains("the wombat bucket key is [REDACTED:aws-access-key] for now"),
+        "{}",
+        page_text(r)
+    );
+    assert_eq!(r["structuredContent"]["session"]["owner"], "alice");
+    let r = only(&res, 3);
+    assert!(
+        r["structuredContent"]["entry"]["json"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:aws-access-key]"),
+        "{r}"
+    );
+    assert!(is_error(only(&res, 4)));
+    let s = only(&res, 5)["structuredContent"]["hits"][0]["snippet"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(s.contains("bucket key is [REDACTED:aws-access-key]"), "{s}");
+    assert_eq!(
+        sessiontree_testkit::files::snapshot(&bob.join("sessions")),
+        before
+    );
+
+    // An archive that cannot be reached at start: one line, exit 2.
+    let o = sessiontree_testkit::run::run(
+        BIN,
+        &bob,
+        &[
+            "mcp",
+            "--archive",
+            &format!(
+                "host={} port=1 user=bob dbname=archive sslmode=disable",
+                tmp.path().display()
+            ),
+        ],
+    );
+    let (code, _, err) = sessiontree_testkit::run::code_out_err(&o);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("archive"), "{err}");
+
+    // Later: a tool error while the server is down, answers again once it is back.
+    let mut raw = Raw::start(&laptop, &["--archive", &alice_url]);
+    let r = raw.call("list_sessions", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    c.stop_server("fast");
+    let r = raw.call("list_sessions", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    let t = r["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(t.contains("archive") && t.lines().count() == 1, "{t}");
+    c.start_server();
+    let r = raw.call("search_sessions", json!({"query": "wombat"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"]["hits"].as_array().unwrap().len(),
+        6,
+        "{r}"
+    );
+}
+
+fn ids_of(items: &Value) -> Vec<String> {
+    ids_by(items.as_array().unwrap(), "entryId")
+}
+
+fn ids_by(v: &[Value], k: &str) -> Vec<String> {
+    v.iter()
+        .map(|x| x[k].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Raw JSON-RPC on the server's stdin (no SDK): a line that is not JSON, arguments that are
 /// not an object and a huge limit are answered or skipped, and the server keeps answering.
 #[test]
@@ -587,55 +994,31 @@ fn the_server_survives_bad_requests() {
     let tmp = tempfile::tempdir().unwrap();
     let agent = tmp.path().join("agent");
     fixture(&agent);
-    let mut child = Command::new(BIN)
-        .arg("mcp")
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).to_string(),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
-        "this is not json {".to_string(),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "read_session", "arguments": "not an object"}}).to_string(),
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {"limit": 1e308}}}).to_string(),
-        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "read_session", "arguments": {"session": A, "cursor": "context:18446744073709551615:0:n1"}}}).to_string(),
-        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "list_sessions", "arguments": {}}}).to_string(),
-    ];
-    for l in &lines {
-        writeln!(stdin, "{l}").unwrap();
-    }
-    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut by_id = std::collections::HashMap::new();
-    let mut line = String::new();
-    while by_id.len() < 5 {
-        line.clear();
-        if std::io::BufRead::read_line(&mut reader, &mut line).unwrap() == 0 {
-            break;
-        }
-        let v: Value = serde_json::from_str(&line).unwrap();
-        by_id.insert(v["id"].as_u64().unwrap(), v);
-    }
-    drop(stdin);
-    let _ = child.wait();
-    assert!(by_id[&2].get("error").is_some() || by_id[&2]["result"]["isError"] == true);
-    let t = |id: u64| {
-        by_id[&id]["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
-    assert_eq!(by_id[&3]["result"]["isError"], true);
-    assert!(t(3).contains("limit must be a whole number"), "{}", t(3));
-    assert_eq!(by_id[&4]["result"]["isError"], true);
-    assert!(
-        t(4).contains("cursor is past the end") || t(4).contains("not a cursor"),
-        "{}",
-        t(4)
+    let mut raw = Raw::start(&agent, &[]);
+    raw.line("this is not json {");
+    let r2 = raw.request(
+        "tools/call",
+        json!({"name": "read_session", "arguments": "not an object"}),
     );
-    assert_eq!(by_id[&5]["result"]["isError"], false);
-    assert!(t(5).starts_with("3 sessions"), "{}", t(5));
+    assert!(
+        r2.get("error").is_some() || r2["result"]["isError"] == true,
+        "{r2}"
+    );
+    let t = |r: &Value| r["content"][0]["text"].as_str().unwrap().to_string();
+    let r = raw.call("list_sessions", json!({"limit": 1e308}));
+    assert_eq!(r["isError"], true);
+    assert!(t(&r).contains("limit must be a whole number"), "{}", t(&r));
+    let r = raw.call(
+        "read_session",
+        json!({"session": A, "cursor": "context:18446744073709551615:0:n1"}),
+    );
+    assert_eq!(r["isError"], true);
+    assert!(
+        t(&r).contains("cursor is past the end") || t(&r).contains("not a cursor"),
+        "{}",
+        t(&r)
+    );
+    let r = raw.call("list_sessions", json!({}));
+    assert_eq!(r["isError"], false);
+    assert!(t(&r).starts_with("3 sessions"), "{}", t(&r));
 }

@@ -4,6 +4,10 @@
 //! the session history under an agent dir, branches included: `search_sessions`,
 //! `list_sessions`, `read_session`, `usage_summary` ([`tools`]).
 //!
+//! With an archive ([`Config::archive`]) the searches and listings also cover the shared
+//! PostgreSQL archive's sessions (the login's own from every machine, and those shared
+//! with it), each with its owner and machine; an archived session is read in memory.
+//!
 //! Read-only: no tool writes a session. The listing index and the search summaries in the
 //! agent dir are caches and are used as `sessiontree ls` and `sessiontree search` use them
 //! (brought up to date, summaries built in the background after a search).
@@ -16,7 +20,9 @@
 mod answer;
 mod args;
 mod list;
+mod page;
 mod read;
+mod remote;
 mod resolve;
 mod search;
 mod tools;
@@ -24,6 +30,7 @@ mod usage;
 
 pub use answer::{Answer, Chain, Patterns, Redact, REDACTED};
 pub use args::ToolError;
+pub use remote::Remote;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -47,6 +54,9 @@ pub struct Config {
     /// Characters of text one answer may hold (the structured content carries the same
     /// pieces).
     pub budget: usize,
+    /// The shared archive, read besides the agent dir (`--archive`): its sessions in
+    /// `search_sessions` and `list_sessions`, and `read_session` of one by id.
+    pub archive: Option<Remote>,
 }
 
 /// The server: the configuration plus caches that make repeated calls cheap (the index

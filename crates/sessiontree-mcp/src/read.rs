@@ -23,19 +23,83 @@ use std::sync::Arc;
 /// session loads it once.
 pub struct Cached {
     path: PathBuf,
-    stat: FileStat,
+    stat: Option<FileStat>,
+    /// For an archived copy: its owner, machine, version, length and hash.
+    copy: Option<(String, String, i64, i64, Vec<u8>)>,
     loaded: Arc<Loaded>,
 }
 
-fn load(ctx: &Ctx, t: &Target) -> Result<Arc<Loaded>, ToolError> {
+/// Where a loaded session came from, for the answer.
+pub struct Source {
+    loaded: Arc<Loaded>,
+    /// An archived copy's owner and machine.
+    archive: Option<(String, String)>,
+}
+
+/// An archived session, read into memory (nothing is written here): the copy
+/// `export --archive` reads (the login's own newest, else the one other owner's).
+fn load_archived(ctx: &Ctx, t: &Target) -> Result<Source, ToolError> {
+    let tool = crate::tools::READ;
+    let Some(remote) = &ctx.cfg.archive else {
+        fail!("session {}: no archive to read it from.", t.id);
+    };
+    let c = remote.with(tool, |a| sessiontree_archive::query::session_copy(a, &t.id))?;
+    let tag = (
+        c.owner.clone(),
+        c.machine_name.clone(),
+        c.version_pk,
+        c.length,
+        c.hash.clone(),
+    );
+    let whence = Some((c.owner.clone(), c.machine_name.clone()));
+    let mut cache = ctx.state.loaded.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = cache.as_ref() {
+        if k.copy.as_ref() == Some(&tag) {
+            return Ok(Source {
+                loaded: k.loaded.clone(),
+                archive: whence,
+            });
+        }
+    }
+    *cache = None;
+    let bytes = remote.with(tool, |a| sessiontree_archive::pull::fetch(a, &c))?;
+    let name = PathBuf::from(format!("archive:{}/{}", c.owner, c.session_id));
+    let loaded = match sessiontree::session::load_bytes(&name, bytes) {
+        Ok(l) => Arc::new(l),
+        Err(e) => fail!(
+            "session {} in the archive ({}@{}) cannot be read as a session: {e}.",
+            t.id,
+            c.owner,
+            c.machine_name
+        ),
+    };
+    *cache = Some(Cached {
+        path: name,
+        stat: None,
+        copy: Some(tag),
+        loaded: loaded.clone(),
+    });
+    Ok(Source {
+        loaded,
+        archive: whence,
+    })
+}
+
+fn load(ctx: &Ctx, t: &Target) -> Result<Source, ToolError> {
+    if t.archived {
+        return load_archived(ctx, t);
+    }
     let shown = t.path.display();
     let Some(stat) = FileStat::of_path(&t.path) else {
         fail!("{shown}: no such session file.");
     };
     let mut cache = ctx.state.loaded.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(c) = cache.as_ref() {
-        if c.path == t.path && c.stat == stat {
-            return Ok(c.loaded.clone());
+        if c.path == t.path && c.stat == Some(stat) {
+            return Ok(Source {
+                loaded: c.loaded.clone(),
+                archive: None,
+            });
         }
     }
     // The old one goes first: two large sessions are never held at once.
@@ -46,10 +110,14 @@ fn load(ctx: &Ctx, t: &Target) -> Result<Arc<Loaded>, ToolError> {
     };
     *cache = Some(Cached {
         path: t.path.clone(),
-        stat,
+        stat: Some(stat),
+        copy: None,
         loaded: loaded.clone(),
     });
-    Ok(loaded)
+    Ok(Source {
+        loaded,
+        archive: None,
+    })
 }
 
 /// Text for a model: control characters other than newline and tab become U+FFFD (a
@@ -280,7 +348,7 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         a,
         &["session", "entry", "view", "cursor"],
     )?;
-    let target = crate::resolve::resolve(ctx, a.required("session")?)?;
+    let mut target = crate::resolve::resolve(ctx, a.required("session")?)?;
     let view = a.choice("view", crate::tools::VIEWS, "context")?;
     let entry = match (a.str("entry")?, target.entry.as_deref()) {
         (Some(x), Some(y)) if x != y => fail!(
@@ -294,7 +362,26 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         .str("cursor")?
         .map(|c| parse_cursor(view, c))
         .transpose()?;
-    let loaded = load(ctx, &target)?;
+    let mut source = load(ctx, &target)?;
+    // An entry this machine's copy lacks may be in the archive's (another machine grew
+    // the session): the ref of an archive hit names the id.
+    if let (false, Some(e), Some(_)) = (target.archived, &entry, &ctx.cfg.archive) {
+        if !source.loaded.tree.contains(e) {
+            let t = crate::resolve::Target {
+                path: PathBuf::new(),
+                id: target.id.clone(),
+                entry: target.entry.clone(),
+                archived: true,
+            };
+            if let Ok(s) = load(ctx, &t) {
+                if s.loaded.tree.contains(e) {
+                    source = s;
+                    target = t;
+                }
+            }
+        }
+    }
+    let loaded = source.loaded.clone();
     let t = &loaded.tree;
     let anchor = match (&entry, &cursor) {
         (Some(e), Some(c)) if !c.anchor.is_empty() && *e != c.anchor => fail!(
@@ -314,8 +401,12 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
     let (start, from_char) = cursor.as_ref().map_or((0, 0), |c| (c.item, c.char));
     let name = t.name();
     let cwd = t.header().cwd().unwrap_or_default();
+    let whence = match &source.archive {
+        Some((o, m)) => format!(" (the archive's copy from {o}@{m}, read-only)"),
+        None => String::new(),
+    };
     let mut head = format!(
-        "Session {}{} · cwd {} · {} entries{}\n",
+        "Session {}{whence}{} · cwd {} · {} entries{}\n",
         target.id,
         name.as_deref()
             .map(|n| format!(" \"{}\"", one_line(&ctx.redact(n), 80)))
@@ -326,14 +417,23 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
             .map(|l| format!(" · leaf {l}"))
             .unwrap_or_default()
     );
-    let session = json!({
+    let mut session = json!({
         "id": target.id,
-        "path": target.path.to_string_lossy(),
+        "path": (!target.archived).then(|| target.path.to_string_lossy()),
         "name": name,
         "cwd": cwd,
         "entries": t.entry_count(),
         "leaf": t.leaf_id(),
     });
+    if let Some((o, m)) = &source.archive {
+        session["owner"] = json!(o);
+        session["machine"] = json!(m);
+        session["archived"] = json!(true);
+    } else if let Some(r) = &ctx.cfg.archive {
+        session["owner"] = json!(r.role());
+        session["machine"] = json!(r.here());
+        session["archived"] = json!(false);
+    }
     let room = ctx.cfg.budget.saturating_sub(chars(&head) + 400);
     let Some(anchor) = anchor else {
         return Ok(Answer {

@@ -14,6 +14,8 @@ pub struct Target {
     pub path: PathBuf,
     pub id: String,
     pub entry: Option<String>,
+    /// Not a file here: the archive's copy of session `id` (`path` is empty).
+    pub archived: bool,
 }
 
 fn looks_like_path(s: &str) -> bool {
@@ -43,13 +45,22 @@ pub fn resolve(ctx: &Ctx, arg: &str) -> Result<Target, ToolError> {
                     "{shown} is not a session file (no session header on its first line)."
                 ))
             })?;
-        return Ok(Target { path, id, entry });
+        return Ok(Target {
+            path,
+            id,
+            entry,
+            archived: false,
+        });
     }
     let (id_arg, entry) = match arg.split_once('#') {
         Some((i, e)) if !i.is_empty() && !e.is_empty() => (i, Some(e.to_string())),
         _ => (arg, None),
     };
-    let all = crate::list::sessions(ctx)?;
+    let all = match (crate::list::sessions(ctx), &ctx.cfg.archive) {
+        (Ok(v), _) => v,
+        (Err(_), Some(_)) => Vec::new(),
+        (Err(e), None) => return Err(e),
+    };
     let want = id_arg.to_lowercase();
     let exact: Vec<_> = all
         .iter()
@@ -63,6 +74,7 @@ pub fn resolve(ctx: &Ctx, arg: &str) -> Result<Target, ToolError> {
         exact
     };
     match found.as_slice() {
+        [] if ctx.cfg.archive.is_some() => archived(ctx, id_arg, entry, &shown),
         [] => fail!(
             "no session has the id or id prefix {shown:?} (list_sessions shows the ids; a path or FILE#ENTRY works too)."
         ),
@@ -70,6 +82,7 @@ pub fn resolve(ctx: &Ctx, arg: &str) -> Result<Target, ToolError> {
             path: inside(ctx, &one.path, &shown)?,
             id: crate::list::id_text(one),
             entry,
+            archived: false,
         }),
         many => {
             // The same id in several files (a copy, a fork kept the id): the most recently
@@ -80,6 +93,7 @@ pub fn resolve(ctx: &Ctx, arg: &str) -> Result<Target, ToolError> {
                     path: inside(ctx, &many[0].path, &shown)?,
                     id: ids[0].clone(),
                     entry,
+                    archived: false,
                 });
             }
             let mut some: Vec<&str> = ids.iter().map(|s| s.as_str()).take(5).collect();
@@ -88,6 +102,56 @@ pub fn resolve(ctx: &Ctx, arg: &str) -> Result<Target, ToolError> {
             }
             fail!(
                 "{shown:?} is the start of {} session ids ({}): give more of the id.",
+                many.len(),
+                some.join(", ")
+            )
+        }
+    }
+}
+
+/// A session id or id prefix no local session has, in the archive: the one session it
+/// names there (the copy read is chosen when it is loaded).
+fn archived(
+    ctx: &Ctx,
+    id_arg: &str,
+    entry: Option<String>,
+    shown: &str,
+) -> Result<Target, ToolError> {
+    let Some(remote) = &ctx.cfg.archive else {
+        fail!("{shown}: no such session.");
+    };
+    let want = id_arg.to_lowercase();
+    let copies = remote.with(crate::tools::READ, |a| {
+        sessiontree_archive::pull::copies(a, &[])
+    })?;
+    let mut ids: Vec<&str> = copies
+        .iter()
+        .filter(|c| c.length > 0)
+        .map(|c| c.session_id.as_str())
+        .filter(|i| i.to_lowercase().starts_with(&want))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if let Some(exact) = ids.iter().find(|i| i.to_lowercase() == want) {
+        ids = vec![exact];
+    }
+    match ids.as_slice() {
+        [] => fail!(
+            "no session here or in the archive has the id or id prefix {shown:?} (list_sessions shows the ids; a path or FILE#ENTRY works too)."
+        ),
+        [one] => Ok(Target {
+            path: PathBuf::new(),
+            id: one.to_string(),
+            entry,
+            archived: true,
+        }),
+        many => {
+            let mut some: Vec<&str> = many.iter().copied().take(5).collect();
+            if many.len() > 5 {
+                some.push("…");
+            }
+            fail!(
+                "{shown:?} is the start of {} session ids in the archive ({}): give more of the id.",
                 many.len(),
                 some.join(", ")
             )
