@@ -19,35 +19,6 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_sessiontree")
 }
 
-fn browser_available() -> Option<(PathBuf, PathBuf)> {
-    let require = std::env::var("SESSIONTREE_REQUIRE_BROWSER").as_deref() == Ok("1");
-    let chromium =
-        PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
-    let tests = root().join("export-tests");
-    let node_ok = Command::new("node").arg("--version").output().is_ok();
-    let missing = if !chromium.exists() {
-        Some(format!("{} (apt-get install chromium)", chromium.display()))
-    } else if !node_ok {
-        Some("node".to_string())
-    } else if !tests.join("node_modules/playwright-core").exists() {
-        Some("export-tests/node_modules (cd export-tests && npm ci)".to_string())
-    } else {
-        None
-    };
-    match missing {
-        Some(m) if require => panic!("the browser test needs {m}"),
-        Some(m) => {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: the serve browser test needs {m}"
-            );
-            None
-        }
-        None => Some((chromium, tests)),
-    }
-}
-
 /// A running `sessiontree serve`; killed on drop.
 struct Serve {
     child: Child,
@@ -107,7 +78,7 @@ fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
 
 #[test]
 fn serve_in_headless_chromium() {
-    let Some((chromium, tests)) = browser_available() else {
+    let Some(browser) = sessiontree_testkit::browser::available("the serve browser test") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -175,17 +146,9 @@ fn serve_in_headless_chromium() {
     });
     let expect_path = tmp.path().join("expect.json");
     std::fs::write(&expect_path, expect.to_string()).unwrap();
-    let out = Command::new("node")
-        .current_dir(&tests)
-        .args(["serve.mjs", "--expect", expect_path.to_str().unwrap()])
-        .args(["--chromium", chromium.to_str().unwrap()])
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "browser checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = browser.run(
+        "browser checks",
+        &["serve.mjs", "--expect", expect_path.to_str().unwrap()],
     );
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
@@ -194,25 +157,21 @@ fn serve_in_headless_chromium() {
         r["listMs"], r["searchMs"], r["liveMs"]
     );
     if std::env::var("SESSIONTREE_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
-        let st = Command::new("node")
-            .current_dir(&tests)
-            .args([
+        let docs = root().join("docs");
+        browser.run(
+            "the screenshots",
+            &[
                 "serve.mjs",
                 "--shots",
-                root().join("docs").to_str().unwrap(),
-            ])
-            .args([
+                docs.to_str().unwrap(),
                 "--base",
                 &srv.base,
                 "--session",
                 example_id,
                 "--entry",
                 "b1",
-            ])
-            .args(["--chromium", chromium.to_str().unwrap()])
-            .status()
-            .unwrap();
-        assert!(st.success());
+            ],
+        );
     }
 }
 

@@ -4,10 +4,8 @@
 //! bidi overrides is shown by every read command with those characters as visible escapes,
 //! on stdout and stderr; `--json` still gives the exact strings.
 
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
 use serde_json::{json, Value};
+use sessiontree_testkit::pg;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -250,26 +248,21 @@ fn json_outputs_keep_the_exact_strings() {
 /// what the server sends (ids, owners, machine names, cwds, paths, texts) made safe.
 #[test]
 fn archive_outputs_show_escapes_visibly() {
-    let Some(c) = pg::Cluster::start("archive_outputs_show_escapes_visibly") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let agent = c.path("a");
     hostile(&agent);
-    let other = tmp.path().join("b");
+    let other = c.path("b");
     std::fs::create_dir_all(&other).unwrap();
     let machine = "lap\u{1b}]0;pwned\u{7}top\u{202e}";
     let cases: Vec<(&Path, Vec<&str>)> = vec![
         (
             &agent,
-            vec!["push", "--archive", &url, "--machine", machine],
+            vec!["push", "--archive", &c.url, "--machine", machine],
         ),
-        (&agent, vec!["ls", "--archive", &url]),
-        (&agent, vec!["search", "needle", "--archive", &url]),
+        (&agent, vec!["ls", "--archive", &c.url]),
+        (&agent, vec!["search", "needle", "--archive", &c.url]),
         // The hostile id cannot be a file name: pull refuses it, naming it made safe.
-        (&other, vec!["pull", "--archive", &url]),
+        (&other, vec!["pull", "--archive", &c.url]),
     ];
     for (dir, args) in &cases {
         let (code, out, err) = run(dir, args);

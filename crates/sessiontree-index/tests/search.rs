@@ -409,10 +409,8 @@ fn scan_and_summaries_agree_with_a_naive_search_through_changes() {
 
 #[test]
 fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = dir.path();
-    let dir = agent.join("sessions").join("--w--");
-    std::fs::create_dir_all(&dir).unwrap();
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, dir) = (a.path(), a.folder("/w"));
     for k in 0..40u64 {
         let mut s = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n"

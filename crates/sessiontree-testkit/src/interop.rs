@@ -77,3 +77,12 @@ pub fn oracle_dump<P: AsRef<std::path::Path>>(
     node(&args);
     std::fs::read(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
 }
+
+/// The context the reference builds for a session's default leaf, from one of the dump's
+/// `results` (None when it has none; panics when `contexts` is not an array).
+pub fn default_context(result: &serde_json::Value) -> Option<&serde_json::Value> {
+    crate::json::array(&result["contexts"])
+        .iter()
+        .find(|c| c["kind"] == "default")
+        .map(|c| &c["context"])
+}

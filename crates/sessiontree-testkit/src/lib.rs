@@ -4,7 +4,9 @@
 //! session folders ([`agent`]), running the command ([`run`]), the throwaway PostgreSQL
 //! cluster ([`pg`]), the seeded generators ([`Rng`] for tests, [`gen`] for realistic
 //! benchmark sessions), test sizes from the environment ([`env_or`]), the reference
-//! implementation through `interop/` ([`interop`]) and file walks ([`files`]).
+//! implementation through `interop/` ([`interop`]), headless Chromium through
+//! `export-tests/` ([`browser`]), generated credentials ([`creds`]), reading a command's
+//! JSON answer ([`json`]) and file walks ([`files`]).
 //!
 //! A dev-dependency only (`publish = false`); it depends on no crate of the workspace.
 
@@ -12,10 +14,13 @@
 #![allow(clippy::should_implement_trait)]
 
 pub mod agent;
+pub mod browser;
+pub mod creds;
 pub mod env;
 pub mod files;
 pub mod gen;
 pub mod interop;
+pub mod json;
 pub mod pg;
 pub mod rng;
 pub mod run;

@@ -65,3 +65,9 @@ pub fn with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// Its stdout, after asserting that it exited with `code` (else a panic with its stderr).
+pub fn exit(o: &Output, code: i32) -> String {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    stdout(o)
+}

@@ -149,17 +149,22 @@ fn lock_holder_info_is_written_only_after_the_lock_is_ours() {
 
 // ---- rewrites through a symlinked session act on the real file ----------------------------
 
-#[test]
-fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
+/// `<tmp>/real/s.jsonl` holding `text`, and the link `<tmp>/links/s.jsonl` to it.
+fn linked(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
+    let (real_dir, link_dir) = (d.path().join("real"), d.path().join("links"));
     std::fs::create_dir_all(&real_dir).unwrap();
     std::fs::create_dir_all(&link_dir).unwrap();
     let real = real_dir.join("s.jsonl");
-    std::fs::write(&real, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
+    std::fs::write(&real, text).unwrap();
     let link = link_dir.join("s.jsonl");
     std::os::unix::fs::symlink(&real, &link).unwrap();
+    (d, real, link)
+}
+
+#[test]
+fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
+    let (_d, real, link) = linked(&format!("{H2}\n{}\n", entry("a1", None)));
 
     let mut s = Session::open(&link, opts()).unwrap();
     let id = s.append_message(&user("through the link")).unwrap();
@@ -173,7 +178,7 @@ fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
     assert!(l.tree.contains(&id), "the real file holds the new entry");
     assert_eq!(l.tree.header().version(), Some(3.0));
     assert_eq!(
-        names(&link_dir),
+        names(link.parent().unwrap()),
         vec!["s.jsonl"],
         "nothing left beside the link"
     );
@@ -181,20 +186,15 @@ fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
 
 #[test]
 fn repair_through_a_symlink_repairs_the_real_file_with_backup_beside_it() {
-    let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
-    std::fs::create_dir_all(&real_dir).unwrap();
-    std::fs::create_dir_all(&link_dir).unwrap();
-    let real = real_dir.join("s.jsonl");
     let damaged = format!("{H}\nnot json\n{}\n", entry("a1", None));
-    std::fs::write(&real, &damaged).unwrap();
-    let link = link_dir.join("s.jsonl");
-    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (_d, real, link) = linked(&damaged);
 
     let r = repair::apply(&link, &Default::default(), None).unwrap();
     let backup = r.backup.unwrap();
-    assert_eq!(backup.parent().unwrap(), real_dir.canonicalize().unwrap());
+    assert_eq!(
+        backup.parent().unwrap(),
+        real.parent().unwrap().canonicalize().unwrap()
+    );
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), damaged);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
@@ -204,26 +204,18 @@ fn repair_through_a_symlink_repairs_the_real_file_with_backup_beside_it() {
         std::fs::read_to_string(&real).unwrap(),
         format!("{H}\n{}\n", entry("a1", None))
     );
-    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
+    assert_eq!(names(link.parent().unwrap()), vec!["s.jsonl"]);
 }
 
 #[test]
 fn torn_sidecar_through_a_symlink_lands_beside_the_real_file() {
-    let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
-    std::fs::create_dir_all(&real_dir).unwrap();
-    std::fs::create_dir_all(&link_dir).unwrap();
-    let real = real_dir.join("s.jsonl");
     let content = format!("{H}\n{}\n{{\"type\":\"mess", entry("a1", None));
-    std::fs::write(&real, &content).unwrap();
-    let link = link_dir.join("s.jsonl");
-    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (_d, real, link) = linked(&content);
     let mut s = Session::open(&link, opts()).unwrap();
     s.append_message(&user("x")).unwrap();
     drop(s);
-    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
-    assert!(names(&real_dir)
+    assert_eq!(names(link.parent().unwrap()), vec!["s.jsonl"]);
+    assert!(names(real.parent().unwrap())
         .iter()
         .any(|n| n.starts_with("s.jsonl.torn-")));
 }

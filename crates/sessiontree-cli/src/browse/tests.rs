@@ -817,10 +817,8 @@ fn snapshot_badges_of_imported_and_archived_sessions() {
 fn archive_marks_come_from_the_local_push_state() {
     use sessiontree_archive::state::{FileStamp, State};
     use std::io::Write as _;
-    let dir = tempfile::tempdir().unwrap();
-    let agent = dir.path();
-    let sessions = agent.join("sessions").join("--w--");
-    std::fs::create_dir_all(&sessions).unwrap();
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, sessions) = (a.path(), a.folder("/w"));
     let b = compaction_session();
     let same = b.write(&sessions, "same.jsonl");
     let grown = b.write(&sessions, "grown.jsonl");
