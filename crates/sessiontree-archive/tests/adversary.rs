@@ -9,7 +9,7 @@ mod common;
 
 use sessiontree_testkit::env;
 
-use common::{opts, pg, pull_opts, Cluster, PASSWORD};
+use common::{opts, pg, pull_opts, session_ids, Cluster, PASSWORD};
 use sessiontree_archive::pull::{pull, PullReport};
 use sessiontree_archive::push::push;
 use sessiontree_archive::{query, Archive};
@@ -239,15 +239,7 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
 
     // Sharing still works: bob in the team sees that one session, and its texts.
     server(&c, "GRANT team TO bob");
-    assert_eq!(
-        c.psql(
-            "bob",
-            "archive",
-            "SELECT session_id FROM sessiontree.sessions"
-        )
-        .unwrap(),
-        shared
-    );
+    assert_eq!(session_ids(&c, "bob"), shared);
     let hits = query::search(&mut bob, "wombat", query::Mode::Words, None, 10).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, shared);

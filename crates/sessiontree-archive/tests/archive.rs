@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{opts, pg, pull_opts, Cluster, PASSWORD};
+use common::{opts, pg, pull_opts, session_ids, Cluster, PASSWORD};
 use sessiontree_archive::pull::pull;
 use sessiontree_archive::push::push;
 use sessiontree_archive::{query, Archive};
@@ -558,15 +558,7 @@ fn row_level_security_keeps_other_roles_out() {
         count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
         1
     );
-    assert_eq!(
-        c.psql(
-            "bob",
-            "archive",
-            "SELECT session_id FROM sessiontree.sessions"
-        )
-        .unwrap(),
-        sid
-    );
+    assert_eq!(session_ids(&c, "bob"), sid);
     assert!(count(&c, "bob", "SELECT count(*) FROM sessiontree.chunks") > 0);
     assert_eq!(
         count(

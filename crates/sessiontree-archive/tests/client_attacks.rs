@@ -58,6 +58,13 @@ fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
+/// A new session id, and the text of a session under it (see `session_text`).
+fn new_session(cwd: &str, texts: &[&str]) -> (String, String) {
+    let id = new_id();
+    let text = session_text(&id, cwd, texts);
+    (id, text)
+}
+
 /// Every file under `dir`, recursively (links not followed), with its bytes.
 fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
@@ -124,8 +131,7 @@ fn skipped_ids(r: &PullReport) -> Vec<String> {
 fn another_owners_session_never_merges_into_yours_nor_lands_among_them() {
     let Some(c) = pg::archive() else { return };
     let (a, b) = (c.path("alice"), c.path("bob"));
-    let x = new_id();
-    let mine = session_text(&x, "/w", &["hello", "plan the release"]);
+    let (x, mine) = new_session("/w", &["hello", "plan the release"]);
     let hers = put(&a, "/w", &x, &mine);
     let mut alice = Archive::open(&c.url).unwrap();
     push(&mut alice, &opts(&a)).unwrap();
@@ -383,8 +389,7 @@ fn a_version_claiming_more_than_it_holds_is_reported_and_the_rest_is_pulled() {
 fn a_line_half_written_at_push_time_never_reaches_another_machine() {
     let Some(c) = pg::archive() else { return };
     let (a, b) = (c.path("desk"), c.path("laptop"));
-    let id = new_id();
-    let whole = session_text(&id, "/w", &["one", "two"]);
+    let (id, whole) = new_session("/w", &["one", "two"]);
     let next = message("e0000003", Some("e0000002"), 3, "three");
     let half = &next[..next.len() / 2];
     let f = put(&a, "/w", &id, &format!("{whole}{half}"));
@@ -457,8 +462,7 @@ fn journal_of(p: &Path) -> PathBuf {
 fn a_planted_pull_journal_is_not_replayed() {
     use sha2::Digest;
     let t = tempfile::tempdir().unwrap();
-    let id = new_id();
-    let text = session_text(&id, "/w", &["a"]);
+    let (id, text) = new_session("/w", &["a"]);
     let f = put(t.path(), "/w", &id, &text);
     let jp = journal_of(&f);
     let evil = message("e0000066", Some("e0000001"), 9, "injected");

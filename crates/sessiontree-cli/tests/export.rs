@@ -237,21 +237,24 @@ fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
     path.iter().map(|e| e.id().unwrap().to_string()).collect()
 }
 
-#[test]
-fn html_in_headless_chromium() {
-    let Some(browser) = browser::available("the browser test") else {
-        return;
-    };
-    let f = example();
-    let dir = tempfile::tempdir().unwrap();
-    let html = dir.path().join("example.html");
+/// `sessiontree export SRC --format html -o OUT`.
+fn export_html(src: &Path, out: &Path) {
     export(&[
-        f.to_str().unwrap(),
+        src.to_str().unwrap(),
         "--format",
         "html",
         "-o",
-        html.to_str().unwrap(),
+        out.to_str().unwrap(),
     ]);
+}
+
+#[test]
+fn html_in_headless_chromium() {
+    let Some(b) = browser::find() else { return };
+    let f = example();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("example.html");
+    export_html(&f, &html);
     let l = sessiontree::load(&f).unwrap();
     let t = &l.tree;
     let leaf = t.leaf_id().unwrap().to_string();
@@ -275,7 +278,7 @@ fn html_in_headless_chromium() {
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("..");
     let shot = target.join("export-screenshot.png");
     let opts = ["--expect", expect_path.to_str().unwrap()];
-    let stdout = browser.page("browser checks", &html, &opts, Some(&shot));
+    let stdout = b.page("browser checks", &html, &opts, Some(&shot));
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
     assert_eq!(r["requests"], json!([]));
@@ -288,16 +291,10 @@ fn html_in_headless_chromium() {
         // The README's picture: the bundled example session.
         let demo = dir.path().join("demo.html");
         let src = root().join("examples/demo-session.jsonl");
-        export(&[
-            src.to_str().unwrap(),
-            "--format",
-            "html",
-            "-o",
-            demo.to_str().unwrap(),
-        ]);
+        export_html(&src, &demo);
         let docs = root().join("docs/export-screenshot.png");
         let opts = ["--only-screenshot", "--viewport", "1024x640"];
-        browser.page("the README's screenshot", &demo, &opts, Some(&docs));
+        b.page("the README's screenshot", &demo, &opts, Some(&docs));
     }
 }
 
@@ -322,36 +319,17 @@ fn export_refuses_to_overwrite_its_source_and_unknown_leaves() {
     assert_eq!(std::fs::read(&f).unwrap(), before);
 }
 
-fn interop_available() -> bool {
-    interop::available()
-}
-
 /// Every session the reference's generator writes (all entry types, hostile text, older
 /// releases) exports: the page's data stays inside its script and parses, Markdown renders,
 /// and the JSONL branch gives the source branch's context, here and in the reference.
 #[test]
 fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
-    if !interop_available() {
+    let Some(dir) = interop::temp_dir() else {
         return;
-    }
+    };
     use sessiontree_export::{self as export, ExportOptions};
-    let dir = tempfile::tempdir().unwrap();
     let gen = dir.path().join("gen");
-    let st = Command::new("node")
-        .current_dir(root().join("interop"))
-        .args([
-            "gen.mjs",
-            "--out",
-            gen.to_str().unwrap(),
-            "--seed",
-            "6",
-            "--count",
-            "30",
-            "--quiet",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    interop::generate(&gen, 6, 30, &[]);
     let files = sessiontree_testkit::files::jsonl_under(&gen);
     let outdir = dir.path().join("out");
     std::fs::create_dir(&outdir).unwrap();
@@ -392,7 +370,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
     );
     // Every page opens in the browser without a page error (hostile text, lone surrogates,
     // 1e400, deep nesting, null messages, cycles).
-    if let Some(browser) = browser::available("the browser smoke test") {
+    if let Some(b) = browser::find() {
         let list = dir.path().join("pages.txt");
         // Every other page keeps this under half a minute.
         let some: Vec<&String> = pages.iter().step_by(2).collect();
@@ -404,7 +382,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
                 .join("\n"),
         )
         .unwrap();
-        let out = browser.run(
+        let out = b.run(
             "pages in the browser",
             &["browser.mjs", "--smoke", list.to_str().unwrap()],
         );
@@ -491,9 +469,7 @@ fn first_diff(a: &Value, b: &Value, at: &str) -> String {
 /// long chain in the tree.
 #[test]
 fn html_long_session_renders_lazily_in_chromium() {
-    let Some(browser) = browser::available("the lazy rendering test") else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("long.jsonl");
     let mut s = String::from(
@@ -515,14 +491,8 @@ fn html_long_session_renders_lazily_in_chromium() {
     }
     std::fs::write(&f, s).unwrap();
     let html = dir.path().join("long.html");
-    export(&[
-        f.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    let stdout = browser.page("lazy rendering checks", &html, &["--lazy"], None);
+    export_html(&f, &html);
+    let stdout = b.page("lazy rendering checks", &html, &["--lazy"], None);
     eprintln!("long session: {}", stdout.trim());
 }
 
@@ -532,9 +502,7 @@ fn html_long_session_renders_lazily_in_chromium() {
 /// the conversation opens at the leaf (it used to open at the root).
 #[test]
 fn html_deep_branched_session_stays_readable_in_chromium() {
-    let Some(browser) = browser::available("the deep session test") else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("deep.jsonl");
     let (entries, forks, side) = (50_000u32, 200u32, 2u32);
@@ -575,13 +543,7 @@ fn html_deep_branched_session_stays_readable_in_chromium() {
     assert_eq!(l.tree.entries().len(), entries as usize);
     let leaf_path = ids(&l.tree.get_branch(None));
     let html = dir.path().join("deep.html");
-    export(&[
-        f.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
+    export_html(&f, &html);
     let expect = json!({
         "leaf": l.tree.leaf_id().unwrap(),
         "leafPath": leaf_path,
@@ -593,6 +555,6 @@ fn html_deep_branched_session_stays_readable_in_chromium() {
         .join("..")
         .join("export-deep-screenshot.png");
     let opts = ["--deep", expect_path.to_str().unwrap()];
-    let stdout = browser.page("deep session checks", &html, &opts, Some(&shot));
+    let stdout = b.page("deep session checks", &html, &opts, Some(&shot));
     eprintln!("deep session: {}", stdout.trim());
 }

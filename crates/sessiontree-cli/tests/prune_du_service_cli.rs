@@ -248,12 +248,12 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
     std::fs::write(&file, unit).unwrap();
     let runtime = t.path().join("runtime");
     std::fs::create_dir_all(&runtime).unwrap();
-    let o = Command::new(analyze)
-        .args(["verify", "--user"])
-        .arg(&file)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
+    let verify = || {
+        let mut cmd = Command::new(analyze);
+        cmd.args(["verify", "--user"]).arg(&file);
+        cmd.env("XDG_RUNTIME_DIR", &runtime).output().unwrap()
+    };
+    let o = verify();
     assert!(
         o.status.success() && o.stderr.is_empty(),
         "{}",
@@ -264,13 +264,7 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
         unit.replace("Nice=10", "Nicee=10")
             .replacen("ExecStart=\"", "ExecStart=\"/nonexistent", 1);
     std::fs::write(&file, bad).unwrap();
-    let o = Command::new(analyze)
-        .args(["verify", "--user"])
-        .arg(&file)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
-    assert!(!o.stderr.is_empty());
+    assert!(!verify().stderr.is_empty());
 }
 
 /// `watch --archive`: a transcript written into Claude Code's folder is copied and the copy

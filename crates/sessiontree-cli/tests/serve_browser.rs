@@ -7,6 +7,7 @@
 //! fails. `SESSIONTREE_UPDATE_SCREENSHOT=1` also renders docs/serve-*.png.
 
 use serde_json::{json, Value};
+use sessiontree_testkit::browser;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -78,9 +79,7 @@ fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
 
 #[test]
 fn serve_in_headless_chromium() {
-    let Some(browser) = sessiontree_testkit::browser::available("the serve browser test") else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let agent = tmp.path().join("agent");
     let folder = agent.join("sessions").join("--home-me-demo--");
@@ -146,7 +145,7 @@ fn serve_in_headless_chromium() {
     });
     let expect_path = tmp.path().join("expect.json");
     std::fs::write(&expect_path, expect.to_string()).unwrap();
-    let stdout = browser.run(
+    let stdout = b.run(
         "browser checks",
         &["serve.mjs", "--expect", expect_path.to_str().unwrap()],
     );
@@ -158,7 +157,7 @@ fn serve_in_headless_chromium() {
     );
     if std::env::var("SESSIONTREE_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
         let docs = root().join("docs");
-        browser.run(
+        b.run(
             "the screenshots",
             &[
                 "serve.mjs",

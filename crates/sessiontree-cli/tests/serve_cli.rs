@@ -19,10 +19,8 @@ fn serve(args: &[&str], agent: &std::path::Path) -> (i32, String) {
 
 #[test]
 fn mistakes_are_one_line_and_exit_2() {
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, folder) = sessiontree_testkit::files::temp_subdir("folder");
     let agent = tmp.path().join("agent");
-    let folder = tmp.path().join("folder");
-    std::fs::create_dir_all(&folder).unwrap();
     let missing = tmp.path().join("missing");
     let file = folder.join("x.jsonl");
     std::fs::write(&file, "").unwrap();
@@ -79,11 +77,8 @@ fn get(addr: &str, path: &str) -> String {
 /// `[REDACTED:<kind>]` on the list, the session page and in search, never in full.
 #[test]
 fn served_pages_show_no_credential() {
-    use std::io::BufRead;
-    let tmp = tempfile::tempdir().unwrap();
+    let (tmp, folder) = sessiontree_testkit::files::temp_subdir("sessions");
     let agent = tmp.path().join("agent");
-    let folder = tmp.path().join("sessions");
-    std::fs::create_dir_all(&folder).unwrap();
     let key = format!("AKIA{}", "QYLPMN5HHHFPZAM2");
     let sid = "0199eeee-0000-7000-8000-000000000001";
     let text = format!(
@@ -103,10 +98,7 @@ fn served_pages_show_no_credential() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = sessiontree_testkit::run::first_line(&mut child);
     let addr = line
         .trim()
         .rsplit("http://")

@@ -124,12 +124,17 @@ fn run(agent: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A fresh agent dir with the hostile session (see `hostile`).
+fn hostile_agent() -> (sessiontree_testkit::AgentDir, PathBuf) {
+    let a = sessiontree_testkit::AgentDir::new();
+    let p = hostile(a.path());
+    (a, p)
+}
+
 #[test]
 fn every_human_output_shows_escapes_and_bidi_controls_visibly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path();
-    let p = hostile(agent);
-    let f = p.to_str().unwrap();
+    let (a, p) = hostile_agent();
+    let (agent, f) = (a.path(), p.to_str().unwrap());
     let dir = p.parent().unwrap().to_str().unwrap();
     let at_u1 = format!("{f}#{U1}");
     let cases: Vec<Vec<&str>> = vec![
@@ -195,10 +200,8 @@ fn every_human_output_shows_escapes_and_bidi_controls_visibly() {
 
 #[test]
 fn json_outputs_keep_the_exact_strings() {
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path();
-    let p = hostile(agent);
-    let f = p.to_str().unwrap();
+    let (a, p) = hostile_agent();
+    let (agent, f) = (a.path(), p.to_str().unwrap());
     let json = |args: &[&str]| -> Value {
         let (code, out, err) = run(agent, args);
         assert!(code == 0 || code == 1, "{args:?}: {err}");

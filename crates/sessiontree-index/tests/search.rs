@@ -236,15 +236,7 @@ fn key(h: &[Hit]) -> Vec<(String, String, bool)> {
 }
 
 fn queries() -> Vec<Query> {
-    let q = |text: &str, mode: Mode, limit: usize| Query {
-        text: text.into(),
-        mode,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit,
-    };
+    let q = Query::new;
     let mut v = vec![
         q("theme", Mode::Words, 1000),
         q("theme", Mode::Words, 3),
@@ -430,15 +422,7 @@ fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
     }
     let s = build(agent);
     let files = stats(agent);
-    let q = |t: &str, limit| Query {
-        text: t.into(),
-        mode: Mode::Words,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit,
-    };
+    let q = |t: &str, limit| Query::new(t, Mode::Words, limit);
     let (h, st) = search::search(&files, &q("narwhal", 10), Some(&s), 1).unwrap();
     assert_eq!(h.len(), 1);
     assert_eq!((st.scanned, st.ruled_out), (1, 39), "{st:?}");

@@ -13,9 +13,11 @@ pub struct Browser {
 }
 
 /// The browser, or None after saying what is missing (the test then passes without its
-/// browser checks); under `SESSIONTREE_REQUIRE_BROWSER=1` (CI) a panic instead. `test`
-/// names the test in the message.
-pub fn available(test: &str) -> Option<Browser> {
+/// browser checks); under `SESSIONTREE_REQUIRE_BROWSER=1` (CI) a panic instead. The
+/// message names the running test (its thread's name, as libtest names it).
+pub fn find() -> Option<Browser> {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a browser test");
     let chromium =
         PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
     let tests = crate::root().join("export-tests");

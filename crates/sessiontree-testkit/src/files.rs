@@ -132,3 +132,14 @@ pub fn temp_file(name: &str, text: impl AsRef<[u8]>) -> (tempfile::TempDir, Path
     std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     (dir, p)
 }
+
+/// A fresh temp folder (removed when dropped) and its subfolder `name` (created).
+pub fn temp_subdir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("st-test")
+        .tempdir()
+        .unwrap();
+    let sub = dir.path().join(name);
+    std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{}: {e}", sub.display()));
+    (dir, sub)
+}

@@ -71,3 +71,14 @@ pub fn exit(o: &Output, code: i32) -> String {
     assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
     stdout(o)
 }
+
+/// The first line (without its newline) a spawned command writes on its piped stdout:
+/// the address a server says it listens on.
+pub fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim_end_matches('\n').to_string()
+}

@@ -2,6 +2,8 @@
 //! reached through symlinks, special files in session folders, taken sidecar names, lines
 //! still being written, temp files of killed rewrites. Each test names the attack.
 
+mod common;
+
 use sessiontree::{load, repair, Creation, Durability, Error, Json, Session, WriteOptions};
 use sessiontree_testkit::agent::{user_hi as entry, HEADER as H};
 use std::path::{Path, PathBuf};
@@ -57,21 +59,28 @@ use sessiontree_testkit::files::names;
 
 // ---- the lock file never follows links ---------------------------------------------------
 
-#[test]
-fn lock_symlink_to_another_file_is_refused_and_the_target_untouched() {
+/// A session whose lock path `link` makes a link to another file (the victim): opening the
+/// session is refused with an error naming the lock and `says`, and the victim is as it was.
+fn lock_linked_to_a_victim(
+    link: fn(&Path, &Path) -> std::io::Result<()>,
+    says: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let d = tempfile::tempdir().unwrap();
     let p = session_file(d.path(), "s.jsonl");
     let victim = d.path().join("victim.txt");
     std::fs::write(&victim, "precious").unwrap();
-    std::os::unix::fs::symlink(&victim, lock_of(&p)).unwrap();
-
+    link(&victim, &lock_of(&p)).unwrap();
     let e = Session::open(&p, opts()).unwrap_err();
     let msg = e.to_string();
-    assert!(
-        msg.contains("s.jsonl.lock") && msg.contains("symlink"),
-        "{msg}"
-    );
+    assert!(msg.contains("s.jsonl.lock") && msg.contains(says), "{msg}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    (d, p, victim)
+}
+
+#[test]
+fn lock_symlink_to_another_file_is_refused_and_the_target_untouched() {
+    let (_d, p, victim) =
+        lock_linked_to_a_victim(|v, l| std::os::unix::fs::symlink(v, l), "symlink");
 
     // repair takes the same lock.
     std::fs::write(&p, format!("{H}\nnot json\n{}\n", entry("a1", None))).unwrap();
@@ -97,18 +106,7 @@ fn lock_symlink_to_the_session_itself_leaves_the_session_whole() {
 
 #[test]
 fn lock_hard_link_to_another_file_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let p = session_file(d.path(), "s.jsonl");
-    let victim = d.path().join("victim.txt");
-    std::fs::write(&victim, "precious").unwrap();
-    std::fs::hard_link(&victim, lock_of(&p)).unwrap();
-    let e = Session::open(&p, opts()).unwrap_err();
-    let msg = e.to_string();
-    assert!(
-        msg.contains("s.jsonl.lock") && msg.contains("link"),
-        "{msg}"
-    );
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    lock_linked_to_a_victim(|v, l| std::fs::hard_link(v, l), "link");
 }
 
 #[test]
@@ -341,12 +339,7 @@ fn a_last_line_still_being_written_is_not_taken_for_a_torn_tail() {
         !names(d.path()).iter().any(|n| n.contains(".torn-")),
         "no sidecar for a line in progress"
     );
-    let l = load(&p).unwrap();
-    assert!(
-        l.tree.diagnostics().is_empty(),
-        "{:?}",
-        l.tree.diagnostics()
-    );
+    let l = common::load_clean(&p);
     assert_eq!(
         l.tree.get_entry(&id).unwrap().parent.walk_id(),
         Some("b2"),
@@ -368,20 +361,20 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("s.jsonl");
     std::fs::write(&p, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // Written an hour ago.
+    let old = |p: &Path, text: &str| {
+        std::fs::write(p, text).unwrap();
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    };
     let dead = dead_pid();
     let stale = d.path().join(format!(".s.jsonl.tmp-{dead}-deadbeef"));
     let stale_side = d
         .path()
         .join(format!(".s.jsonl.torn-77.tmp-{dead}-0123abcd"));
     for p in [&stale, &stale_side] {
-        std::fs::write(p, "old copy").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(hour_ago)
-            .unwrap();
+        old(p, "old copy");
     }
     // Kept: a fresh one (its rewrite may still run elsewhere), one of a live process, and
     // files that only look similar.
@@ -390,23 +383,11 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
         .join(format!(".s.jsonl.tmp-{}-cafecafe", dead_pid()));
     std::fs::write(&fresh, "new copy").unwrap();
     let live = d.path().join(".s.jsonl.tmp-1-0badf00d");
-    std::fs::write(&live, "init's").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&live)
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+    old(&live, "init's");
     let other = d.path().join(format!(".t.jsonl.tmp-{dead}-deadbeef"));
     let similar = d.path().join(format!(".s.jsonl.x.tmp-{dead}-deadbeef"));
     for p in [&other, &similar] {
-        std::fs::write(p, "not ours").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(hour_ago)
-            .unwrap();
+        old(p, "not ours");
     }
 
     // Migration is a rewrite.

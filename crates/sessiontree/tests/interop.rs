@@ -16,7 +16,7 @@ use sessiontree::json::{Kind, Raw};
 use sessiontree::{build_context, load, Json, LeafArg, Session, WriteOptions};
 use std::path::{Path, PathBuf};
 
-use sessiontree_testkit::interop::{self, available, node};
+use sessiontree_testkit::interop::{self, generate};
 
 use sessiontree_testkit::env_or;
 
@@ -341,24 +341,6 @@ fn compare(m: &mut Mismatches, result: &Value, loaded: &mut sessiontree::Loaded)
     }
 }
 
-fn generate(dir: &Path, seed: u64, count: u64, extra: &[&str]) -> Vec<(PathBuf, Value)> {
-    let d = dir.to_str().unwrap();
-    let (s, c) = (seed.to_string(), count.to_string());
-    let mut args = vec![
-        "gen.mjs", "--out", d, "--seed", &s, "--count", &c, "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    node(&args);
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    manifest["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (dir.join(f["path"].as_str().unwrap()), f.clone()))
-        .collect()
-}
-
 fn oracle(files: &[PathBuf], work: &Path) -> Vec<Value> {
     let bytes = sessiontree_testkit::interop::oracle_dump(files, &work.join("oracle.json"), &[]);
     let mut de = serde_json::Deserializer::from_slice(&bytes);
@@ -377,12 +359,12 @@ fn oracle(files: &[PathBuf], work: &Path) -> Vec<Value> {
 /// Runs `f` with a fresh temp folder on a thread with a big stack (the deepest generated
 /// sessions need it); skipped without node and the reference.
 fn with_reference(f: fn(&Path)) {
-    if !available() {
+    let Some(tmp) = interop::temp_dir() else {
         return;
-    }
+    };
     std::thread::Builder::new()
         .stack_size(512 << 20)
-        .spawn(move || f(tempfile::tempdir().unwrap().path()))
+        .spawn(move || f(tmp.path()))
         .unwrap()
         .join()
         .unwrap_or_else(|e| std::panic::resume_unwind(e));

@@ -27,3 +27,13 @@ pub fn pull_opts(agent: &Path) -> PullOptions {
         sessions: vec![],
     }
 }
+
+/// The ids of the sessions that `who` can read in the archive, one a line.
+pub fn session_ids(c: &Cluster, who: &str) -> String {
+    c.psql(
+        who,
+        "archive",
+        "SELECT session_id FROM sessiontree.sessions",
+    )
+    .unwrap()
+}
