@@ -38,13 +38,19 @@ def dumps(o):
     return json.dumps(o, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-def claude(path, sid, cwd, start):
+def clock(start, month):
+    """Timestamps in `month` of 2025 from `start` (seconds), each 1 to 30 s after the last."""
     t = [start]
 
     def ts():
         t[0] += rng.randint(1, 30)
         s = t[0]
-        return "2025-09-%02dT%02d:%02d:%02d.%03dZ" % (1 + s // 86400 % 28, s // 3600 % 24, s // 60 % 60, s % 60, rng.randint(0, 999))
+        return "2025-%02d-%02dT%02d:%02d:%02d.%03dZ" % (month, 1 + s // 86400 % 28, s // 3600 % 24, s // 60 % 60, s % 60, rng.randint(0, 999))
+    return ts
+
+
+def claude(path, sid, cwd, start):
+    ts = clock(start, 9)
 
     n = [0]
 
@@ -107,12 +113,7 @@ def claude(path, sid, cwd, start):
 
 
 def codex(path, sid, cwd, start):
-    t = [start]
-
-    def ts():
-        t[0] += rng.randint(1, 30)
-        s = t[0]
-        return "2025-10-%02dT%02d:%02d:%02d.%03dZ" % (1 + s // 86400 % 28, s // 3600 % 24, s // 60 % 60, s % 60, rng.randint(0, 999))
+    ts = clock(start, 10)
 
     size = 0
     with open(path, "w") as f:

@@ -9,26 +9,25 @@ mod common;
 
 use sessiontree_testkit::env;
 
-use common::{Cluster, PASSWORD};
-use sessiontree_archive::pull::{pull, PullOptions, PullReport};
-use sessiontree_archive::push::{push, PushOptions};
+use common::{opts, pg, pull_opts, session_ids, Cluster, PASSWORD};
+use sessiontree_archive::pull::{pull, PullReport};
+use sessiontree_archive::push::push;
 use sessiontree_archive::{query, Archive};
 use sessiontree_testkit::rng::Rng;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// A cluster with the roles, carol, and the schema made by its owner.
-fn start(test: &str) -> Option<Cluster> {
-    let c = Cluster::start(test)?;
-    c.setup_roles();
+/// The test's archive ([`pg::archive`]) with carol too, and the schema made by its owner.
+fn start() -> Option<pg::Archive> {
+    let c = pg::archive()?;
     c.psql(
         "postgres",
         "postgres",
         &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
     )
     .unwrap();
-    drop(Archive::open(&c.url("alice", "archive")).unwrap());
+    drop(Archive::open(&c.url).unwrap());
     Some(c)
 }
 
@@ -108,23 +107,6 @@ fn grow(path: &Path, text: &str) {
     f.write_all(line.as_bytes()).unwrap();
 }
 
-fn push_opts(agent: &Path) -> PushOptions {
-    PushOptions {
-        agent_dir: agent.to_path_buf(),
-        paths: vec![],
-        machine_name: None,
-        redact: Default::default(),
-    }
-}
-
-fn pull_opts(agent: &Path) -> PullOptions {
-    PullOptions {
-        agent_dir: agent.to_path_buf(),
-        session_dir: None,
-        sessions: vec![],
-    }
-}
-
 /// A value as the server sees it (run as the superuser, i.e. what an attacker could guess:
 /// keys are small integers handed out in order).
 fn server(c: &Cluster, sql: &str) -> String {
@@ -187,17 +169,13 @@ fn victim_keys(c: &Cluster) -> BTreeMap<String, (i64, i64, i64, i64)> {
 
 #[test]
 fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
-    let Some(c) = start("look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others")
-    else {
-        return;
-    };
+    let Some(c) = start() else { return };
     let mut carol = open(&c, "carol");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let a = c.path("a");
     let shared = sid(1);
     write(&a, "/w", &shared, &["the wombat plan for the team"]);
     write(&a, "/w", &sid(2), &["a private wombat"]);
-    push(&mut carol, &push_opts(&a)).unwrap();
+    push(&mut carol, &opts(&a)).unwrap();
     // Shared with a role bob is not a member of.
     query::share(&mut carol, &shared, "team").unwrap();
     server(&c, "CREATE SCHEMA bobs AUTHORIZATION bob");
@@ -261,15 +239,7 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
 
     // Sharing still works: bob in the team sees that one session, and its texts.
     server(&c, "GRANT team TO bob");
-    assert_eq!(
-        c.psql(
-            "bob",
-            "archive",
-            "SELECT session_id FROM sessiontree.sessions"
-        )
-        .unwrap(),
-        shared
-    );
+    assert_eq!(session_ids(&c, "bob"), shared);
     let hits = query::search(&mut bob, "wombat", query::Mode::Words, None, 10).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].session_id, shared);
@@ -277,16 +247,13 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
 
 #[test]
 fn another_role_cannot_write_into_the_victims_sessions() {
-    let Some(c) = start("another_role_cannot_write_into_the_victims_sessions") else {
-        return;
-    };
+    let Some(c) = start() else { return };
     let mut carol = open(&c, "carol");
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let (a, b) = (c.path("a"), c.path("b"));
     let (s1, s2, s3) = (sid(1), sid(2), sid(3));
     let p1 = write(&a, "/w", &s1, &["first of carol's", "the plan"]);
     let p2 = write(&a, "/w", &s2, &["second of carol's"]);
-    push(&mut carol, &push_opts(&a)).unwrap();
+    push(&mut carol, &opts(&a)).unwrap();
     let keys = victim_keys(&c);
     let (sp, cp, vp, len) = keys[&s1];
     let (_, _, vp2, len2) = keys[&s2];
@@ -409,7 +376,7 @@ fn another_role_cannot_write_into_the_victims_sessions() {
     grow(&p1, "and then some");
     std::fs::write(&p2, session(&s2, "/w", &["second, repaired"])).unwrap();
     write(&a, "/w", &s3, &["third of carol's"]);
-    let r = push(&mut carol, &push_opts(&a)).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
     assert_eq!(
         (r.created, r.appended, r.new_versions, r.skipped.len()),
         (1, 1, 1, 0),
@@ -489,15 +456,12 @@ fn bobs_session(c: &Cluster, id: &str, rel: &str, content: &[u8], share: bool) -
 
 #[test]
 fn the_rest_of_the_schema_holds_against_another_role() {
-    let Some(c) = start("the_rest_of_the_schema_holds_against_another_role") else {
-        return;
-    };
+    let Some(c) = start() else { return };
     let mut carol = open(&c, "carol");
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let (a, b) = (c.path("a"), c.path("b"));
     let s1 = sid(1);
     write(&a, "/w", &s1, &["carol's numbat notes"]);
-    push(&mut carol, &push_opts(&a)).unwrap();
+    push(&mut carol, &opts(&a)).unwrap();
     let machine: serde_json::Value =
         serde_json::from_slice(&std::fs::read(a.join("sessiontree-machine.json")).unwrap())
             .unwrap();
@@ -652,17 +616,14 @@ fn the_rest_of_the_schema_holds_against_another_role() {
 
 #[test]
 fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
-    let Some(c) = Cluster::start("an_archive_of_schema_3_with_forged_rows_migrates_clean") else {
-        return;
-    };
-    c.setup_roles();
+    let Some(c) = pg::archive() else { return };
     c.psql(
         "postgres",
         "postgres",
         &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
     )
     .unwrap();
-    let mut raw = sessiontree_archive::conn::connect(&c.url("alice", "archive")).unwrap();
+    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
     sessiontree_archive::schema::migrate_to(&mut raw, 3).unwrap();
     drop(raw);
     // carol's session as sessiontree of schema 3 stored it.
@@ -741,8 +702,7 @@ fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
     // carol's session pulls as she stored it, her search finds it, and her pushes go on
     // (the keys the server hands out now start above bob's).
     let mut carol = open(&c, "carol");
-    let t = tempfile::tempdir().unwrap();
-    let b = t.path().join("b");
+    let b = c.path("b");
     let r = pull(&mut carol, &pull_opts(&b)).unwrap();
     assert_eq!(r.created.len(), 1, "{r:?}");
     assert_eq!(std::fs::read(&r.created[0]).unwrap(), mine);
@@ -751,7 +711,7 @@ fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
     assert_eq!(hits.len(), 1);
     for i in 0..3 {
         write(&b, "/w", &sid(10 + i), &["new after the migration"]);
-        let r = push(&mut carol, &push_opts(&b)).unwrap();
+        let r = push(&mut carol, &opts(&b)).unwrap();
         // (The first push also sends this machine's copy of the pulled session.)
         assert_eq!(r.created, if i == 0 { 2 } else { 1 }, "{r:?}");
     }
@@ -1311,7 +1271,7 @@ impl Carol {
 fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usize) {
     let mine = |id: &str| carol.sessions.contains_key(id);
     for d in dirs {
-        let r = push(ar, &push_opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
+        let r = push(ar, &opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
         for (path, why) in &r.skipped {
             let id = sessiontree_archive::local::id_from_name(path).unwrap_or_default();
             assert!(!mine(&id), "round {round}: push skipped {path:?}: {why}");
@@ -1325,7 +1285,7 @@ fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usiz
     }
     // Both machines push again: every copy of carol's now holds what she wrote.
     for d in dirs {
-        push(ar, &push_opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
+        push(ar, &opts(d)).unwrap_or_else(|e| panic!("round {round}: push: {e}"));
     }
     for (id, (_, bytes)) in &carol.sessions {
         for d in dirs {
@@ -1366,16 +1326,13 @@ fn carol_round(ar: &mut Archive, dirs: &[PathBuf; 2], carol: &Carol, round: usiz
 /// `SESSIONTREE_ADVERSARY_CLIENT=0` leaves those out, to test the database's side alone.
 #[test]
 fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
-    let Some(c) = start("a_campaign_of_another_role_leaves_the_victims_sessions_alone") else {
-        return;
-    };
+    let Some(c) = start() else { return };
     let runs: usize = env::env_or("SESSIONTREE_ADVERSARY_RUNS", 8);
     let seed: u64 = env::env_or("SESSIONTREE_ADVERSARY_SEED", 0x00ad_5e55_10b5);
     let client = env::env_or("SESSIONTREE_ADVERSARY_CLIENT", 1u8) == 1;
     eprintln!("campaign: {runs} rounds, seed {seed:#x}, client attacks {client}");
     server(&c, "CREATE SCHEMA bobs AUTHORIZATION bob");
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().to_path_buf();
+    let root = c.tmp().to_path_buf();
     let dirs = [root.join("a"), root.join("b")];
     std::fs::write(root.join("canary"), "keep").unwrap();
     let mut ar = open(&c, "carol");
@@ -1392,7 +1349,7 @@ fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
     let bd = root.join("bob");
     write(&bd, "/bob", &sid(900), &["bob's first"]);
     write(&bd, "/bob", &sid(901), &["bob's second"]);
-    push(&mut bob, &push_opts(&bd)).unwrap();
+    push(&mut bob, &opts(&bd)).unwrap();
     query::share(&mut bob, &sid(900), "carol").unwrap();
 
     let mut r = Rng(seed | 1);

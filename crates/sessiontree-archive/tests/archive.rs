@@ -2,24 +2,13 @@
 
 mod common;
 
-use common::{Cluster, PASSWORD};
-use sessiontree_archive::pull::{pull, PullOptions};
-use sessiontree_archive::push::{push, PushOptions};
+use common::{opts, pg, pull_opts, session_ids, Cluster, PASSWORD};
+use sessiontree_archive::pull::pull;
+use sessiontree_archive::push::push;
 use sessiontree_archive::{query, Archive};
+use sessiontree_testkit::files::session_files as files;
+use sessiontree_testkit::Rng;
 use std::path::{Path, PathBuf};
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn hex8(&mut self) -> String {
-        format!("{:08x}", self.next() as u32)
-    }
-}
 
 const WORDS: &[&str] = &[
     "orbit",
@@ -99,44 +88,6 @@ fn write_session(
     path
 }
 
-fn opts(agent: &Path) -> PushOptions {
-    PushOptions {
-        agent_dir: agent.to_path_buf(),
-        paths: vec![],
-        machine_name: None,
-        redact: Default::default(),
-    }
-}
-
-fn pull_opts(agent: &Path) -> PullOptions {
-    PullOptions {
-        agent_dir: agent.to_path_buf(),
-        session_dir: None,
-        sessions: vec![],
-    }
-}
-
-/// Every `sessions/*/*.jsonl` under an agent dir, by relative path, with its bytes.
-fn files(agent: &Path) -> Vec<(String, Vec<u8>)> {
-    let base = agent.join("sessions");
-    let mut out = Vec::new();
-    for d in std::fs::read_dir(&base).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-            let p = f.path();
-            if p.extension().is_some_and(|e| e == "jsonl") {
-                let rel = p
-                    .strip_prefix(&base)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.push((rel, std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Stored versions are whole: chunks without gaps or overlaps add up to the length.
 fn assert_archive_consistent(c: &Cluster) {
     let bad = c
@@ -159,13 +110,8 @@ fn count(c: &Cluster, user: &str, sql: &str) -> i64 {
 
 #[test]
 fn two_machines_push_then_a_third_pulls_byte_identical() {
-    let Some(c) = Cluster::start("two_machines_push_then_a_third_pulls_byte_identical") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let (a, b, third) = (t.path().join("a"), t.path().join("b"), t.path().join("c"));
+    let Some(c) = pg::archive() else { return };
+    let (a, b, third) = (c.path("a"), c.path("b"), c.path("c"));
     for i in 0..4 {
         write_session(&a, "/work/alpha", 6 + i, i as u64, &[], false);
     }
@@ -184,7 +130,7 @@ fn two_machines_push_then_a_third_pulls_byte_identical() {
         write_session(&b, "/work/gamma", 4 + i, 20 + i as u64, &[], false);
     }
 
-    let mut ar = Archive::open(&url).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     let r = push(&mut ar, &opts(&a)).unwrap();
     assert_eq!((r.files, r.created, r.skipped.len()), (6, 6, 0), "{r:?}");
     let r = push(&mut ar, &opts(&b)).unwrap();
@@ -246,8 +192,8 @@ fn two_machines_push_then_a_third_pulls_byte_identical() {
     assert!(r.created.is_empty() && r.bytes_written == 0, "{r:?}");
 
     // --session-dir puts them in one folder.
-    let flat = t.path().join("flat");
-    let mut po = pull_opts(&t.path().join("d"));
+    let flat = c.path("flat");
+    let mut po = pull_opts(&c.path("d"));
     po.session_dir = Some(flat.clone());
     pull(&mut ar, &po).unwrap();
     assert_eq!(std::fs::read_dir(&flat).unwrap().count(), 9);
@@ -268,13 +214,9 @@ fn two_machines_push_then_a_third_pulls_byte_identical() {
 
 #[test]
 fn a_rewritten_file_becomes_a_new_version() {
-    let Some(c) = Cluster::start("a_rewritten_file_becomes_a_new_version") else {
-        return;
-    };
-    c.setup_roles();
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let mut ar = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
     let p = write_session(&a, "/w", 6, 1, &["{broken"], false);
     let old = std::fs::read(&p).unwrap();
     push(&mut ar, &opts(&a)).unwrap();
@@ -296,7 +238,7 @@ fn a_rewritten_file_becomes_a_new_version() {
         .unwrap();
     assert_eq!(versions, format!("1:{}\n2:{}", old.len(), new.len()));
     // The old version is kept whole; a pull brings the new one.
-    let third = t.path().join("c");
+    let third = c.path("c");
     pull(&mut ar, &pull_opts(&third)).unwrap();
     assert_eq!(files(&third)[0].1, new.as_bytes());
     assert_archive_consistent(&c);
@@ -304,13 +246,9 @@ fn a_rewritten_file_becomes_a_new_version() {
 
 #[test]
 fn redacted_push_keeps_secrets_home_and_says_so() {
-    let Some(c) = Cluster::start("redacted_push_keeps_secrets_home_and_says_so") else {
-        return;
-    };
-    c.setup_roles();
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let mut ar = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
     for i in 0..3 {
         write_session(&a, "/w", 12, i, &[], false);
     }
@@ -335,7 +273,7 @@ fn redacted_push_keeps_secrets_home_and_says_so() {
     );
     let r = push(&mut ar, &o).unwrap();
     assert_eq!(r.bytes_sent, 0, "{r:?}");
-    let third = t.path().join("c");
+    let third = c.path("c");
     pull(&mut ar, &pull_opts(&third)).unwrap();
     for (_, b) in files(&third) {
         let s = String::from_utf8(b).unwrap();
@@ -364,12 +302,8 @@ fn pi_dump(file: &Path) -> serde_json::Value {
 }
 
 fn default_context(dump: &serde_json::Value) -> serde_json::Value {
-    dump["contexts"]
-        .as_array()
+    sessiontree_testkit::interop::default_context(dump)
         .unwrap()
-        .iter()
-        .find(|c| c["kind"] == "default")
-        .unwrap()["context"]
         .clone()
 }
 
@@ -407,13 +341,9 @@ fn say(path: &Path, text: &str) -> String {
 
 #[test]
 fn diverged_session_keeps_both_branches_and_the_leaf() {
-    let Some(c) = Cluster::start("diverged_session_keeps_both_branches_and_the_leaf") else {
-        return;
-    };
-    c.setup_roles();
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let Some(c) = pg::archive() else { return };
+    let mut ar = Archive::open(&c.url).unwrap();
+    let (a, b) = (c.path("a"), c.path("b"));
     let mut oa = opts(&a);
     oa.machine_name = Some("laptop".into());
     let mut ob = opts(&b);
@@ -438,7 +368,7 @@ fn diverged_session_keeps_both_branches_and_the_leaf() {
 
     let before = std::fs::read(&pa).unwrap();
     let (ctx_before, leaf_before) = our_context(&pa);
-    let snapshot = t.path().join("before.jsonl");
+    let snapshot = c.path("before.jsonl");
     std::fs::write(&snapshot, &before).unwrap();
 
     let r = pull(&mut ar, &pull_opts(&a)).unwrap();
@@ -480,12 +410,7 @@ fn diverged_session_keeps_both_branches_and_the_leaf() {
             default_context(&pb4),
             "Pi sees the same context"
         );
-        let pi_ids: Vec<&str> = pa4["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| e["id"].as_str())
-            .collect();
+        let pi_ids: Vec<&str> = sessiontree_testkit::json::present(&pa4["entries"], "id");
         assert!(
             b_ids.iter().all(|i| pi_ids.contains(&i.as_str())),
             "Pi has the new branch"
@@ -549,13 +474,9 @@ fn diverged_session_keeps_both_branches_and_the_leaf() {
 
 #[test]
 fn row_level_security_keeps_other_roles_out() {
-    let Some(c) = Cluster::start("row_level_security_keeps_other_roles_out") else {
-        return;
-    };
-    c.setup_roles();
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let mut alice = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
     let shared = write_session(&a, "/w", 8, 1, &[], false);
     write_session(&a, "/w", 8, 2, &[], false);
     push(&mut alice, &opts(&a)).unwrap();
@@ -637,15 +558,7 @@ fn row_level_security_keeps_other_roles_out() {
         count(&c, "bob", "SELECT count(*) FROM sessiontree.sessions"),
         1
     );
-    assert_eq!(
-        c.psql(
-            "bob",
-            "archive",
-            "SELECT session_id FROM sessiontree.sessions"
-        )
-        .unwrap(),
-        sid
-    );
+    assert_eq!(session_ids(&c, "bob"), sid);
     assert!(count(&c, "bob", "SELECT count(*) FROM sessiontree.chunks") > 0);
     assert_eq!(
         count(
@@ -667,7 +580,7 @@ fn row_level_security_keeps_other_roles_out() {
     ))
     .unwrap();
     assert_eq!(bob.role, "bob");
-    let bd = t.path().join("bob");
+    let bd = c.path("bob");
     let r = pull(&mut bob, &pull_opts(&bd)).unwrap();
     assert_eq!(r.created.len(), 1);
     assert_eq!(
@@ -747,13 +660,9 @@ fn hit_sessions(ar: &mut Archive, q: &str, mode: query::Mode) -> Vec<(String, St
 
 #[test]
 fn archive_search_sees_shared_sessions_and_nothing_else() {
-    let Some(c) = Cluster::start("archive_search_sees_shared_sessions_and_nothing_else") else {
-        return;
-    };
-    c.setup_roles();
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let Some(c) = pg::archive() else { return };
+    let mut alice = Archive::open(&c.url).unwrap();
+    let (a, b) = (c.path("a"), c.path("b"));
     let shared = write_session(&a, "/w", 4, 1, &[], false);
     say(&shared, "wombat shared with the team");
     let private = write_session(&a, "/w", 4, 2, &[], false);
@@ -861,14 +770,10 @@ fn archive_search_sees_shared_sessions_and_nothing_else() {
 
 #[test]
 fn passwords_come_from_the_environment_or_the_password_file() {
-    let Some(c) = Cluster::start("passwords_come_from_the_environment_or_the_password_file") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
+    let Some(c) = pg::archive() else { return };
     let url = c.tcp_url("alice", "archive", "?sslmode=require");
     std::env::remove_var("PGPASSWORD");
-    std::env::set_var("PGPASSFILE", t.path().join("none"));
+    std::env::set_var("PGPASSFILE", c.path("none"));
     let e = Archive::open(&url)
         .err()
         .expect("no password, no connection");
@@ -885,7 +790,7 @@ fn passwords_come_from_the_environment_or_the_password_file() {
         .get::<_, bool>(0);
     assert!(ssl, "sslmode=require gives TLS");
     std::env::remove_var("PGPASSWORD");
-    let pass = t.path().join("pgpass");
+    let pass = c.path("pgpass");
     std::fs::write(
         &pass,
         format!(
@@ -915,19 +820,14 @@ fn passwords_come_from_the_environment_or_the_password_file() {
 
 #[test]
 fn server_restarted_mid_push_then_push_converges() {
-    let Some(c) = Cluster::start("server_restarted_mid_push_then_push_converges") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
     for i in 0..60 {
         write_session(&a, &format!("/w{}", i % 3), 1500, i, &[], false);
     }
-    Archive::open(&url).unwrap();
+    Archive::open(&c.url).unwrap();
     let a2 = a.clone();
-    let u2 = url.clone();
+    let u2 = c.url.clone();
     let h = std::thread::spawn(move || {
         let mut ar = Archive::open(&u2).unwrap();
         push(&mut ar, &opts(&a2))
@@ -940,7 +840,7 @@ fn server_restarted_mid_push_then_push_converges() {
         first.is_err(),
         "the restart should have cut the push short: {first:?}"
     );
-    let mut ar = Archive::open(&url).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     let r = push(&mut ar, &opts(&a)).unwrap();
     assert!(r.created > 0 && r.skipped.is_empty(), "{r:?}");
     let r = push(&mut ar, &opts(&a)).unwrap();
@@ -950,19 +850,16 @@ fn server_restarted_mid_push_then_push_converges() {
         60
     );
     assert_archive_consistent(&c);
-    let third = t.path().join("c");
+    let third = c.path("c");
     pull(&mut ar, &pull_opts(&third)).unwrap();
     assert_eq!(files(&third), files(&a));
 }
 
 #[test]
 fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
-    let Some(c) = Cluster::start("an_archive_of_schema_2_migrates_and_its_texts_are_found") else {
-        return;
-    };
-    c.setup_roles();
+    let Some(c) = pg::archive() else { return };
     // The archive as the previous sessiontree left it, with a text of alice's and one of bob's.
-    let mut raw = sessiontree_archive::conn::connect(&c.url("alice", "archive")).unwrap();
+    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
     assert_eq!(
         sessiontree_archive::schema::migrate_to(&mut raw, 2).unwrap(),
         vec![1, 2]
@@ -990,7 +887,7 @@ fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
         .unwrap();
     }
     // The owner connects with this sessiontree: version 3 computes the old rows' trigrams.
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut alice = Archive::open(&c.url).unwrap();
     assert_eq!(
         c.psql(
             "postgres",
@@ -1013,19 +910,14 @@ fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
 
 #[test]
 fn a_push_of_many_batches_over_two_connections_is_whole() {
-    let Some(c) = Cluster::start("a_push_of_many_batches_over_two_connections_is_whole") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
     // 1,300 files: four batches of at most 400, the middle ones taken by the second
     // connection when it is free.
     for i in 0..1300 {
         write_session(&a, &format!("/w{}", i % 7), 3, i, &[], false);
     }
-    let mut ar = Archive::open(&url).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     let r = push(&mut ar, &opts(&a)).unwrap();
     assert_eq!((r.created, r.skipped.len()), (1300, 0), "{r:?}");
     let r = push(&mut ar, &opts(&a)).unwrap();
@@ -1035,7 +927,7 @@ fn a_push_of_many_batches_over_two_connections_is_whole() {
         1300
     );
     assert_archive_consistent(&c);
-    let third = t.path().join("c");
+    let third = c.path("c");
     pull(&mut ar, &pull_opts(&third)).unwrap();
     assert_eq!(files(&third), files(&a));
     let hits = query::search(&mut ar, "#1299-2", query::Mode::Words, None, 10).unwrap();
@@ -1044,14 +936,9 @@ fn a_push_of_many_batches_over_two_connections_is_whole() {
 
 #[test]
 fn archive_search_filters_by_cwd_and_time_like_the_local_search() {
-    let Some(c) = Cluster::start("archive_search_filters_by_cwd_and_time_like_the_local_search")
-    else {
-        return;
-    };
-    c.setup_roles();
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let mut alice = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
     let here = write_session(&a, "/w", 4, 1, &[], false);
     say(&here, "wombat here");
     let there = write_session(&a, "/x", 4, 2, &[], false);

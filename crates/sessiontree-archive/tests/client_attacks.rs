@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::{Cluster, PASSWORD};
-use sessiontree_archive::pull::{pull, PullOptions, PullReport};
-use sessiontree_archive::push::{push, PushOptions};
+use common::{opts, pg, pull_opts, Cluster, PASSWORD};
+use sessiontree_archive::pull::{pull, PullReport};
+use sessiontree_archive::push::push;
 use sessiontree_archive::{query, Archive};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,21 +58,11 @@ fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-fn opts(agent: &Path) -> PushOptions {
-    PushOptions {
-        agent_dir: agent.to_path_buf(),
-        paths: vec![],
-        machine_name: None,
-        redact: Default::default(),
-    }
-}
-
-fn pull_opts(agent: &Path) -> PullOptions {
-    PullOptions {
-        agent_dir: agent.to_path_buf(),
-        session_dir: None,
-        sessions: vec![],
-    }
+/// A new session id, and the text of a session under it (see `session_text`).
+fn new_session(cwd: &str, texts: &[&str]) -> (String, String) {
+    let id = new_id();
+    let text = session_text(&id, cwd, texts);
+    (id, text)
 }
 
 /// Every file under `dir`, recursively (links not followed), with its bytes.
@@ -111,24 +101,8 @@ fn forge(
     length: Option<i64>,
     grantee: &str,
 ) {
-    let h = hex(data);
     let len = length.unwrap_or(data.len() as i64);
-    let mine = format!("owner = current_user AND session_id = $q${id}$q$");
-    let sql = format!(
-        "INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ($q${id}$q$, '/w');
-         INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-             SELECT pk, gen_random_uuid(), $q${rel}$q$ FROM sessiontree.sessions WHERE {mine};
-         INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-             SELECT c.pk, c.session_pk, 1, {len}, sha256(decode('{h}', 'hex')), {len}
-             FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
-             WHERE s.{mine};
-         INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-             SELECT v.pk, v.session_pk, 0, decode('{h}', 'hex')
-             FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
-             WHERE s.{mine};
-         INSERT INTO sessiontree.shares (session_pk, grantee)
-             SELECT pk, '{grantee}' FROM sessiontree.sessions WHERE {mine};"
-    );
+    let sql = pg::forged_session_sql(id, rel, data, len, grantee);
     match length {
         None => c.psql(who, "archive", &sql).unwrap(),
         // A claimed length the bytes do not add up to: the archive's schema refuses it at
@@ -155,16 +129,11 @@ fn skipped_ids(r: &PullReport) -> Vec<String> {
 /// `--continue` still opens hers), and puts both under `sessions/--shared--/bob/`.
 #[test]
 fn another_owners_session_never_merges_into_yours_nor_lands_among_them() {
-    let Some(c) = Cluster::start("another_owners_session_never_merges_into_yours") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("alice"), t.path().join("bob"));
-    let x = new_id();
-    let mine = session_text(&x, "/w", &["hello", "plan the release"]);
+    let Some(c) = pg::archive() else { return };
+    let (a, b) = (c.path("alice"), c.path("bob"));
+    let (x, mine) = new_session("/w", &["hello", "plan the release"]);
     let hers = put(&a, "/w", &x, &mine);
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut alice = Archive::open(&c.url).unwrap();
     push(&mut alice, &opts(&a)).unwrap();
 
     // bob's "copy" of her session: her bytes, then his prompt under her leaf.
@@ -241,8 +210,8 @@ fn another_owners_session_never_merges_into_yours_nor_lands_among_them() {
     assert_eq!(tree(&project), before);
 
     // With --session-dir, bob's sessions go to its --shared--/bob/ too.
-    let sd = t.path().join("flat");
-    let mut o = pull_opts(&t.path().join("alice2"));
+    let sd = c.path("flat");
+    let mut o = pull_opts(&c.path("alice2"));
     o.session_dir = Some(sd.clone());
     let r = pull(&mut alice, &o).unwrap();
     assert_eq!(r.created.len(), 3, "{r:?}");
@@ -258,17 +227,13 @@ fn another_owners_session_never_merges_into_yours_nor_lands_among_them() {
 /// archive whose own id is `../settings` cannot make a push replace her `settings.json`.
 #[test]
 fn ids_and_paths_from_the_archive_never_leave_the_sessions_folder() {
-    let Some(c) = Cluster::start("ids_and_paths_from_the_archive_never_leave") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path();
+    let Some(c) = pg::archive() else { return };
+    let root = c.tmp();
     let a = root.join("alice");
     std::fs::create_dir_all(&a).unwrap();
     std::fs::write(a.join("settings.json"), "{\"mine\":true}\n").unwrap();
     std::fs::write(root.join("victim.jsonl"), "the victim's file\n").unwrap();
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut alice = Archive::open(&c.url).unwrap();
 
     let abs = format!("{}/abs-escape", root.display());
     let victim = format!("{}/victim", root.display());
@@ -337,7 +302,7 @@ fn ids_and_paths_from_the_archive_never_leave_the_sessions_folder() {
     )
     .unwrap();
     put(&a, "/w", &new_id(), &session_text("s", "/w", &["hi"]));
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut alice = Archive::open(&c.url).unwrap();
     assert_eq!(alice.id, "../settings");
     let e = push(&mut alice, &opts(&a)).unwrap_err().to_string();
     assert!(e.contains("not a plain name"), "{e}");
@@ -353,13 +318,9 @@ fn ids_and_paths_from_the_archive_never_leave_the_sessions_folder() {
 /// allocation, and the whole pull aborted).
 #[test]
 fn a_version_claiming_more_than_it_holds_is_reported_and_the_rest_is_pulled() {
-    let Some(c) = Cluster::start("a_version_claiming_more_than_it_holds") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("alice");
-    let mut alice = Archive::open(&c.url("alice", "archive")).unwrap();
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("alice");
+    let mut alice = Archive::open(&c.url).unwrap();
     let (huge, more, good) = (new_id(), new_id(), new_id());
     let text = |id: &str| session_text(id, "/w", &["x", "y"]);
     forge(
@@ -426,18 +387,13 @@ fn a_version_claiming_more_than_it_holds_is_reported_and_the_rest_is_pulled() {
 /// it, and both files are the same bytes.
 #[test]
 fn a_line_half_written_at_push_time_never_reaches_another_machine() {
-    let Some(c) = Cluster::start("a_line_half_written_at_push_time") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("desk"), t.path().join("laptop"));
-    let id = new_id();
-    let whole = session_text(&id, "/w", &["one", "two"]);
+    let Some(c) = pg::archive() else { return };
+    let (a, b) = (c.path("desk"), c.path("laptop"));
+    let (id, whole) = new_session("/w", &["one", "two"]);
     let next = message("e0000003", Some("e0000002"), 3, "three");
     let half = &next[..next.len() / 2];
     let f = put(&a, "/w", &id, &format!("{whole}{half}"));
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     push(&mut ar, &opts(&a)).unwrap();
     let r = pull(&mut ar, &pull_opts(&b)).unwrap();
     assert_eq!(r.created.len(), 1, "{r:?}");
@@ -456,13 +412,9 @@ fn a_line_half_written_at_push_time_never_reaches_another_machine() {
 /// `/` might) or to a file is not followed by push: reported, nothing of it archived.
 #[test]
 fn push_does_not_follow_links_out_of_the_sessions_folder() {
-    let Some(c) = Cluster::start("push_does_not_follow_links") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("alice");
-    let elsewhere = t.path().join("elsewhere");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("alice");
+    let elsewhere = c.path("elsewhere");
     let (far, near, linked) = (new_id(), new_id(), new_id());
     put(
         &elsewhere,
@@ -483,7 +435,7 @@ fn push_does_not_follow_links_out_of_the_sessions_folder() {
     )
     .unwrap();
     std::os::unix::fs::symlink(&target, a.join("sessions/--w--/linked.jsonl")).unwrap();
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     let r = push(&mut ar, &opts(&a)).unwrap();
     assert_eq!(r.created, 1, "{r:?}");
     assert_eq!(r.skipped.len(), 2, "{r:?}");
@@ -510,8 +462,7 @@ fn journal_of(p: &Path) -> PathBuf {
 fn a_planted_pull_journal_is_not_replayed() {
     use sha2::Digest;
     let t = tempfile::tempdir().unwrap();
-    let id = new_id();
-    let text = session_text(&id, "/w", &["a"]);
+    let (id, text) = new_session("/w", &["a"]);
     let f = put(t.path(), "/w", &id, &text);
     let jp = journal_of(&f);
     let evil = message("e0000066", Some("e0000001"), 9, "injected");
@@ -565,12 +516,8 @@ fn a_planted_pull_journal_is_not_replayed() {
 /// of the patterns.
 #[test]
 fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
-    let Some(c) = Cluster::start("redaction_reaches_every_field") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("alice");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("alice");
     let id = new_id();
     let cwd = "/home/alice/client-SECRET42/app";
     put(
@@ -579,7 +526,7 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
         &id,
         &session_text(&id, cwd, &["deploy with SECRET42", "done"]),
     );
-    let mut ar = Archive::open(&c.url("alice", "archive")).unwrap();
+    let mut ar = Archive::open(&c.url).unwrap();
     let mut o = opts(&a);
     o.redact = vec![regex::bytes::Regex::new("SECRET42").unwrap()].into();
     o.machine_name = Some("box-SECRET42".into());
@@ -617,7 +564,7 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
     assert_eq!(rows, "1|0");
     query::share(&mut ar, &id, "bob").unwrap();
     let mut bob = Archive::open(&c.url("bob", "archive")).unwrap();
-    let bd = t.path().join("bob");
+    let bd = c.path("bob");
     let r = pull(&mut bob, &pull_opts(&bd)).unwrap();
     assert_eq!(r.created.len(), 1, "{r:?}");
     for (p, bytes) in tree(&bd) {
@@ -631,20 +578,17 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
 /// "system" roots (`SSL_CERT_FILE`) hold the first CA, as a public CA would be.
 #[test]
 fn tls_trusts_only_the_named_root_and_verify_full_checks_the_name() {
-    let Some(c) = Cluster::start("tls_trusts_only_the_named_root") else {
-        return;
-    };
-    c.setup_roles();
-    Archive::open(&c.url("alice", "archive")).unwrap();
-    let t = tempfile::tempdir().unwrap();
-    let d = t.path();
+    let Some(c) = pg::archive() else { return };
+    Archive::open(&c.url).unwrap();
+    let d = c.tmp();
     let ssl = |args: &[&str]| {
-        let o = Command::new("openssl")
-            .args(args)
-            .current_dir(d)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        sessiontree_testkit::run::ok(
+            Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .output()
+                .unwrap(),
+        );
     };
     let ec = [
         "-newkey",

@@ -2,7 +2,8 @@
 //! PostgreSQL cluster the test starts (`sessiontree_testkit::pg`), including
 //! SIGKILLs at random points.
 
-use sessiontree_testkit::pg::Cluster;
+use sessiontree_testkit::agent::{seeded_session, user_entry};
+use sessiontree_testkit::pg;
 use sessiontree_testkit::run::ok;
 use sessiontree_testkit::Rng;
 use std::path::{Path, PathBuf};
@@ -15,31 +16,15 @@ fn st(agent: &Path) -> Command {
 
 /// A session with `n` entries of about `size` bytes each, in Pi's layout.
 fn session(agent: &Path, seed: u64, n: usize, size: usize) -> PathBuf {
-    let id = format!("0195{:04x}-0000-7000-8000-{:012x}", seed & 0xffff, seed);
-    let folder = agent.join("sessions").join("--work-proj--");
-    std::fs::create_dir_all(&folder).unwrap();
-    let p = folder.join(format!("2025-04-01T00-00-00-000Z_{id}.jsonl"));
-    let mut s = format!(
-        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-04-01T00:00:00.000Z\",\"cwd\":\"/work/proj\"}}\n"
-    );
-    let mut parent = "null".to_string();
-    for i in 0..n {
-        let eid = format!("{:08x}", (seed * 1_000_003 + i as u64) as u32);
-        s.push_str(&entry(&eid, &parent, i, size, seed));
-        parent = format!("\"{eid}\"");
-    }
-    std::fs::write(&p, s).unwrap();
-    p
+    seeded_session(agent, seed, n, |i| text(i, size, seed))
 }
 
-fn entry(eid: &str, parent: &str, i: usize, size: usize, seed: u64) -> String {
+/// The `i`th entry's text: about `size` bytes, some of them not ASCII.
+fn text(i: usize, size: usize, seed: u64) -> String {
     let body: String = (0..size / 8)
         .map(|k| ["alpha ", "beta ", "ガンマ ", "delta "][(k + i) % 4])
         .collect();
-    format!(
-        "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2025-04-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"s{seed} e{i} {body}\",\"timestamp\":1743465600000}}}}\n",
-        i % 60
-    )
+    format!("s{seed} e{i} {body}")
 }
 
 fn last_id(p: &Path) -> String {
@@ -53,7 +38,7 @@ fn grow(p: &Path, n: usize, size: usize, tag: u64) {
     let mut s = String::new();
     for i in 0..n {
         let eid = format!("{:08x}", (tag * 7919 + i as u64) as u32 ^ 0x5a5a_0000);
-        s.push_str(&entry(&eid, &parent, i, size, tag));
+        s.push_str(&user_entry(&eid, &parent, i, &text(i, size, tag)));
         parent = format!("\"{eid}\"");
     }
     use std::io::Write;
@@ -65,30 +50,24 @@ fn grow(p: &Path, n: usize, size: usize, tag: u64) {
         .unwrap();
 }
 
+/// The sessions under `agent` (see `session_files`), after checking that no pull left its
+/// journal beside one.
 fn tree_files(agent: &Path) -> Vec<(String, Vec<u8>)> {
-    let base = agent.join("sessions");
-    let mut out = Vec::new();
-    for d in std::fs::read_dir(&base).into_iter().flatten().flatten() {
-        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
-            let p = f.path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(
-                !name.ends_with(".sessiontree-pull"),
-                "a pull journal was left: {name}"
-            );
-            if name.ends_with(".jsonl") {
-                out.push((
-                    p.strip_prefix(&base)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned(),
-                    std::fs::read(&p).unwrap(),
-                ));
-            }
-        }
+    for (p, _) in sessiontree_testkit::files::snapshot(&agent.join("sessions")) {
+        let name = p.to_string_lossy();
+        assert!(
+            !name.ends_with(".sessiontree-pull"),
+            "a pull journal was left: {name}"
+        );
     }
-    out.sort();
-    out
+    sessiontree_testkit::files::session_files(agent)
+}
+
+/// Runs `args` (a `--json` push or pull) to the end twice: what the second one answers,
+/// which after a converged first run has nothing left to do.
+fn run_twice(agent: &Path, args: &[&str]) -> serde_json::Value {
+    ok(st(agent).args(args).output().unwrap());
+    serde_json::from_str(&ok(st(agent).args(args).output().unwrap())).unwrap()
 }
 
 /// Runs the command and SIGKILLs it after `delay`: whether it was killed (still running),
@@ -122,13 +101,8 @@ fn timed(mut cmd: Command) -> Duration {
 
 #[test]
 fn killed_push_and_pull_converge() {
-    let Some(c) = Cluster::start("killed_push_and_pull_converge") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    let Some(c) = pg::archive() else { return };
+    let (a, b) = (c.path("a"), c.path("b"));
     let mut rng = Rng(0x9e3779b97f4a7c15);
     let mut files = Vec::new();
     for i in 0..24 {
@@ -144,7 +118,7 @@ fn killed_push_and_pull_converge() {
     // pushing to a throwaway database).
     c.psql("postgres", "postgres", "CREATE DATABASE probe OWNER alice")
         .unwrap();
-    let probe = t.path().join("probe");
+    let probe = c.path("probe");
     std::fs::create_dir_all(&probe).unwrap();
     ok(Command::new("cp")
         .arg("-r")
@@ -174,7 +148,7 @@ fn killed_push_and_pull_converge() {
             sessiontree::store::atomic_replace(f, &[rewritten.as_bytes()]).unwrap();
         }
         let mut cmd = st(&a);
-        cmd.args(["push", "--archive", &url]);
+        cmd.args(["push", "--archive", &c.url]);
         let delay = Duration::from_micros(rng.below(window.as_micros() as u64 + 1));
         match run_and_kill(cmd, delay) {
             (true, _) => kills += 1,
@@ -182,12 +156,7 @@ fn killed_push_and_pull_converge() {
             (false, took) => window = took,
         }
     }
-    let mut cmd = st(&a);
-    cmd.args(["push", "--archive", &url, "--json"]);
-    ok(cmd.output().unwrap());
-    let mut cmd = st(&a);
-    cmd.args(["push", "--archive", &url, "--json"]);
-    let r: serde_json::Value = serde_json::from_str(&ok(cmd.output().unwrap())).unwrap();
+    let r = run_twice(&a, &["push", "--archive", &c.url, "--json"]);
     assert_eq!(r["bytesSent"], 0, "converged: {r}");
     assert_eq!(r["unchanged"], 24);
     // No version was stored twice, and every version is whole.
@@ -209,7 +178,7 @@ fn killed_push_and_pull_converge() {
 
     // Machine b starts from the archive, then both go on, and pulls get killed.
     let mut cmd = st(&b);
-    cmd.args(["pull", "--archive", &url]);
+    cmd.args(["pull", "--archive", &c.url]);
     ok(cmd.output().unwrap());
     assert_eq!(tree_files(&b), tree_files(&a));
     let b_files: Vec<PathBuf> = files
@@ -235,7 +204,7 @@ fn killed_push_and_pull_converge() {
         session(&a, i, 60, 3000);
     }
     let mut cmd = st(&a);
-    cmd.args(["push", "--archive", &url]);
+    cmd.args(["push", "--archive", &c.url]);
     ok(cmd.output().unwrap());
     let b_before: Vec<(PathBuf, Vec<u8>, String)> = b_files
         .iter()
@@ -245,7 +214,7 @@ fn killed_push_and_pull_converge() {
             (f.clone(), std::fs::read(f).unwrap(), ctx)
         })
         .collect();
-    let probe_b = t.path().join("probe-b");
+    let probe_b = c.path("probe-b");
     ok(Command::new("cp")
         .arg("-r")
         .arg(&b)
@@ -253,14 +222,14 @@ fn killed_push_and_pull_converge() {
         .output()
         .unwrap());
     let mut cmd = st(&probe_b);
-    cmd.args(["pull", "--archive", &url]);
+    cmd.args(["pull", "--archive", &c.url]);
     let mut window = timed(cmd);
     let mut round = 0;
     while kills < 50 {
         round += 1;
         assert!(round < 200, "kills do not land inside pull ({kills})");
         let mut cmd = st(&b);
-        cmd.args(["pull", "--archive", &url]);
+        cmd.args(["pull", "--archive", &c.url]);
         let delay = Duration::from_micros(rng.below(window.as_micros() as u64 + 1));
         let (killed, took) = run_and_kill(cmd, delay);
         if killed {
@@ -271,7 +240,7 @@ fn killed_push_and_pull_converge() {
             let i = 3 * rng.below(8) as usize;
             grow(&files[i], 10, 20_000, 1000 + round);
             let mut cmd = st(&a);
-            cmd.args(["push", "--archive", &url]);
+            cmd.args(["push", "--archive", &c.url]);
             ok(cmd.output().unwrap());
         }
         // Whatever the kill left, every file is still a clean session file.
@@ -280,12 +249,7 @@ fn killed_push_and_pull_converge() {
             assert!(now.starts_with(before), "pull rewrote {}", f.display());
         }
     }
-    let mut cmd = st(&b);
-    cmd.args(["pull", "--archive", &url, "--json"]);
-    ok(cmd.output().unwrap());
-    let mut cmd = st(&b);
-    cmd.args(["pull", "--archive", &url, "--json"]);
-    let r: serde_json::Value = serde_json::from_str(&ok(cmd.output().unwrap())).unwrap();
+    let r = run_twice(&b, &["pull", "--archive", &c.url, "--json"]);
     assert_eq!(r["bytesWritten"], 0, "converged: {r}");
 
     // Fast-forwarded files equal a's; branched ones hold every entry once, the leaf's
@@ -328,32 +292,18 @@ fn killed_push_and_pull_converge() {
 
 #[test]
 fn watch_pushes_appends_within_a_second_and_survives_a_restart() {
-    let Some(c) = Cluster::start("watch_pushes_appends_within_a_second_and_survives_a_restart")
-    else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
     let f = session(&a, 1, 5, 100);
     let mut cmd = st(&a);
-    cmd.args(["sync", "--watch", "--archive", &url]);
+    cmd.args(["sync", "--watch", "--archive", &c.url]);
     let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let archived = || -> i64 {
-        c.psql(
-            "alice",
-            "archive",
-            "SELECT coalesce(max(length), 0) FROM sessiontree.versions",
-        )
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(-1)
-    };
+    let sql = "SELECT coalesce(max(length), 0) FROM sessiontree.versions";
+    let archived = || c.number("alice", "archive", sql).unwrap_or(-1);
     let wait_for = |len: i64, limit: Duration| -> Option<Duration> {
         let t0 = Instant::now();
         while t0.elapsed() < limit {
@@ -395,23 +345,18 @@ fn watch_pushes_appends_within_a_second_and_survives_a_restart() {
 
 #[test]
 fn the_commands_read_the_archive() {
-    let Some(c) = Cluster::start("the_commands_read_the_archive") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
     let f = session(&a, 3, 6, 80);
     std::fs::copy("../../examples/demo-session.jsonl", a.join("sessions/--work-proj--/2025-01-01T00-00-00-000Z_01a2299a-5cff-7079-85c1-5366397fcf01.jsonl")).unwrap();
     let id = "0195".to_string() + &format!("{:04x}-0000-7000-8000-{:012x}", 3, 3);
     let mut cmd = st(&a);
-    cmd.args(["push", "--archive", &url, "--machine", "laptop", "--json"]);
+    cmd.args(["push", "--archive", &c.url, "--machine", "laptop", "--json"]);
     let r: serde_json::Value = serde_json::from_str(&ok(cmd.output().unwrap())).unwrap();
     assert_eq!(r["created"], 2);
     // The URL can come from the environment.
     let mut cmd = st(&a);
-    cmd.env("SESSIONTREE_ARCHIVE", &url)
+    cmd.env("SESSIONTREE_ARCHIVE", &c.url)
         .args(["ls", "--archive", "--json"]);
     let out = ok(cmd.output().unwrap());
     let rows: Vec<serde_json::Value> = out
@@ -434,7 +379,7 @@ fn the_commands_read_the_archive() {
         ("nowhere-to-be-found", false),
     ] {
         let mut cmd = st(&a);
-        cmd.args(["search", q, "--archive", &url, "--json"]);
+        cmd.args(["search", q, "--archive", &c.url, "--json"]);
         let o = cmd.output().unwrap();
         assert_eq!(o.status.code(), Some(if want { 0 } else { 1 }), "{q}");
         for l in String::from_utf8(o.stdout).unwrap().lines() {
@@ -450,7 +395,7 @@ fn the_commands_read_the_archive() {
         &["--since", "2100-01-01"][..],
     ] {
         let mut cmd = st(&a);
-        cmd.args(["search", "integrator", "--archive", &url])
+        cmd.args(["search", "integrator", "--archive", &c.url])
             .args(extra);
         assert_eq!(cmd.output().unwrap().status.code(), Some(1), "{extra:?}");
     }
@@ -459,28 +404,28 @@ fn the_commands_read_the_archive() {
         "search",
         "integrator",
         "--archive",
-        &url,
+        &c.url,
         "--since",
         "2000-01-01",
     ]);
     assert_eq!(cmd.output().unwrap().status.code(), Some(0));
     let mut cmd = st(&a);
-    cmd.args(["search", "integrator", "--archive", &url, "--dir", "/tmp"]);
+    cmd.args(["search", "integrator", "--archive", &c.url, "--dir", "/tmp"]);
     assert_eq!(cmd.output().unwrap().status.code(), Some(2));
     // Export straight from the archive.
     let mut cmd = st(&a);
-    cmd.args(["export", &id, "--archive", &url, "--format", "md"]);
+    cmd.args(["export", &id, "--archive", &c.url, "--format", "md"]);
     let md = ok(cmd.output().unwrap());
     assert!(md.contains("s3 e5"), "{md}");
     let mut cmd = st(&a);
-    cmd.args(["stats", "--archive", &url, "--json"]);
+    cmd.args(["stats", "--archive", &c.url, "--json"]);
     ok(cmd.output().unwrap());
     // share: only to a role that exists, only your own sessions.
     let mut cmd = st(&a);
-    cmd.args(["share", &id, "--with", "team", "--archive", &url]);
+    cmd.args(["share", &id, "--with", "team", "--archive", &c.url]);
     ok(cmd.output().unwrap());
     let mut cmd = st(&a);
-    cmd.args(["share", &id, "--with", "nobody", "--archive", &url]);
+    cmd.args(["share", &id, "--with", "nobody", "--archive", &c.url]);
     let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nobody"));

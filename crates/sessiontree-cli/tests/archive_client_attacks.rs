@@ -4,20 +4,13 @@
 //! under names checked first, never over a file elsewhere; `sync --watch` says when its
 //! password shows in the process list.
 
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
-use pg::Cluster;
+use sessiontree_testkit::pg::{self, Cluster};
 use std::path::Path;
 use std::process::Command;
 
 fn st(agent: &Path, tmp: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
-    c.env("PI_CODING_AGENT_DIR", agent)
-        .env("TMPDIR", tmp)
-        .env_remove("SESSIONTREE_ARCHIVE")
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env("NO_COLOR", "1");
+    let mut c = sessiontree_testkit::run::command(env!("CARGO_BIN_EXE_sessiontree"), agent);
+    c.env("TMPDIR", tmp);
     c
 }
 
@@ -33,24 +26,7 @@ fn session_text(id: &str, text: &str) -> String {
 /// bob, with plain psql: a session of his own under `id`, shared with alice.
 fn forge(c: &Cluster, id: &str, rel: &str, text: &str) {
     let data = session_text(id, text);
-    let h: String = data.bytes().map(|b| format!("{b:02x}")).collect();
-    let mine = format!("owner = current_user AND session_id = $q${id}$q$");
-    let sql = format!(
-        "INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ($q${id}$q$, '/w');
-         INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-             SELECT pk, gen_random_uuid(), $q${rel}$q$ FROM sessiontree.sessions WHERE {mine};
-         INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-             SELECT c.pk, c.session_pk, 1, {n}, sha256(decode('{h}', 'hex')), {n}
-             FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
-             WHERE s.{mine};
-         INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-             SELECT v.pk, v.session_pk, 0, decode('{h}', 'hex')
-             FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
-             WHERE s.{mine};
-         INSERT INTO sessiontree.shares (session_pk, grantee)
-             SELECT pk, 'alice' FROM sessiontree.sessions WHERE {mine};",
-        n = data.len()
-    );
+    let sql = pg::forged_session_sql(id, rel, data.as_bytes(), data.len() as i64, "alice");
     c.psql("bob", "archive", &sql).unwrap();
 }
 
@@ -60,14 +36,9 @@ fn forge(c: &Cluster, id: &str, rel: &str, text: &str) {
 /// are gone after the command. An id of hers that bob also pushed exports as hers.
 #[test]
 fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
-    let Some(c) = Cluster::start("archive_ids_never_name_a_file_outside") else {
-        return;
-    };
-    c.setup_roles();
-    let t = tempfile::tempdir().unwrap();
-    let (agent, tmp) = (t.path().join("agent"), t.path().join("tmp"));
+    let Some(c) = pg::archive() else { return };
+    let (agent, tmp) = (c.path("agent"), c.path("tmp"));
     std::fs::create_dir_all(&tmp).unwrap();
-    let url = c.url("alice", "archive");
     let mine = "0195aaaa-0000-7000-8000-000000000002";
     let folder = agent.join("sessions/--w--");
     std::fs::create_dir_all(&folder).unwrap();
@@ -77,23 +48,23 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
     )
     .unwrap();
     let o = st(&agent, &tmp)
-        .args(["push", "--archive", &url])
+        .args(["push", "--archive", &c.url])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let victim = t.path().join("victim.jsonl");
+    let victim = c.path("victim.jsonl");
     std::fs::write(&victim, "the victim's own file\n").unwrap();
-    let abs = t.path().join("victim").display().to_string();
+    let abs = c.path("victim").display().to_string();
     forge(&c, &abs, "x", "hi");
     forge(&c, "../../escaped", "../../escaped.jsonl", "hi");
     let good = "0195aaaa-0000-7000-8000-000000000001";
-    let named = format!("/{}/named-by-rel.jsonl", t.path().display());
+    let named = format!("/{}/named-by-rel.jsonl", c.tmp().display());
     forge(&c, good, &named, "hi");
     // bob's session under alice's id, newer than hers.
     forge(&c, mine, "x", "bob wrote this");
 
     let o = st(&agent, &tmp)
-        .args(["stats", "--archive", &url, "--json"])
+        .args(["stats", "--archive", &c.url, "--json"])
         .output()
         .unwrap();
     assert_eq!(
@@ -101,21 +72,16 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
         "the victim's own file\n"
     );
     // 1: read, but no usage recorded in them.
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&o, 1);
     assert!(String::from_utf8_lossy(&o.stderr).contains("5 sessions read"));
     let o = st(&agent, &tmp)
-        .args(["export", good, "--archive", &url, "--format", "md"])
+        .args(["export", good, "--archive", &c.url, "--format", "md"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Her id exported is her session, not bob's of the same id.
     let o = st(&agent, &tmp)
-        .args(["export", mine, "--archive", &url, "--format", "md"])
+        .args(["export", mine, "--archive", &c.url, "--format", "md"])
         .output()
         .unwrap();
     let md = String::from_utf8_lossy(&o.stdout);
@@ -127,7 +93,7 @@ fn archive_ids_never_name_a_file_outside_the_private_temp_folder() {
         std::fs::read_to_string(&victim).unwrap(),
         "the victim's own file\n"
     );
-    let mut beside: Vec<String> = std::fs::read_dir(t.path())
+    let mut beside: Vec<String> = std::fs::read_dir(c.tmp())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn tmux_available() -> bool {
+/// A temp folder for a tmux test, or None (the test skipped) without tmux.
+fn tmux_temp_dir() -> Option<tempfile::TempDir> {
     let ok = Command::new("tmux")
         .arg("-V")
         .output()
@@ -17,7 +18,7 @@ fn tmux_available() -> bool {
         }
         eprintln!("SKIPPED: browse end-to-end test: tmux is not installed");
     }
-    ok
+    ok.then(|| tempfile::tempdir().unwrap())
 }
 
 struct Tmux {
@@ -113,10 +114,7 @@ fn write_other(dir: &Path) {
 
 #[test]
 fn browse_end_to_end_in_tmux() {
-    if !tmux_available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(tmp) = tmux_temp_dir() else { return };
     let agent = tmp.path().join("agent");
     let orbit = agent.join("sessions/--home-u-orbit--");
     let web = agent.join("sessions/--home-u-web--");
@@ -196,10 +194,7 @@ fn browse_end_to_end_in_tmux() {
 /// "regression" is only in a later message of the demo session.
 #[test]
 fn browse_a_folder_searches_full_text_in_tmux() {
-    if !tmux_available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(tmp) = tmux_temp_dir() else { return };
     let dir = tmp.path().join("folder");
     std::fs::create_dir_all(&dir).unwrap();
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/demo-session.jsonl");

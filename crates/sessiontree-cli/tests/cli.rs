@@ -111,12 +111,7 @@ fn a_closed_pipe_is_not_an_error() {
     std::io::Read::read_exact(&mut out, &mut buf).unwrap();
     drop(out);
     let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&o, 0);
     assert!(
         o.stderr.is_empty(),
         "{}",

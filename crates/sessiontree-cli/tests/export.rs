@@ -7,7 +7,7 @@
 //! `SESSIONTREE_UPDATE_EXPECTED=1` to rewrite tests/data/export-*, and
 //! `SESSIONTREE_UPDATE_SCREENSHOT=1` to rewrite docs/export-screenshot.png.
 
-use sessiontree_testkit::interop;
+use sessiontree_testkit::{browser, interop};
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -204,12 +204,7 @@ fn reference_context(file: &Path) -> Option<Value> {
         "the reference cannot read it: {}",
         r["error"]
     );
-    r["contexts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["kind"] == "default")
-        .map(|c| c["context"].clone())
+    interop::default_context(r).cloned()
 }
 
 #[test]
@@ -238,52 +233,28 @@ fn html_is_one_file_and_the_data_cannot_break_out() {
     assert_eq!(data["labels"], json!({"3": "start", "19": "final answer"}));
 }
 
-fn browser_available() -> Option<(PathBuf, PathBuf)> {
-    let require = std::env::var("SESSIONTREE_REQUIRE_BROWSER").as_deref() == Ok("1");
-    let chromium =
-        PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
-    let tests = root().join("export-tests");
-    let node_ok = Command::new("node").arg("--version").output().is_ok();
-    let missing = if !chromium.exists() {
-        Some(format!("{} (apt-get install chromium)", chromium.display()))
-    } else if !node_ok {
-        Some("node".to_string())
-    } else if !tests.join("node_modules/playwright-core").exists() {
-        Some("export-tests/node_modules (cd export-tests && npm ci)".to_string())
-    } else {
-        None
-    };
-    match missing {
-        Some(m) if require => panic!("the browser test needs {m}"),
-        Some(m) => {
-            // Straight to stderr: libtest would hide an eprintln! of a passing test.
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "SKIPPED: the browser test needs {m}");
-            None
-        }
-        None => Some((chromium, tests)),
-    }
-}
-
 fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
     path.iter().map(|e| e.id().unwrap().to_string()).collect()
 }
 
-#[test]
-fn html_in_headless_chromium() {
-    let Some((chromium, tests)) = browser_available() else {
-        return;
-    };
-    let f = example();
-    let dir = tempfile::tempdir().unwrap();
-    let html = dir.path().join("example.html");
+/// `sessiontree export SRC --format html -o OUT`.
+fn export_html(src: &Path, out: &Path) {
     export(&[
-        f.to_str().unwrap(),
+        src.to_str().unwrap(),
         "--format",
         "html",
         "-o",
-        html.to_str().unwrap(),
+        out.to_str().unwrap(),
     ]);
+}
+
+#[test]
+fn html_in_headless_chromium() {
+    let Some(b) = browser::find() else { return };
+    let f = example();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("example.html");
+    export_html(&f, &html);
     let l = sessiontree::load(&f).unwrap();
     let t = &l.tree;
     let leaf = t.leaf_id().unwrap().to_string();
@@ -306,29 +277,8 @@ fn html_in_headless_chromium() {
     std::fs::write(&expect_path, expect.to_string()).unwrap();
     let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("..");
     let shot = target.join("export-screenshot.png");
-    let out = Command::new("node")
-        .current_dir(&tests)
-        .args([
-            "browser.mjs",
-            "--html",
-            html.to_str().unwrap(),
-            "--expect",
-            expect_path.to_str().unwrap(),
-        ])
-        .args([
-            "--screenshot",
-            shot.to_str().unwrap(),
-            "--chromium",
-            chromium.to_str().unwrap(),
-        ])
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "browser checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let opts = ["--expect", expect_path.to_str().unwrap()];
+    let stdout = b.page("browser checks", &html, &opts, Some(&shot));
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
     assert_eq!(r["requests"], json!([]));
@@ -341,33 +291,10 @@ fn html_in_headless_chromium() {
         // The README's picture: the bundled example session.
         let demo = dir.path().join("demo.html");
         let src = root().join("examples/demo-session.jsonl");
-        export(&[
-            src.to_str().unwrap(),
-            "--format",
-            "html",
-            "-o",
-            demo.to_str().unwrap(),
-        ]);
+        export_html(&src, &demo);
         let docs = root().join("docs/export-screenshot.png");
-        let st = Command::new("node")
-            .current_dir(&tests)
-            .args([
-                "browser.mjs",
-                "--html",
-                demo.to_str().unwrap(),
-                "--only-screenshot",
-                "--viewport",
-                "1024x640",
-            ])
-            .args([
-                "--screenshot",
-                docs.to_str().unwrap(),
-                "--chromium",
-                chromium.to_str().unwrap(),
-            ])
-            .status()
-            .unwrap();
-        assert!(st.success());
+        let opts = ["--only-screenshot", "--viewport", "1024x640"];
+        b.page("the README's screenshot", &demo, &opts, Some(&docs));
     }
 }
 
@@ -392,36 +319,17 @@ fn export_refuses_to_overwrite_its_source_and_unknown_leaves() {
     assert_eq!(std::fs::read(&f).unwrap(), before);
 }
 
-fn interop_available() -> bool {
-    interop::available()
-}
-
 /// Every session the reference's generator writes (all entry types, hostile text, older
 /// releases) exports: the page's data stays inside its script and parses, Markdown renders,
 /// and the JSONL branch gives the source branch's context, here and in the reference.
 #[test]
 fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
-    if !interop_available() {
+    let Some(dir) = interop::temp_dir() else {
         return;
-    }
+    };
     use sessiontree_export::{self as export, ExportOptions};
-    let dir = tempfile::tempdir().unwrap();
     let gen = dir.path().join("gen");
-    let st = Command::new("node")
-        .current_dir(root().join("interop"))
-        .args([
-            "gen.mjs",
-            "--out",
-            gen.to_str().unwrap(),
-            "--seed",
-            "6",
-            "--count",
-            "30",
-            "--quiet",
-        ])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    interop::generate(&gen, 6, 30, &[]);
     let files = sessiontree_testkit::files::jsonl_under(&gen);
     let outdir = dir.path().join("out");
     std::fs::create_dir(&outdir).unwrap();
@@ -462,7 +370,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
     );
     // Every page opens in the browser without a page error (hostile text, lone surrogates,
     // 1e400, deep nesting, null messages, cycles).
-    if let Some((chromium, tests)) = browser_available() {
+    if let Some(b) = browser::find() {
         let list = dir.path().join("pages.txt");
         // Every other page keeps this under half a minute.
         let some: Vec<&String> = pages.iter().step_by(2).collect();
@@ -474,19 +382,11 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
                 .join("\n"),
         )
         .unwrap();
-        let out = Command::new("node")
-            .current_dir(&tests)
-            .args(["browser.mjs", "--smoke", list.to_str().unwrap()])
-            .args(["--chromium", chromium.to_str().unwrap()])
-            .output()
-            .expect("run node");
-        assert!(
-            out.status.success(),
-            "pages failed in the browser:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let out = b.run(
+            "pages in the browser",
+            &["browser.mjs", "--smoke", list.to_str().unwrap()],
         );
-        eprintln!("browser: {}", String::from_utf8_lossy(&out.stdout).trim());
+        eprintln!("browser: {}", out.trim());
     }
     // One reference process for all of them.
     let paths: Vec<&PathBuf> = exported.iter().map(|(p, _, _)| p).collect();
@@ -504,13 +404,7 @@ fn generated_sessions_export_and_branches_read_the_same_in_the_reference() {
             out.display(),
             r["error"]
         );
-        let theirs = r["contexts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["kind"] == "default")
-            .map(|c| c["context"].clone())
-            .unwrap();
+        let theirs = interop::default_context(r).unwrap().clone();
         if theirs.is_null() {
             // The reference throws building this context (a message entry without a
             // message): it does so for the source file too.
@@ -575,9 +469,7 @@ fn first_diff(a: &Value, b: &Value, at: &str) -> String {
 /// long chain in the tree.
 #[test]
 fn html_long_session_renders_lazily_in_chromium() {
-    let Some((chromium, tests)) = browser_available() else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("long.jsonl");
     let mut s = String::from(
@@ -599,25 +491,8 @@ fn html_long_session_renders_lazily_in_chromium() {
     }
     std::fs::write(&f, s).unwrap();
     let html = dir.path().join("long.html");
-    export(&[
-        f.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
-    let out = Command::new("node")
-        .current_dir(&tests)
-        .args(["browser.mjs", "--html", html.to_str().unwrap(), "--lazy"])
-        .args(["--chromium", chromium.to_str().unwrap()])
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "lazy rendering checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    export_html(&f, &html);
+    let stdout = b.page("lazy rendering checks", &html, &["--lazy"], None);
     eprintln!("long session: {}", stdout.trim());
 }
 
@@ -627,9 +502,7 @@ fn html_long_session_renders_lazily_in_chromium() {
 /// the conversation opens at the leaf (it used to open at the root).
 #[test]
 fn html_deep_branched_session_stays_readable_in_chromium() {
-    let Some((chromium, tests)) = browser_available() else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("deep.jsonl");
     let (entries, forks, side) = (50_000u32, 200u32, 2u32);
@@ -670,13 +543,7 @@ fn html_deep_branched_session_stays_readable_in_chromium() {
     assert_eq!(l.tree.entries().len(), entries as usize);
     let leaf_path = ids(&l.tree.get_branch(None));
     let html = dir.path().join("deep.html");
-    export(&[
-        f.to_str().unwrap(),
-        "--format",
-        "html",
-        "-o",
-        html.to_str().unwrap(),
-    ]);
+    export_html(&f, &html);
     let expect = json!({
         "leaf": l.tree.leaf_id().unwrap(),
         "leafPath": leaf_path,
@@ -687,19 +554,7 @@ fn html_deep_branched_session_stays_readable_in_chromium() {
     let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("..")
         .join("export-deep-screenshot.png");
-    let out = Command::new("node")
-        .current_dir(&tests)
-        .args(["browser.mjs", "--html", html.to_str().unwrap()])
-        .args(["--deep", expect_path.to_str().unwrap()])
-        .args(["--screenshot", shot.to_str().unwrap()])
-        .args(["--chromium", chromium.to_str().unwrap()])
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "deep session checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let opts = ["--deep", expect_path.to_str().unwrap()];
+    let stdout = b.page("deep session checks", &html, &opts, Some(&shot));
     eprintln!("deep session: {}", stdout.trim());
 }

@@ -65,10 +65,8 @@ fn mkfifo(p: &Path) {
 
 #[test]
 fn every_command_returns_at_once_with_a_fifo_and_a_dev_zero_link_in_the_folder() {
-    let d = tempfile::tempdir().unwrap();
+    let (d, work) = sessiontree_testkit::files::temp_subdir("w");
     let agent = d.path().join("agent");
-    let work = d.path().join("w");
-    std::fs::create_dir_all(&work).unwrap();
     let work = work.canonicalize().unwrap();
     let folder = agent.join("sessions").join(format!(
         "--{}--",

@@ -73,12 +73,7 @@ impl Home {
 fn import_then_list_search_stats_and_export() {
     let h = Home::new();
     let o = h.run(&["import", "claude"]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&o, 0);
     let paths: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     assert_eq!(paths.len(), 6);
     for p in &paths {
@@ -722,12 +717,7 @@ fn import_appends_only_to_files_it_created() {
     // A marked file: an earlier import's.
     let first = root.join("first");
     let o = import(&first);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&o, 0);
     let marked = std::fs::read_to_string(first.join(&name)).unwrap();
     let header: Value = serde_json::from_str(marked.lines().next().unwrap()).unwrap();
     assert_eq!(
@@ -738,12 +728,7 @@ fn import_appends_only_to_files_it_created() {
     let short: String = marked.lines().take(2).map(|l| format!("{l}\n")).collect();
     std::fs::write(first.join(&name), &short).unwrap();
     let o = import(&first);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&o, 0);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["status"], "appended");
     assert_eq!(std::fs::read_to_string(first.join(&name)).unwrap(), marked);

@@ -38,13 +38,7 @@ fn lists_then_closes_interrupted_calls() {
     assert_eq!(v[0]["leaf"], "a1");
 
     let o = bin().arg("close-interrupted").arg(&f).output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let ids = String::from_utf8(o.stdout).unwrap();
+    let ids = sessiontree_testkit::run::exit(&o, 0);
     assert_eq!(ids.lines().count(), 1);
     let o = bin().arg("interrupted").arg(&f).output().unwrap();
     assert_eq!(o.status.code(), Some(0));

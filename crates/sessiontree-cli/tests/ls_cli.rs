@@ -26,13 +26,13 @@ fn run(agent: &Path, args: &[&str]) -> (i32, String) {
 }
 
 fn node(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("node")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    String::from_utf8(o.stdout).unwrap()
+    sessiontree_testkit::run::ok(
+        Command::new("node")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap(),
+    )
 }
 
 /// Sessions as sets within groups of equal `modified` (tie order is the reference's
@@ -281,20 +281,9 @@ fn ls_table_aligns_wide_titles_by_terminal_columns() {
 /// read again from its session, and the answer is whole and equals a full scan's.
 #[test]
 fn ls_json_is_whole_after_the_index_store_is_damaged() {
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path();
-    let dir = agent.join("sessions").join("--w--");
-    std::fs::create_dir_all(&dir).unwrap();
-    for k in 0..4 {
-        std::fs::write(
-            dir.join(format!("s{k}.jsonl")),
-            format!(
-                "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
-                 {{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:0{k}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"first message {k}\",\"timestamp\":{k}}}}}\n"
-            ),
-        )
-        .unwrap();
-    }
+    let a = sessiontree_testkit::AgentDir::new();
+    a.numbered("/w", 4);
+    let agent = a.path();
     let (c, scan) = run(agent, &["ls", "--all", "--json", "--no-index"]);
     assert_eq!(c, 0);
     let (c, indexed) = run(agent, &["ls", "--all", "--json"]);

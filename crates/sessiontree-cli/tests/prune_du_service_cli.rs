@@ -1,56 +1,25 @@
-//! `prune` against a PostgreSQL cluster the test starts (crates/sessiontree-archive/tests/
-//! common): only files the archive holds byte for byte go, whatever the archive's own hash
-//! column says; `du` by agent and project; the service files `service install` writes,
+//! `prune` against a PostgreSQL cluster the test starts (`sessiontree_testkit::pg`): only
+//! files the archive holds byte for byte go, whatever the archive's own hash column says; `du` by agent and project; the service files `service install` writes,
 //! checked by `systemd-analyze verify` when it is installed.
 
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
-use pg::Cluster;
 use serde_json::Value;
+use sessiontree_testkit::agent::seeded_session;
+use sessiontree_testkit::pg;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, SystemTime};
 
 fn st(agent: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
-    c.env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("SESSIONTREE_ARCHIVE")
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env("NO_COLOR", "1");
-    c
+    sessiontree_testkit::run::command(env!("CARGO_BIN_EXE_sessiontree"), agent)
 }
 
 fn ok(o: &Output) -> String {
-    assert!(
-        o.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout.clone()).unwrap()
+    sessiontree_testkit::run::ok(o.clone())
 }
 
 /// A Pi session of `n` user entries in `<agent>/sessions/--work-proj--`.
 fn session(agent: &Path, seed: u64, n: usize) -> PathBuf {
-    let id = format!("0195{:04x}-0000-7000-8000-{:012x}", seed & 0xffff, seed);
-    let folder = agent.join("sessions").join("--work-proj--");
-    std::fs::create_dir_all(&folder).unwrap();
-    let p = folder.join(format!("2025-04-01T00-00-00-000Z_{id}.jsonl"));
-    let mut s = format!(
-        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-04-01T00:00:00.000Z\",\"cwd\":\"/work/proj\"}}\n"
-    );
-    let mut parent = "null".to_string();
-    for i in 0..n {
-        let eid = format!("{:08x}", (seed * 1_000_003 + i as u64) as u32);
-        s.push_str(&format!(
-            "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2025-04-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"s{seed} e{i} hello\",\"timestamp\":1743465600000}}}}\n",
-            i % 60
-        ));
-        parent = format!("\"{eid}\"");
-    }
-    std::fs::write(&p, s).unwrap();
-    p
+    seeded_session(agent, seed, n, |i| format!("s{seed} e{i} hello"))
 }
 
 fn age(p: &Path, days: u64) {
@@ -65,20 +34,15 @@ fn age(p: &Path, days: u64) {
 
 #[test]
 fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
-    let Some(c) = Cluster::start("prune_deletes_only_what_the_archive_holds_byte_for_byte") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let agent = t.path().join("agent");
+    let Some(c) = pg::archive() else { return };
+    let agent = c.path("agent");
     let pushed = session(&agent, 1, 5); // in the archive as it is: goes
     let grown = session(&agent, 2, 5); // grew after the push: stays
     let tampered = session(&agent, 3, 5); // the archive's bytes changed behind its hash column
     let locked = session(&agent, 4, 5); // a writer holds its lock: stays
     let recent = session(&agent, 5, 5); // changed just now: not even a candidate
     ok(&st(&agent)
-        .args(["push", "--archive", &url])
+        .args(["push", "--archive", &c.url])
         .output()
         .unwrap());
     let unpushed = session(&agent, 6, 5); // never pushed: stays
@@ -117,17 +81,12 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
             "--dry-run",
             "--json",
             "--archive",
-            &url,
+            &c.url,
         ])
         .output()
         .unwrap();
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
-    let deleted: Vec<&str> = v["deleted"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["path"].as_str().unwrap())
-        .collect();
+    let deleted: Vec<&str> = sessiontree_testkit::json::strs(&v["deleted"], "path");
     assert_eq!(deleted, vec![pushed.to_str().unwrap()], "{v:#}");
     let reason = |p: &Path| {
         v["kept"]
@@ -155,11 +114,13 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
     }
 
     // For real: the one file goes, the rest is as it was.
-    let o = st(&agent)
-        .args(["prune", "--older-than", "30d", "--archive", &url])
-        .output()
-        .unwrap();
-    let out = ok(&o);
+    let prune = || {
+        st(&agent)
+            .args(["prune", "--older-than", "30d", "--archive", &c.url])
+            .output()
+            .unwrap()
+    };
+    let out = ok(&prune());
     assert!(
         out.contains(&format!("deleted {}", pushed.display())),
         "{out}"
@@ -171,27 +132,14 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
     }
     // Its writer gone, the locked one (pushed, unchanged) goes too.
     drop(lock);
-    let o = st(&agent)
-        .args(["prune", "--older-than", "30d", "--archive", &url])
-        .output()
-        .unwrap();
-    let out = ok(&o);
+    let out = ok(&prune());
     assert!(
         out.contains(&format!("deleted {}", locked.display())),
         "{out}"
     );
     assert!(!locked.exists());
     // Nothing left to prune: exit 1.
-    let o = st(&agent)
-        .args(["prune", "--older-than", "30d", "--archive", &url])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    sessiontree_testkit::run::exit(&prune(), 1);
 }
 
 trait AppendLine {
@@ -300,12 +248,12 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
     std::fs::write(&file, unit).unwrap();
     let runtime = t.path().join("runtime");
     std::fs::create_dir_all(&runtime).unwrap();
-    let o = Command::new(analyze)
-        .args(["verify", "--user"])
-        .arg(&file)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
+    let verify = || {
+        let mut cmd = Command::new(analyze);
+        cmd.args(["verify", "--user"]).arg(&file);
+        cmd.env("XDG_RUNTIME_DIR", &runtime).output().unwrap()
+    };
+    let o = verify();
     assert!(
         o.status.success() && o.stderr.is_empty(),
         "{}",
@@ -316,29 +264,18 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
         unit.replace("Nice=10", "Nicee=10")
             .replacen("ExecStart=\"", "ExecStart=\"/nonexistent", 1);
     std::fs::write(&file, bad).unwrap();
-    let o = Command::new(analyze)
-        .args(["verify", "--user"])
-        .arg(&file)
-        .env("XDG_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
-    assert!(!o.stderr.is_empty());
+    assert!(!verify().stderr.is_empty());
 }
 
 /// `watch --archive`: a transcript written into Claude Code's folder is copied and the copy
 /// pushed; a line appended later reaches the archive too.
 #[test]
 fn watch_with_an_archive_pushes_the_copies_it_writes() {
-    let Some(c) = Cluster::start("watch_with_an_archive_pushes_the_copies_it_writes") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let agent = t.path().join("agent");
-    let proj = t.path().join("claude/projects/-home-dev-inline");
+    let Some(c) = pg::archive() else { return };
+    let agent = c.path("agent");
+    let proj = c.path("claude/projects/-home-dev-inline");
     std::fs::create_dir_all(&proj).unwrap();
-    std::fs::create_dir_all(t.path().join("codex/sessions")).unwrap();
+    std::fs::create_dir_all(c.path("codex/sessions")).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "../sessiontree-import/tests/fixtures/claude-inline/4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl",
     );
@@ -347,24 +284,16 @@ fn watch_with_an_archive_pushes_the_copies_it_writes() {
     let src = proj.join("4e7b1c2d-8a3f-4b6e-9d1c-2f3a4b5c6d07.jsonl");
     std::fs::write(&src, lines[..lines.len() - 1].concat()).unwrap();
     let mut child = st(&agent)
-        .args(["watch", "--archive", &url])
-        .env("CLAUDE_CONFIG_DIR", t.path().join("claude"))
-        .env("CODEX_HOME", t.path().join("codex"))
-        .env("HOME", t.path())
+        .args(["watch", "--archive", &c.url])
+        .env("CLAUDE_CONFIG_DIR", c.path("claude"))
+        .env("CODEX_HOME", c.path("codex"))
+        .env("HOME", c.tmp())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let archived = || -> i64 {
-        c.psql(
-            "alice",
-            "archive",
-            "SELECT coalesce(sum(v.length), 0) FROM sessiontree.versions v",
-        )
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(-1)
-    };
+    let sql = "SELECT coalesce(sum(v.length), 0) FROM sessiontree.versions v";
+    let archived = || c.number("alice", "archive", sql).unwrap_or(-1);
     let local = || -> i64 {
         let mut n = 0;
         let mut stack = vec![agent.join("sessions")];

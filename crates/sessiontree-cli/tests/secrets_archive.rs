@@ -1,35 +1,17 @@
 //! `push --redact-secrets` and `share`'s refusal, against a PostgreSQL cluster the test
-//! starts (crates/sessiontree-archive/tests/common): what the archive holds after a
+//! starts (`sessiontree_testkit::pg`): what the archive holds after a
 //! redacted push has no credential left, and a session whose archived copy holds one is
 //! only shared with --allow-secrets.
 
-#[path = "../../sessiontree-secrets/tests/common/creds.rs"]
-mod creds;
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
-use pg::Cluster;
 use serde_json::Value;
+use sessiontree_testkit::creds;
+use sessiontree_testkit::pg::{self, Cluster};
+use sessiontree_testkit::run::ok;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn st(agent: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_sessiontree"));
-    c.env("PI_CODING_AGENT_DIR", agent)
-        .env_remove("SESSIONTREE_ARCHIVE")
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env("NO_COLOR", "1");
-    c
-}
-
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    sessiontree_testkit::run::command(env!("CARGO_BIN_EXE_sessiontree"), agent)
 }
 
 const ID: &str = "0195aaaa-0000-7000-8000-00000000beef";
@@ -62,18 +44,13 @@ fn leaky(agent: &Path) -> (PathBuf, Vec<String>) {
 
 #[test]
 fn redacted_push_leaves_no_credential_and_share_refuses_an_exact_one() {
-    let Some(c) = Cluster::start("redacted_push_leaves_no_credential") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let t = tempfile::tempdir().unwrap();
-    let a = t.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
     let (f, secrets) = leaky(&a);
     // Exact by default: the archive holds the credentials, so share refuses.
-    ok(st(&a).args(["push", "--archive", &url]).output().unwrap());
+    ok(st(&a).args(["push", "--archive", &c.url]).output().unwrap());
     let o = st(&a)
-        .args(["share", ID, "--with", "team", "--archive", &url])
+        .args(["share", ID, "--with", "team", "--archive", &c.url])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -90,35 +67,27 @@ fn redacted_push_leaves_no_credential_and_share_refuses_an_exact_one() {
         assert!(!err.contains(s.as_str()));
     }
     let shares = |c: &Cluster| {
-        c.psql(
+        c.number(
             "alice",
             "archive",
             "SELECT count(*) FROM sessiontree.shares",
         )
-        .unwrap()
     };
-    assert_eq!(shares(&c), "0");
+    // `share ID --with team` with more arguments.
+    let share = |more: &[&str]| {
+        let mut cmd = st(&a);
+        cmd.args(["share", ID, "--with", "team", "--archive", &c.url])
+            .args(more);
+        ok(cmd.output().unwrap())
+    };
+    assert_eq!(shares(&c), Some(0));
     // --allow-secrets shares anyway; revoke.
-    ok(st(&a)
-        .args([
-            "share",
-            ID,
-            "--with",
-            "team",
-            "--allow-secrets",
-            "--archive",
-            &url,
-        ])
-        .output()
-        .unwrap());
-    assert_eq!(shares(&c), "1");
-    ok(st(&a)
-        .args(["share", ID, "--with", "team", "--revoke", "--archive", &url])
-        .output()
-        .unwrap());
+    share(&["--allow-secrets"]);
+    assert_eq!(shares(&c), Some(1));
+    share(&["--revoke"]);
     // Pushed redacted: a new version without any credential, and share goes through.
     let r: Value = serde_json::from_str(&ok(st(&a)
-        .args(["push", "--redact-secrets", "--archive", &url, "--json"])
+        .args(["push", "--redact-secrets", "--archive", &c.url, "--json"])
         .output()
         .unwrap()))
     .unwrap();
@@ -136,15 +105,12 @@ fn redacted_push_leaves_no_credential_and_share_refuses_an_exact_one() {
     for s in &secrets {
         assert!(!stored.contains(s.as_str()), "{s} in the archive");
     }
-    ok(st(&a)
-        .args(["share", ID, "--with", "team", "--archive", &url])
-        .output()
-        .unwrap());
-    assert_eq!(shares(&c), "1");
+    share(&[]);
+    assert_eq!(shares(&c), Some(1));
     // What another machine pulls is the redacted session: every line parses, ids kept.
-    let b = t.path().join("b");
+    let b = c.path("b");
     std::fs::create_dir_all(&b).unwrap();
-    ok(st(&b).args(["pull", "--archive", &url]).output().unwrap());
+    ok(st(&b).args(["pull", "--archive", &c.url]).output().unwrap());
     let pulled = std::fs::read_to_string(
         b.join("sessions/--work-proj--")
             .join(f.file_name().unwrap()),

@@ -2,8 +2,7 @@
 //! redaction by default: no credential in what `export` writes (html, md, jsonl), and the
 //! redacted JSONL opens in Pi 1.6.0 with the same entries, ids and tree as the unredacted one.
 
-#[path = "../../sessiontree-secrets/tests/common/creds.rs"]
-mod creds;
+use sessiontree_testkit::creds;
 use sessiontree_testkit::interop;
 
 use serde_json::Value;
@@ -57,13 +56,7 @@ fn secrets_reports_every_credential_masked_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let (f, secrets) = session(dir.path());
     let out = run(&["secrets", f.to_str().unwrap(), "--json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = sessiontree_testkit::run::exit(&out, 1);
     let v: Value = serde_json::from_str(&stdout).unwrap();
     let findings = v["findings"].as_array().unwrap();
     let kinds: std::collections::BTreeSet<&str> = findings

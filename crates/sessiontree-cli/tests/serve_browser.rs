@@ -8,6 +8,7 @@
 //! fails. `SESSIONTREE_UPDATE_SCREENSHOT=1` also renders docs/serve-*.png.
 
 use serde_json::{json, Value};
+use sessiontree_testkit::browser;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,35 +19,6 @@ fn root() -> PathBuf {
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_sessiontree")
-}
-
-fn browser_available() -> Option<(PathBuf, PathBuf)> {
-    let require = std::env::var("SESSIONTREE_REQUIRE_BROWSER").as_deref() == Ok("1");
-    let chromium =
-        PathBuf::from(std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()));
-    let tests = root().join("export-tests");
-    let node_ok = Command::new("node").arg("--version").output().is_ok();
-    let missing = if !chromium.exists() {
-        Some(format!("{} (apt-get install chromium)", chromium.display()))
-    } else if !node_ok {
-        Some("node".to_string())
-    } else if !tests.join("node_modules/playwright-core").exists() {
-        Some("export-tests/node_modules (cd export-tests && npm ci)".to_string())
-    } else {
-        None
-    };
-    match missing {
-        Some(m) if require => panic!("the browser test needs {m}"),
-        Some(m) => {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: the serve browser test needs {m}"
-            );
-            None
-        }
-        None => Some((chromium, tests)),
-    }
 }
 
 /// A running `sessiontree serve`; killed on drop.
@@ -108,9 +80,7 @@ fn ids(path: &[&sessiontree::Entry]) -> Vec<String> {
 
 #[test]
 fn serve_in_headless_chromium() {
-    let Some((chromium, tests)) = browser_available() else {
-        return;
-    };
+    let Some(b) = browser::find() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let agent = tmp.path().join("agent");
     let folder = agent.join("sessions").join("--home-me-demo--");
@@ -206,17 +176,9 @@ fn serve_in_headless_chromium() {
     }
     let expect_path = tmp.path().join("expect.json");
     std::fs::write(&expect_path, expect.to_string()).unwrap();
-    let out = Command::new("node")
-        .current_dir(&tests)
-        .args(["serve.mjs", "--expect", expect_path.to_str().unwrap()])
-        .args(["--chromium", chromium.to_str().unwrap()])
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "browser checks failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = b.run(
+        "browser checks",
+        &["serve.mjs", "--expect", expect_path.to_str().unwrap()],
     );
     let r: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(r["failures"], json!([]));
@@ -231,25 +193,21 @@ fn serve_in_headless_chromium() {
         r["listMs"], r["searchMs"], r["liveMs"]
     );
     if std::env::var("SESSIONTREE_UPDATE_SCREENSHOT").as_deref() == Ok("1") {
-        let st = Command::new("node")
-            .current_dir(&tests)
-            .args([
+        let docs = root().join("docs");
+        b.run(
+            "the screenshots",
+            &[
                 "serve.mjs",
                 "--shots",
-                root().join("docs").to_str().unwrap(),
-            ])
-            .args([
+                docs.to_str().unwrap(),
                 "--base",
                 &srv.base,
                 "--session",
                 example_id,
                 "--entry",
                 "b1",
-            ])
-            .args(["--chromium", chromium.to_str().unwrap()])
-            .status()
-            .unwrap();
-        assert!(st.success());
+            ],
+        );
     }
 }
 

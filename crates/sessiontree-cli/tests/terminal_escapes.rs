@@ -4,10 +4,8 @@
 //! bidi overrides is shown by every read command with those characters as visible escapes,
 //! on stdout and stderr; `--json` still gives the exact strings.
 
-#[path = "../../sessiontree-archive/tests/common/mod.rs"]
-mod pg;
-
 use serde_json::{json, Value};
+use sessiontree_testkit::pg;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -126,12 +124,17 @@ fn run(agent: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// A fresh agent dir with the hostile session (see `hostile`).
+fn hostile_agent() -> (sessiontree_testkit::AgentDir, PathBuf) {
+    let a = sessiontree_testkit::AgentDir::new();
+    let p = hostile(a.path());
+    (a, p)
+}
+
 #[test]
 fn every_human_output_shows_escapes_and_bidi_controls_visibly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path();
-    let p = hostile(agent);
-    let f = p.to_str().unwrap();
+    let (a, p) = hostile_agent();
+    let (agent, f) = (a.path(), p.to_str().unwrap());
     let dir = p.parent().unwrap().to_str().unwrap();
     let at_u1 = format!("{f}#{U1}");
     let cases: Vec<Vec<&str>> = vec![
@@ -197,10 +200,8 @@ fn every_human_output_shows_escapes_and_bidi_controls_visibly() {
 
 #[test]
 fn json_outputs_keep_the_exact_strings() {
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path();
-    let p = hostile(agent);
-    let f = p.to_str().unwrap();
+    let (a, p) = hostile_agent();
+    let (agent, f) = (a.path(), p.to_str().unwrap());
     let json = |args: &[&str]| -> Value {
         let (code, out, err) = run(agent, args);
         assert!(code == 0 || code == 1, "{args:?}: {err}");
@@ -250,26 +251,21 @@ fn json_outputs_keep_the_exact_strings() {
 /// what the server sends (ids, owners, machine names, cwds, paths, texts) made safe.
 #[test]
 fn archive_outputs_show_escapes_visibly() {
-    let Some(c) = pg::Cluster::start("archive_outputs_show_escapes_visibly") else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
-    let tmp = tempfile::tempdir().unwrap();
-    let agent = tmp.path().join("a");
+    let Some(c) = pg::archive() else { return };
+    let agent = c.path("a");
     hostile(&agent);
-    let other = tmp.path().join("b");
+    let other = c.path("b");
     std::fs::create_dir_all(&other).unwrap();
     let machine = "lap\u{1b}]0;pwned\u{7}top\u{202e}";
     let cases: Vec<(&Path, Vec<&str>)> = vec![
         (
             &agent,
-            vec!["push", "--archive", &url, "--machine", machine],
+            vec!["push", "--archive", &c.url, "--machine", machine],
         ),
-        (&agent, vec!["ls", "--archive", &url]),
-        (&agent, vec!["search", "needle", "--archive", &url]),
+        (&agent, vec!["ls", "--archive", &c.url]),
+        (&agent, vec!["search", "needle", "--archive", &c.url]),
         // The hostile id cannot be a file name: pull refuses it, naming it made safe.
-        (&other, vec!["pull", "--archive", &url]),
+        (&other, vec!["pull", "--archive", &c.url]),
     ];
     for (dir, args) in &cases {
         let (code, out, err) = run(dir, args);

@@ -61,12 +61,7 @@ fn verify_exit_codes_and_json() {
         .find(|f| f["path"].as_str().unwrap().ends_with("bad.jsonl"))
         .unwrap();
     assert_eq!(bad["ok"], false);
-    let kinds: Vec<&str> = bad["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = sessiontree_testkit::json::strs(&bad["diagnostics"], "kind");
     assert_eq!(
         kinds,
         [

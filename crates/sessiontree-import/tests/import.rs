@@ -247,12 +247,7 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                 }
             }
             "toolResult" => {
-                let t: Vec<&str> = m["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect();
+                let t: Vec<&str> = sessiontree_testkit::json::present(&m["content"], "text");
                 out.push(json!([
                     "result",
                     m["toolCallId"],
@@ -370,12 +365,7 @@ fn claude_events(p: &Path, side: bool) -> Vec<Value> {
                     last_mid = Some(mid);
                 }
                 if l["isApiErrorMessage"] == true {
-                    let t: Vec<&str> = msg["content"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .filter_map(|b| b["text"].as_str())
-                        .collect();
+                    let t: Vec<&str> = sessiontree_testkit::json::present(&msg["content"], "text");
                     out.push(json!(["error", t.join("\n")]));
                     continue;
                 }
@@ -634,12 +624,7 @@ fn what_each_kind_of_line_becomes() {
         .iter()
         .find(|m| m["responseId"] == "msg_01AAA")
         .unwrap();
-    let kinds: Vec<&str> = first["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["type"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = sessiontree_testkit::json::strs(&first["content"], "type");
     assert_eq!(kinds, ["thinking", "text", "toolCall", "toolCall"]);
     assert_eq!(
         first["content"][0]["thinkingSignature"],

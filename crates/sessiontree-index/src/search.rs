@@ -39,6 +39,19 @@ pub struct Query {
 }
 
 impl Query {
+    /// `text` in `mode`, at most `limit` hits, no filter on cwd, role or time.
+    pub fn new(text: &str, mode: Mode, limit: usize) -> Query {
+        Query {
+            text: text.into(),
+            mode,
+            cwd: None,
+            role: None,
+            since_ms: None,
+            until_ms: None,
+            limit,
+        }
+    }
+
     /// Does a session of this working directory belong to the query (its `cwd`, if any)?
     fn cwd_ok(&self, cwd: &str) -> bool {
         self.cwd

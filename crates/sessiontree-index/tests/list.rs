@@ -413,15 +413,7 @@ fn rusqlite_free_foreign_db(path: &Path) -> bool {
 }
 
 fn q(text: &str, mode: Mode) -> Query {
-    Query {
-        text: text.into(),
-        mode,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit: 100,
-    }
+    Query::new(text, mode, 100)
 }
 
 #[test]

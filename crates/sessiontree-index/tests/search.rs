@@ -236,15 +236,7 @@ fn key(h: &[Hit]) -> Vec<(String, String, bool)> {
 }
 
 fn queries() -> Vec<Query> {
-    let q = |text: &str, mode: Mode, limit: usize| Query {
-        text: text.into(),
-        mode,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit,
-    };
+    let q = Query::new;
     let mut v = vec![
         q("theme", Mode::Words, 1000),
         q("theme", Mode::Words, 3),
@@ -409,10 +401,8 @@ fn scan_and_summaries_agree_with_a_naive_search_through_changes() {
 
 #[test]
 fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
-    let dir = tempfile::tempdir().unwrap();
-    let agent = dir.path();
-    let dir = agent.join("sessions").join("--w--");
-    std::fs::create_dir_all(&dir).unwrap();
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, dir) = (a.path(), a.folder("/w"));
     for k in 0..40u64 {
         let mut s = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n"
@@ -432,15 +422,7 @@ fn summaries_rule_files_out_and_stop_at_the_newest_hits() {
     }
     let s = build(agent);
     let files = stats(agent);
-    let q = |t: &str, limit| Query {
-        text: t.into(),
-        mode: Mode::Words,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit,
-    };
+    let q = |t: &str, limit| Query::new(t, Mode::Words, limit);
     let (h, st) = search::search(&files, &q("narwhal", 10), Some(&s), 1).unwrap();
     assert_eq!(h.len(), 1);
     assert_eq!((st.scanned, st.ruled_out), (1, 39), "{st:?}");

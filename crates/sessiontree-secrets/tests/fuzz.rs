@@ -3,20 +3,7 @@
 //! `SECRETS_FUZZ_CASES` runs more.
 
 use sessiontree_secrets::{find, redact_json, redact_line, redact_line_bytes, scan_session};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use sessiontree_testkit::Rng;
 
 /// Pieces that steer random text into the rules' paths.
 const PIECES: &[&str] = &[
@@ -66,15 +53,15 @@ const PIECES: &[&str] = &[
 
 fn random_text(r: &mut Rng) -> Vec<u8> {
     let mut out = Vec::new();
-    for _ in 0..r.below(40) {
-        match r.below(4) {
-            0 => out.extend_from_slice(PIECES[r.below(PIECES.len())].as_bytes()),
+    for _ in 0..r.pick(40) {
+        match r.pick(4) {
+            0 => out.extend_from_slice(PIECES[r.pick(PIECES.len())].as_bytes()),
             1 => out.push(r.next() as u8),
             _ => {
-                for _ in 0..r.below(50) {
+                for _ in 0..r.pick(50) {
                     out.push(
                         b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-."
-                            [r.below(67)],
+                            [r.pick(67)],
                     );
                 }
             }
@@ -115,11 +102,11 @@ fn redacted_json_stays_json() {
     for _ in 0..cases() {
         // A JSON string value made of random pieces, inside a session line.
         let mut s = String::new();
-        for _ in 0..r.below(30) {
-            s.push_str(PIECES[r.below(PIECES.len())]);
-            for _ in 0..r.below(45) {
+        for _ in 0..r.pick(30) {
+            s.push_str(PIECES[r.pick(PIECES.len())]);
+            for _ in 0..r.pick(45) {
                 s.push(
-                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[r.below(62)]
+                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"[r.pick(62)]
                         as char,
                 );
             }

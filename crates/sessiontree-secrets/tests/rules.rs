@@ -7,9 +7,8 @@
 
 use sessiontree_secrets::{find, redact_line, scan_session, KINDS};
 
-#[path = "common/creds.rs"]
-mod creds;
-use creds::*;
+use sessiontree_testkit::creds::*;
+use sessiontree_testkit::Rng;
 
 #[test]
 fn every_kind_is_covered() {
@@ -83,8 +82,8 @@ fn the_header_cwd_is_scanned() {
 #[test]
 fn credentials_named_by_their_key_are_found() {
     let mut r = Rng(77);
-    let s = r.pick(B64, 40);
-    let pw = format!("{}5{}", r.pick(ALNUM, 10), r.pick(ALNUM, 6));
+    let s = r.text(B64, 40);
+    let pw = format!("{}5{}", r.text(ALNUM, 10), r.text(ALNUM, 6));
     let line = format!(
         r#"{{"type":"message","id":"a","parentId":null,"timestamp":"t","message":{{"role":"assistant","content":[{{"type":"toolCall","id":"c","name":"run","arguments":{{"env":{{"AWS_SECRET_ACCESS_KEY":"{s}","DB_PASSWORD":"{pw}","HOME":"/root"}}}}}}]}}}}"#
     );
@@ -118,14 +117,14 @@ fn credentials_named_by_their_key_are_found() {
 #[test]
 fn other_slack_tokens() {
     let mut r = Rng(3);
-    let s = format!("xoxe-1-{}", r.pick(ALNUM, 40).replace('a', "7"));
+    let s = format!("xoxe-1-{}", r.text(ALNUM, 40).replace('a', "7"));
     assert_eq!(find(&format!("refresh {s}"))[0].kind, "slack-token");
 }
 
 #[test]
 fn escapes_that_hide_an_anchor_are_decoded() {
     let mut r = Rng(11);
-    let s = format!("AKIA{}", r.pick(B32, 16));
+    let s = format!("AKIA{}", r.text(B32, 16));
     // `\u0041` is `A`: the raw bytes do not hold the anchor.
     let hidden = format!("\\u0041{}", &s[1..]);
     let line = format!(
@@ -143,22 +142,22 @@ fn look_alikes() -> Vec<String> {
     for _ in 0..5 {
         v.push(format!(
             "{}-{}-4{}-a{}-{}",
-            r.pick(HEX, 8),
-            r.pick(HEX, 4),
-            r.pick(HEX, 3),
-            r.pick(HEX, 3),
-            r.pick(HEX, 12)
+            r.text(HEX, 8),
+            r.text(HEX, 4),
+            r.text(HEX, 3),
+            r.text(HEX, 3),
+            r.text(HEX, 12)
         ));
-        v.push(format!("commit {}", r.pick(HEX, 40)));
-        v.push(format!("sha256:{}", r.pick(HEX, 64)));
-        v.push(format!("Merge: {} {}", r.pick(HEX, 7), r.pick(HEX, 7)));
-        v.push(format!("data:image/png;base64,{}", r.pick(B64, 3000)));
-        v.push(format!("{}==", r.pick(B64, 1022)));
-        v.push(format!("msg_01{}", r.pick(ALNUM, 22)));
-        v.push(format!("toolu_01{}", r.pick(ALNUM, 22)));
-        v.push(format!("chatcmpl-{}", r.pick(ALNUM, 29)));
-        v.push(format!("resp_{}", r.pick(HEX, 48)));
-        v.push(format!("/tmp/{}", r.pick(ALNUM, 40)));
+        v.push(format!("commit {}", r.text(HEX, 40)));
+        v.push(format!("sha256:{}", r.text(HEX, 64)));
+        v.push(format!("Merge: {} {}", r.text(HEX, 7), r.text(HEX, 7)));
+        v.push(format!("data:image/png;base64,{}", r.text(B64, 3000)));
+        v.push(format!("{}==", r.text(B64, 1022)));
+        v.push(format!("msg_01{}", r.text(ALNUM, 22)));
+        v.push(format!("toolu_01{}", r.text(ALNUM, 22)));
+        v.push(format!("chatcmpl-{}", r.text(ALNUM, 29)));
+        v.push(format!("resp_{}", r.text(HEX, 48)));
+        v.push(format!("/tmp/{}", r.text(ALNUM, 40)));
     }
     for s in [
         "AKIAIOSFODNN7EXAMPLE",
@@ -227,11 +226,11 @@ fn no_look_alike_is_reported() {
 fn ids_signatures_and_images_are_never_scanned() {
     let mut r = Rng(99);
     let token = github(&mut r, "ghp");
-    let key = format!("AKIA{}", r.pick(B32, 16));
+    let key = format!("AKIA{}", r.text(B32, 16));
     // Credential-shaped text in every field that must reach its reader unchanged.
     let line = format!(
         r#"{{"type":"message","id":"{key}","parentId":"{token}","timestamp":"t","message":{{"role":"assistant","content":[{{"type":"thinking","thinking":"ok","thinkingSignature":"{token}"}},{{"type":"text","text":"hi","textSignature":"{key}"}},{{"type":"reasoning","encrypted_content":"{token}"}},{{"type":"image","data":"{}{key}","mimeType":"image/png"}}],"responseId":"{token}"}}}}"#,
-        r.pick(B64, 200)
+        r.text(B64, 200)
     );
     let scan = scan_session(format!("{HEADER}\n{line}\n").as_bytes());
     assert!(scan.findings.is_empty(), "{:?}", scan.findings);

@@ -33,6 +33,17 @@ impl AgentDir {
     pub fn session(&self, cwd: &str, name: &str, body: &str) -> PathBuf {
         write_session(self.path(), cwd, name, body)
     }
+
+    /// `n` sessions for `cwd`, `s0.jsonl` to `s<n-1>.jsonl`, the `k`th holding one user
+    /// message `first message <k>` (time `k` ms).
+    pub fn numbered(&self, cwd: &str, n: u64) -> Vec<PathBuf> {
+        (0..n)
+            .map(|k| {
+                let body = message("u1", None, k, "user", &format!("first message {k}"));
+                self.session(cwd, &format!("s{k}.jsonl"), &body)
+            })
+            .collect()
+    }
 }
 
 impl Default for AgentDir {
@@ -89,6 +100,42 @@ pub fn message(id: &str, parent: Option<&str>, ts: u64, role: &str, text: &str) 
         "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":{p},\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":{},\"timestamp\":{ts}}}}}\n",
         json_string(text)
     )
+}
+
+/// A user message entry line (with its newline) of [`seeded_session`]'s kind: id `eid`
+/// under `parent` (JSON: `null` or a quoted id), the `i`th entry of its session, saying
+/// `text`.
+pub fn user_entry(eid: &str, parent: &str, i: usize, text: &str) -> String {
+    format!(
+        "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2025-04-01T00:00:{:02}.000Z\",\"message\":{{\"role\":\"user\",\"content\":{},\"timestamp\":1743465600000}}}}\n",
+        i % 60,
+        json_string(text)
+    )
+}
+
+/// A Pi session of `n` chained user entries (the `i`th saying `text(i)`) in
+/// `<agent>/sessions/--work-proj--`, its id, file name and entry ids derived from `seed`.
+pub fn seeded_session(
+    agent: &Path,
+    seed: u64,
+    n: usize,
+    text: impl Fn(usize) -> String,
+) -> PathBuf {
+    let id = format!("0195{:04x}-0000-7000-8000-{:012x}", seed & 0xffff, seed);
+    let p =
+        session_folder(agent, "/work/proj").join(format!("2025-04-01T00-00-00-000Z_{id}.jsonl"));
+    let mut s = format!(
+        "{}\n",
+        header(&id, "2025-04-01T00:00:00.000Z", "/work/proj")
+    );
+    let mut parent = "null".to_string();
+    for i in 0..n {
+        let eid = format!("{:08x}", (seed * 1_000_003 + i as u64) as u32);
+        s.push_str(&user_entry(&eid, &parent, i, &text(i)));
+        parent = format!("\"{eid}\"");
+    }
+    std::fs::write(&p, s).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    p
 }
 
 /// `s` as a JSON string literal, as `JSON.stringify` writes it (quotes, backslashes and

@@ -23,6 +23,28 @@ pub fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every `sessions/<folder>/*.jsonl` of the agent dir `agent`, by its path below
+/// `sessions/`, with its bytes, sorted: what two machines' agent dirs compare by.
+pub fn session_files(agent: &Path) -> Vec<(String, Vec<u8>)> {
+    let base = agent.join("sessions");
+    let mut out = Vec::new();
+    for d in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(d.path()).into_iter().flatten().flatten() {
+            let p = f.path();
+            if p.extension().is_some_and(|e| e == "jsonl") {
+                let rel = p
+                    .strip_prefix(&base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Every file and folder below `dir`, sorted, each file with its bytes (a folder with
 /// none): two snapshots compare equal when nothing below `dir` was created, removed or
 /// changed. A folder that cannot be read counts as empty.
@@ -109,4 +131,15 @@ pub fn temp_file(name: &str, text: impl AsRef<[u8]>) -> (tempfile::TempDir, Path
     let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     (dir, p)
+}
+
+/// A fresh temp folder (removed when dropped) and its subfolder `name` (created).
+pub fn temp_subdir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("st-test")
+        .tempdir()
+        .unwrap();
+    let sub = dir.path().join(name);
+    std::fs::create_dir_all(&sub).unwrap_or_else(|e| panic!("{}: {e}", sub.display()));
+    (dir, sub)
 }

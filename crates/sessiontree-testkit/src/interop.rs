@@ -28,6 +28,40 @@ pub fn available() -> bool {
     ok
 }
 
+/// A temp folder for a test that drives the reference; None (the test skipped, see
+/// [`available`]) without node and the reference's packages.
+pub fn temp_dir() -> Option<tempfile::TempDir> {
+    available().then(|| {
+        tempfile::Builder::new()
+            .prefix("st-interop")
+            .tempdir()
+            .unwrap()
+    })
+}
+
+/// `count` sessions from the reference's seeded generator (`gen.mjs`, with `extra`
+/// arguments) in `dir`: each file with its entry in the generator's manifest.
+pub fn generate(
+    dir: &std::path::Path,
+    seed: u64,
+    count: u64,
+    extra: &[&str],
+) -> Vec<(PathBuf, serde_json::Value)> {
+    let d = dir.to_str().unwrap();
+    let (s, c) = (seed.to_string(), count.to_string());
+    let mut args = vec![
+        "gen.mjs", "--out", d, "--seed", &s, "--count", &c, "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    node(&args);
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    crate::json::array(&manifest["files"])
+        .iter()
+        .map(|f| (dir.join(f["path"].as_str().unwrap()), f.clone()))
+        .collect()
+}
+
 /// Says that a test skipped its real work, where `cargo test` shows it: straight to the
 /// process's stderr (libtest captures `eprintln!` of passing tests and shows it only with
 /// `--nocapture`).
@@ -76,4 +110,13 @@ pub fn oracle_dump<P: AsRef<std::path::Path>>(
     args.extend_from_slice(extra);
     node(&args);
     std::fs::read(out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+}
+
+/// The context the reference builds for a session's default leaf, from one of the dump's
+/// `results` (None when it has none; panics when `contexts` is not an array).
+pub fn default_context(result: &serde_json::Value) -> Option<&serde_json::Value> {
+    crate::json::array(&result["contexts"])
+        .iter()
+        .find(|c| c["kind"] == "default")
+        .map(|c| &c["context"])
 }

@@ -5,7 +5,9 @@
 //! cluster ([`pg`]), a raw HTTP client for the web server ([`http`]), the seeded
 //! generators ([`Rng`] for tests, [`gen`] for realistic benchmark sessions), test sizes
 //! from the environment ([`env_or`]), the reference implementation through `interop/`
-//! ([`interop`]) and file walks ([`files`]).
+//! ([`interop`]), headless Chromium through `export-tests/` ([`browser`]), generated
+//! credentials ([`creds`]), reading a command's JSON answer ([`json`]) and file walks
+//! ([`files`]).
 //!
 //! A dev-dependency only (`publish = false`); it depends on no crate of the workspace.
 
@@ -13,11 +15,14 @@
 #![allow(clippy::should_implement_trait)]
 
 pub mod agent;
+pub mod browser;
+pub mod creds;
 pub mod env;
 pub mod files;
 pub mod gen;
 pub mod http;
 pub mod interop;
+pub mod json;
 pub mod pg;
 pub mod rng;
 pub mod run;

@@ -261,6 +261,12 @@ impl Cluster {
         }
     }
 
+    /// The one number that `sql`, run as `user`, answers; None when it fails or answers
+    /// something else.
+    pub fn number(&self, user: &str, db: &str, sql: &str) -> Option<i64> {
+        self.psql(user, db, sql).ok()?.parse().ok()
+    }
+
     /// Like [`Cluster::psql`], but what psql printed on stderr too (notices), after stdout.
     pub fn psql_with_notices(&self, user: &str, db: &str, sql: &str) -> Result<String, String> {
         let o = self.run_psql(user, db, sql);
@@ -295,4 +301,72 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop_server("immediate");
     }
+}
+
+/// What most archive tests start from: a fresh cluster with the roles of
+/// [`Cluster::setup_roles`], alice's connection string, and a temp folder for the test's
+/// agent dirs. Dereferences to its [`Cluster`].
+pub struct Archive {
+    cluster: Cluster,
+    /// alice's keyword connection string over the unix socket (`archive` database).
+    pub url: String,
+    tmp: tempfile::TempDir,
+}
+
+impl Archive {
+    /// `<the test's temp folder>/name` (not created).
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// The test's temp folder.
+    pub fn tmp(&self) -> &Path {
+        self.tmp.path()
+    }
+}
+
+impl std::ops::Deref for Archive {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.cluster
+    }
+}
+
+/// Starts an [`Archive`] for the running test (named after its thread, as libtest names
+/// it); None (skipped) without PostgreSQL.
+pub fn archive() -> Option<Archive> {
+    let thread = std::thread::current();
+    let cluster = Cluster::start(thread.name().unwrap_or("an archive test"))?;
+    cluster.setup_roles();
+    Some(Archive {
+        url: cluster.url("alice", "archive"),
+        cluster,
+        tmp: tempfile::Builder::new()
+            .prefix("st-arch")
+            .tempdir()
+            .unwrap(),
+    })
+}
+
+/// SQL that a login role runs with plain psql to make a session of its own under `id` by
+/// hand, as no client would: one copy with `rel` as its path, one version claiming `length`
+/// bytes with `data`'s SHA-256, `data` as its one chunk at offset 0, shared with `grantee`.
+pub fn forged_session_sql(id: &str, rel: &str, data: &[u8], length: i64, grantee: &str) -> String {
+    let h: String = data.iter().map(|b| format!("{b:02x}")).collect();
+    let mine = format!("owner = current_user AND session_id = $q${id}$q$");
+    format!(
+        "INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ($q${id}$q$, '/w');
+         INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+             SELECT pk, gen_random_uuid(), $q${rel}$q$ FROM sessiontree.sessions WHERE {mine};
+         INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+             SELECT c.pk, c.session_pk, 1, {length}, sha256(decode('{h}', 'hex')), {length}
+             FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
+             WHERE s.{mine};
+         INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+             SELECT v.pk, v.session_pk, 0, decode('{h}', 'hex')
+             FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
+             WHERE s.{mine};
+         INSERT INTO sessiontree.shares (session_pk, grantee)
+             SELECT pk, '{grantee}' FROM sessiontree.sessions WHERE {mine};"
+    )
 }

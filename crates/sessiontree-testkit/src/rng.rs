@@ -22,6 +22,18 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 
+    /// `n` characters drawn from `alphabet` (ASCII bytes).
+    pub fn text(&mut self, alphabet: &[u8], n: usize) -> String {
+        (0..n)
+            .map(|_| alphabet[self.pick(alphabet.len())] as char)
+            .collect()
+    }
+
+    /// Eight hex digits (the low 32 bits of the next number), as an entry id.
+    pub fn hex8(&mut self) -> String {
+        format!("{:08x}", self.next() as u32)
+    }
+
     /// Damages `buf` `times` times at random places: a random byte, a cut, an inserted
     /// newline, a removed byte or a flipped bit (the fuzz tests' mutations).
     pub fn damage(&mut self, buf: &mut Vec<u8>, times: usize) {

@@ -65,3 +65,20 @@ pub fn with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     child.stdin.take().unwrap().write_all(input).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// Its stdout, after asserting that it exited with `code` (else a panic with its stderr).
+pub fn exit(o: &Output, code: i32) -> String {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    stdout(o)
+}
+
+/// The first line (without its newline) a spawned command writes on its piped stdout:
+/// the address a server says it listens on.
+pub fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.trim_end_matches('\n').to_string()
+}

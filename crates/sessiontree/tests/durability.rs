@@ -1,11 +1,14 @@
 //! Durability and concurrency guarantees, and regression tests for each weakness of the
 //! reference listed in FORMAT.md section 12.
 
+mod common;
+
 use sessiontree::{
     build_context, load, Creation, DiagnosticKind, Durability, Error, Json, LeafArg, Session,
     WriteOptions,
 };
 use sessiontree_testkit::agent::{user_hi as entry, HEADER as H};
+use sessiontree_testkit::files::temp_file;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -24,6 +27,11 @@ fn write(dir: &Path, name: &str, content: &[u8]) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, content).unwrap();
     p
+}
+
+/// A temp folder with the session `name`: the header and one entry `a1`.
+fn one_entry(name: &str) -> (tempfile::TempDir, PathBuf) {
+    temp_file(name, format!("{H}\n{}\n", entry("a1", None)))
 }
 
 fn lines(p: &Path) -> Vec<String> {
@@ -85,12 +93,7 @@ fn last_line_without_newline_that_parses_gets_its_newline() {
     let ls = lines(&p);
     assert_eq!(ls.len(), 3);
     assert_eq!(ls[1], entry("a1", None));
-    let l = load(&p).unwrap();
-    assert!(
-        l.tree.diagnostics().is_empty(),
-        "{:?}",
-        l.tree.diagnostics()
-    );
+    let l = common::load_clean(&p);
     assert_eq!(
         l.tree
             .get_entry(&id)
@@ -153,12 +156,7 @@ fn none_policy_does_not_sync_and_batch_syncs_on_demand() {
 fn weakness_glued_append_after_a_torn_line_written_while_open() {
     // Another (unlocked) writer tears a line while our handle is open: our next append
     // must first move the fragment aside and end the line, never glue onto it.
-    let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "g.jsonl",
-        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
-    );
+    let (_d, p) = one_entry("g.jsonl");
     let mut o = opts(Durability::Entry);
     o.lock = false;
     let mut s = Session::open(&p, o).unwrap();
@@ -182,12 +180,7 @@ fn weakness_glued_append_after_a_torn_line_written_while_open() {
 fn an_entry_appended_right_after_a_foreign_one_hangs_under_it() {
     // Pi does not take our lock: a line it adds while our handle is open must be seen by
     // the very next append (no window in which the new entry would fork the session).
-    let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "f.jsonl",
-        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
-    );
+    let (_d, p) = one_entry("f.jsonl");
     let mut s = Session::open(&p, opts(Durability::None)).unwrap();
     let mut parent = s.append_message(&user("first")).unwrap();
     for k in 0..20 {
@@ -210,12 +203,7 @@ fn an_entry_appended_right_after_a_foreign_one_hangs_under_it() {
 fn weakness_no_more_appends_after_a_failed_write() {
     // After the handle saw the file in a state it cannot trust (here: shrunk under it),
     // it refuses every further write instead of appending blind.
-    let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "s.jsonl",
-        format!("{H}\n{}\n", entry("a1", None)).as_bytes(),
-    );
+    let (_d, p) = one_entry("s.jsonl");
     let mut s = Session::open(&p, opts(Durability::Entry)).unwrap();
     std::fs::OpenOptions::new()
         .write(true)

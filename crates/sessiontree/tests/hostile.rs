@@ -2,6 +2,8 @@
 //! reached through symlinks, special files in session folders, taken sidecar names, lines
 //! still being written, temp files of killed rewrites. Each test names the attack.
 
+mod common;
+
 use sessiontree::{load, repair, Creation, Durability, Error, Json, Session, WriteOptions};
 use sessiontree_testkit::agent::{user_hi as entry, HEADER as H};
 use std::path::{Path, PathBuf};
@@ -57,21 +59,28 @@ use sessiontree_testkit::files::names;
 
 // ---- the lock file never follows links ---------------------------------------------------
 
-#[test]
-fn lock_symlink_to_another_file_is_refused_and_the_target_untouched() {
+/// A session whose lock path `link` makes a link to another file (the victim): opening the
+/// session is refused with an error naming the lock and `says`, and the victim is as it was.
+fn lock_linked_to_a_victim(
+    link: fn(&Path, &Path) -> std::io::Result<()>,
+    says: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let d = tempfile::tempdir().unwrap();
     let p = session_file(d.path(), "s.jsonl");
     let victim = d.path().join("victim.txt");
     std::fs::write(&victim, "precious").unwrap();
-    std::os::unix::fs::symlink(&victim, lock_of(&p)).unwrap();
-
+    link(&victim, &lock_of(&p)).unwrap();
     let e = Session::open(&p, opts()).unwrap_err();
     let msg = e.to_string();
-    assert!(
-        msg.contains("s.jsonl.lock") && msg.contains("symlink"),
-        "{msg}"
-    );
+    assert!(msg.contains("s.jsonl.lock") && msg.contains(says), "{msg}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    (d, p, victim)
+}
+
+#[test]
+fn lock_symlink_to_another_file_is_refused_and_the_target_untouched() {
+    let (_d, p, victim) =
+        lock_linked_to_a_victim(|v, l| std::os::unix::fs::symlink(v, l), "symlink");
 
     // repair takes the same lock.
     std::fs::write(&p, format!("{H}\nnot json\n{}\n", entry("a1", None))).unwrap();
@@ -97,18 +106,7 @@ fn lock_symlink_to_the_session_itself_leaves_the_session_whole() {
 
 #[test]
 fn lock_hard_link_to_another_file_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let p = session_file(d.path(), "s.jsonl");
-    let victim = d.path().join("victim.txt");
-    std::fs::write(&victim, "precious").unwrap();
-    std::fs::hard_link(&victim, lock_of(&p)).unwrap();
-    let e = Session::open(&p, opts()).unwrap_err();
-    let msg = e.to_string();
-    assert!(
-        msg.contains("s.jsonl.lock") && msg.contains("link"),
-        "{msg}"
-    );
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    lock_linked_to_a_victim(|v, l| std::fs::hard_link(v, l), "link");
 }
 
 #[test]
@@ -149,17 +147,22 @@ fn lock_holder_info_is_written_only_after_the_lock_is_ours() {
 
 // ---- rewrites through a symlinked session act on the real file ----------------------------
 
-#[test]
-fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
+/// `<tmp>/real/s.jsonl` holding `text`, and the link `<tmp>/links/s.jsonl` to it.
+fn linked(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
+    let (real_dir, link_dir) = (d.path().join("real"), d.path().join("links"));
     std::fs::create_dir_all(&real_dir).unwrap();
     std::fs::create_dir_all(&link_dir).unwrap();
     let real = real_dir.join("s.jsonl");
-    std::fs::write(&real, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
+    std::fs::write(&real, text).unwrap();
     let link = link_dir.join("s.jsonl");
     std::os::unix::fs::symlink(&real, &link).unwrap();
+    (d, real, link)
+}
+
+#[test]
+fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
+    let (_d, real, link) = linked(&format!("{H2}\n{}\n", entry("a1", None)));
 
     let mut s = Session::open(&link, opts()).unwrap();
     let id = s.append_message(&user("through the link")).unwrap();
@@ -173,7 +176,7 @@ fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
     assert!(l.tree.contains(&id), "the real file holds the new entry");
     assert_eq!(l.tree.header().version(), Some(3.0));
     assert_eq!(
-        names(&link_dir),
+        names(link.parent().unwrap()),
         vec!["s.jsonl"],
         "nothing left beside the link"
     );
@@ -181,20 +184,15 @@ fn migration_through_a_symlink_rewrites_the_real_file_and_keeps_the_link() {
 
 #[test]
 fn repair_through_a_symlink_repairs_the_real_file_with_backup_beside_it() {
-    let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
-    std::fs::create_dir_all(&real_dir).unwrap();
-    std::fs::create_dir_all(&link_dir).unwrap();
-    let real = real_dir.join("s.jsonl");
     let damaged = format!("{H}\nnot json\n{}\n", entry("a1", None));
-    std::fs::write(&real, &damaged).unwrap();
-    let link = link_dir.join("s.jsonl");
-    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (_d, real, link) = linked(&damaged);
 
     let r = repair::apply(&link, &Default::default(), None).unwrap();
     let backup = r.backup.unwrap();
-    assert_eq!(backup.parent().unwrap(), real_dir.canonicalize().unwrap());
+    assert_eq!(
+        backup.parent().unwrap(),
+        real.parent().unwrap().canonicalize().unwrap()
+    );
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), damaged);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
@@ -204,26 +202,18 @@ fn repair_through_a_symlink_repairs_the_real_file_with_backup_beside_it() {
         std::fs::read_to_string(&real).unwrap(),
         format!("{H}\n{}\n", entry("a1", None))
     );
-    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
+    assert_eq!(names(link.parent().unwrap()), vec!["s.jsonl"]);
 }
 
 #[test]
 fn torn_sidecar_through_a_symlink_lands_beside_the_real_file() {
-    let d = tempfile::tempdir().unwrap();
-    let real_dir = d.path().join("real");
-    let link_dir = d.path().join("links");
-    std::fs::create_dir_all(&real_dir).unwrap();
-    std::fs::create_dir_all(&link_dir).unwrap();
-    let real = real_dir.join("s.jsonl");
     let content = format!("{H}\n{}\n{{\"type\":\"mess", entry("a1", None));
-    std::fs::write(&real, &content).unwrap();
-    let link = link_dir.join("s.jsonl");
-    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (_d, real, link) = linked(&content);
     let mut s = Session::open(&link, opts()).unwrap();
     s.append_message(&user("x")).unwrap();
     drop(s);
-    assert_eq!(names(&link_dir), vec!["s.jsonl"]);
-    assert!(names(&real_dir)
+    assert_eq!(names(link.parent().unwrap()), vec!["s.jsonl"]);
+    assert!(names(real.parent().unwrap())
         .iter()
         .any(|n| n.starts_with("s.jsonl.torn-")));
 }
@@ -349,12 +339,7 @@ fn a_last_line_still_being_written_is_not_taken_for_a_torn_tail() {
         !names(d.path()).iter().any(|n| n.contains(".torn-")),
         "no sidecar for a line in progress"
     );
-    let l = load(&p).unwrap();
-    assert!(
-        l.tree.diagnostics().is_empty(),
-        "{:?}",
-        l.tree.diagnostics()
-    );
+    let l = common::load_clean(&p);
     assert_eq!(
         l.tree.get_entry(&id).unwrap().parent.walk_id(),
         Some("b2"),
@@ -376,20 +361,20 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("s.jsonl");
     std::fs::write(&p, format!("{H2}\n{}\n", entry("a1", None))).unwrap();
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // Written an hour ago.
+    let old = |p: &Path, text: &str| {
+        std::fs::write(p, text).unwrap();
+        let f = std::fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    };
     let dead = dead_pid();
     let stale = d.path().join(format!(".s.jsonl.tmp-{dead}-deadbeef"));
     let stale_side = d
         .path()
         .join(format!(".s.jsonl.torn-77.tmp-{dead}-0123abcd"));
     for p in [&stale, &stale_side] {
-        std::fs::write(p, "old copy").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(hour_ago)
-            .unwrap();
+        old(p, "old copy");
     }
     // Kept: a fresh one (its rewrite may still run elsewhere), one of a live process, and
     // files that only look similar.
@@ -398,23 +383,11 @@ fn stale_temp_files_of_dead_rewrites_are_removed_on_the_next_rewrite() {
         .join(format!(".s.jsonl.tmp-{}-cafecafe", dead_pid()));
     std::fs::write(&fresh, "new copy").unwrap();
     let live = d.path().join(".s.jsonl.tmp-1-0badf00d");
-    std::fs::write(&live, "init's").unwrap();
-    std::fs::File::options()
-        .write(true)
-        .open(&live)
-        .unwrap()
-        .set_modified(hour_ago)
-        .unwrap();
+    old(&live, "init's");
     let other = d.path().join(format!(".t.jsonl.tmp-{dead}-deadbeef"));
     let similar = d.path().join(format!(".s.jsonl.x.tmp-{dead}-deadbeef"));
     for p in [&other, &similar] {
-        std::fs::write(p, "not ours").unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(hour_ago)
-            .unwrap();
+        old(p, "not ours");
     }
 
     // Migration is a rewrite.

@@ -16,7 +16,7 @@ use sessiontree::json::{Kind, Raw};
 use sessiontree::{build_context, load, Json, LeafArg, Session, WriteOptions};
 use std::path::{Path, PathBuf};
 
-use sessiontree_testkit::interop::{available, node};
+use sessiontree_testkit::interop::{self, generate};
 
 use sessiontree_testkit::env_or;
 
@@ -117,6 +117,21 @@ fn short(v: &Value) -> String {
 }
 
 impl Mismatches {
+    /// Fails the test when there are any, with how many and the first 15.
+    fn assert_none(&self) {
+        assert!(
+            self.0.is_empty(),
+            "{} mismatches:\n{}",
+            self.0.len(),
+            self.0
+                .iter()
+                .take(15)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
     fn check(&mut self, file: &str, what: &str, ours: &Value, theirs: &Value) {
         let (a, b) = (norm0(ours), norm0(theirs));
         if let Some(d) = first_diff(&a, &b, "") {
@@ -326,24 +341,6 @@ fn compare(m: &mut Mismatches, result: &Value, loaded: &mut sessiontree::Loaded)
     }
 }
 
-fn generate(dir: &Path, seed: u64, count: u64, extra: &[&str]) -> Vec<(PathBuf, Value)> {
-    let d = dir.to_str().unwrap();
-    let (s, c) = (seed.to_string(), count.to_string());
-    let mut args = vec![
-        "gen.mjs", "--out", d, "--seed", &s, "--count", &c, "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    node(&args);
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    manifest["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| (dir.join(f["path"].as_str().unwrap()), f.clone()))
-        .collect()
-}
-
 fn oracle(files: &[PathBuf], work: &Path) -> Vec<Value> {
     let bytes = sessiontree_testkit::interop::oracle_dump(files, &work.join("oracle.json"), &[]);
     let mut de = serde_json::Deserializer::from_slice(&bytes);
@@ -359,10 +356,15 @@ fn oracle(files: &[PathBuf], work: &Path) -> Vec<Value> {
 }
 
 /// Deep trees make deep JSON: run each test on a thread with room for it.
-fn big_stack(f: fn()) {
+/// Runs `f` with a fresh temp folder on a thread with a big stack (the deepest generated
+/// sessions need it); skipped without node and the reference.
+fn with_reference(f: fn(&Path)) {
+    let Some(tmp) = interop::temp_dir() else {
+        return;
+    };
     std::thread::Builder::new()
         .stack_size(512 << 20)
-        .spawn(f)
+        .spawn(move || f(tmp.path()))
         .unwrap()
         .join()
         .unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -370,20 +372,16 @@ fn big_stack(f: fn()) {
 
 #[test]
 fn sessions_written_by_the_reference_read_the_same() {
-    big_stack(read_the_same);
+    with_reference(read_the_same);
 }
 
-fn read_the_same() {
-    if !available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+fn read_the_same(tmp: &Path) {
     let seed = env_or::<u64>("SESSIONTREE_INTEROP_SEED", 20261129);
     let count = env_or::<u64>("SESSIONTREE_INTEROP_COUNT", 300);
-    let files = generate(&tmp.path().join("gen"), seed, count, &[]);
+    let files = generate(&tmp.join("gen"), seed, count, &[]);
     let results = oracle(
         &files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
-        tmp.path(),
+        tmp,
     );
     let mut m = Mismatches(Vec::new());
     let (mut compared, mut deviations, mut refused) = (0, 0, 0);
@@ -424,47 +422,33 @@ fn read_the_same() {
         compared as f64 > files.len() as f64 * 0.8,
         "too few files compared"
     );
-    assert!(
-        m.0.is_empty(),
-        "{} mismatches:\n{}",
-        m.0.len(),
-        m.0.iter().take(15).cloned().collect::<Vec<_>>().join("\n")
-    );
+    m.assert_none();
 }
 
 /// Migration writes what the reference writes: v2 files byte for byte, v1 up to the random ids.
 #[test]
 fn migration_matches_the_reference() {
-    big_stack(migration);
+    with_reference(migration);
 }
 
-fn migration() {
-    if !available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let mut files = generate(
-        &tmp.path().join("v2"),
-        7,
-        12,
-        &["--writer", "v2", "--no-hostile"],
-    );
+fn migration(tmp: &Path) {
+    let mut files = generate(&tmp.join("v2"), 7, 12, &["--writer", "v2", "--no-hostile"]);
     files.extend(generate(
-        &tmp.path().join("v1"),
+        &tmp.join("v1"),
         8,
         12,
         &["--writer", "v1", "--no-hostile"],
     ));
     let results = oracle(
         &files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
-        tmp.path(),
+        tmp,
     );
     let mut checked = 0;
     for ((path, info), result) in files.iter().zip(&results) {
         let Some(theirs) = result["migratedLines"].as_array() else {
             continue;
         };
-        let copy = tmp.path().join(format!("copy-{checked}.jsonl"));
+        let copy = tmp.join(format!("copy-{checked}.jsonl"));
         std::fs::copy(path, &copy).unwrap();
         drop(Session::open(&copy, WriteOptions::default()).unwrap());
         let text = std::fs::read_to_string(&copy).unwrap();
@@ -515,17 +499,13 @@ fn migration() {
 /// Sessions extended by sessiontree read in 1.6.0 exactly as sessiontree reads them.
 #[test]
 fn sessions_extended_by_sessiontree_read_the_same_in_the_reference() {
-    big_stack(extended);
+    with_reference(extended);
 }
 
-fn extended() {
-    if !available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+fn extended(tmp: &Path) {
     let seed = env_or::<u64>("SESSIONTREE_INTEROP_SEED", 20261129) + 1;
     let files = generate(
-        &tmp.path().join("gen"),
+        &tmp.join("gen"),
         seed,
         env_or::<u64>("SESSIONTREE_INTEROP_COUNT", 300) / 3,
         &["--writer", "pi16", "--no-hostile"],
@@ -533,7 +513,7 @@ fn extended() {
     let mut extended = Vec::new();
     let mut original_lines = Vec::new();
     for (i, (path, _)) in files.iter().enumerate() {
-        let copy = tmp.path().join(format!("ext-{i}.jsonl"));
+        let copy = tmp.join(format!("ext-{i}.jsonl"));
         std::fs::copy(path, &copy).unwrap();
         original_lines.push(std::fs::read_to_string(&copy).unwrap().lines().count() as u64);
         let mut s = Session::open(
@@ -603,7 +583,7 @@ fn extended() {
         s.append_label_change(&pick(1), None).unwrap();
         extended.push(copy);
     }
-    let results = oracle(&extended, tmp.path());
+    let results = oracle(&extended, tmp);
     let mut m = Mismatches(Vec::new());
     for ((path, result), lines) in extended.iter().zip(&results).zip(&original_lines) {
         assert!(
@@ -639,30 +619,21 @@ fn extended() {
         );
         compare(&mut m, result, &mut loaded);
     }
-    assert!(
-        m.0.is_empty(),
-        "{} mismatches:\n{}",
-        m.0.len(),
-        m.0.iter().take(15).cloned().collect::<Vec<_>>().join("\n")
-    );
+    m.assert_none();
 }
 
 /// A session with a run journal (issue 7) reads in the reference exactly as in sessiontree,
 /// and its context is the context of the same conversation written without the journal.
 #[test]
 fn journaled_sessions_give_the_reference_the_same_context_as_without_the_journal() {
-    big_stack(journaled);
+    with_reference(journaled);
 }
 
-fn journaled() {
+fn journaled(tmp: &Path) {
     use sessiontree::interrupted::{
         close_interrupted, journal_tool_finished, journal_tool_started, journal_turn_finished,
         journal_turn_started,
     };
-    if !available() {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
     let opts = WriteOptions {
         creation: sessiontree::Creation::Eager,
         durability: sessiontree::Durability::None,
@@ -687,7 +658,7 @@ fn journaled() {
     };
     let mut files = Vec::new();
     for journal in [true, false] {
-        let dir = tmp.path().join(if journal { "with" } else { "without" });
+        let dir = tmp.join(if journal { "with" } else { "without" });
         let mut s = Session::create("/work/journal", Some(&dir), opts, None).unwrap();
         for n in 0..4 {
             let turn = if journal {
@@ -712,7 +683,7 @@ fn journaled() {
         files.push(s.path().unwrap().to_path_buf());
     }
     // Both sessions end with the interrupted call (no result yet).
-    let results = oracle(&files, tmp.path());
+    let results = oracle(&files, tmp);
     let mut m = Mismatches(Vec::new());
     for (path, result) in files.iter().zip(&results) {
         assert!(result["error"].is_null(), "{}", result["error"]);
@@ -720,15 +691,7 @@ fn journaled() {
         compare(&mut m, result, &mut loaded);
     }
     assert!(m.0.is_empty(), "{}", m.0.join("\n"));
-    let context = |r: &Value| {
-        r["contexts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["kind"] == "default")
-            .unwrap()["context"]
-            .clone()
-    };
+    let context = |r: &Value| interop::default_context(r).unwrap().clone();
     assert_eq!(
         norm0(&context(&results[0])),
         norm0(&context(&results[1])),
@@ -738,7 +701,7 @@ fn journaled() {
     let mut s = Session::open(&files[0], opts).unwrap();
     assert_eq!(close_interrupted(&mut s).unwrap().len(), 1);
     drop(s);
-    let after = oracle(&files[..1], tmp.path());
+    let after = oracle(&files[..1], tmp);
     let mut loaded = load(&files[0]).unwrap();
     compare(&mut m, &after[0], &mut loaded);
     assert!(m.0.is_empty(), "{}", m.0.join("\n"));

@@ -817,10 +817,8 @@ fn snapshot_badges_of_imported_and_archived_sessions() {
 fn archive_marks_come_from_the_local_push_state() {
     use sessiontree_archive::state::{FileStamp, State};
     use std::io::Write as _;
-    let dir = tempfile::tempdir().unwrap();
-    let agent = dir.path();
-    let sessions = agent.join("sessions").join("--w--");
-    std::fs::create_dir_all(&sessions).unwrap();
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, sessions) = (a.path(), a.folder("/w"));
     let b = compaction_session();
     let same = b.write(&sessions, "same.jsonl");
     let grown = b.write(&sessions, "grown.jsonl");
@@ -888,15 +886,8 @@ fn list_search_finds_every_session_with_a_hit_in_a_folder() {
     let quiet_p = quiet.write(dir.path(), "quiet.jsonl");
     let files = sessiontree::list::with_stats(sessiontree::list::dir_files(dir.path()));
     // What a search limited to 2,000 hits (entries) sees: only the busy session.
-    let q = sessiontree_index::search::Query {
-        text: "needle".into(),
-        mode: sessiontree_index::search::Mode::Words,
-        cwd: None,
-        role: None,
-        since_ms: None,
-        until_ms: None,
-        limit: 2000,
-    };
+    use sessiontree_index::search::{Mode, Query};
+    let q = Query::new("needle", Mode::Words, 2000);
     let (limited, _) = sessiontree_index::search::search(&files, &q, None, 2).unwrap();
     assert!(limited.iter().all(|h| h.path != quiet_p.to_string_lossy()));
     let hits = super::search_sessions(&files, None, "needle", &|| false).unwrap();

@@ -468,17 +468,9 @@ mod tests {
     /// give writes nothing.
     #[test]
     fn damaged_listings_are_read_again_and_the_answer_is_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let agent = dir.path();
-        let folder = agent.join("sessions").join("--w--");
-        std::fs::create_dir_all(&folder).unwrap();
-        for k in 0..5 {
-            let text = format!(
-                "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
-                 {{\"type\":\"message\",\"id\":\"u1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:0{k}.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"first message {k}\",\"timestamp\":{k}}}}}\n"
-            );
-            std::fs::write(folder.join(format!("s{k}.jsonl")), text).unwrap();
-        }
+        let a = sessiontree_testkit::AgentDir::new();
+        a.numbered("/w", 5);
+        let agent = a.path();
         let sessions = agent.join("sessions");
         let scope = super::super::all_scope(&sessions);
         let opts = list::ListOptions {

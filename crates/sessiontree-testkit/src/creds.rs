@@ -1,25 +1,10 @@
 //! Generated credentials of every kind (a seeded generator: none is a real one; GitHub
 //! tokens get their CRC32 checksum computed here, independently of the crate) and session
-//! lines that put a text into each kind of field. Shared by the secrets crate's tests and
-//! the CLI's (included by path).
+//! lines that put a text into each kind of field. Used by the secrets crate's tests and the
+//! CLI's.
 
-#![allow(dead_code)]
-
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    pub fn pick(&mut self, alphabet: &[u8], n: usize) -> String {
-        (0..n)
-            .map(|_| alphabet[(self.next() % alphabet.len() as u64) as usize] as char)
-            .collect()
-    }
-}
+use crate::agent::json_string;
+use crate::Rng;
 
 pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -48,7 +33,7 @@ pub fn crc32(data: &[u8]) -> u32 {
 }
 
 pub fn github(rng: &mut Rng, prefix: &str) -> String {
-    let body = rng.pick(ALNUM, 30);
+    let body = rng.text(ALNUM, 30);
     let mut n = crc32(body.as_bytes());
     let digits = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut sum = Vec::new();
@@ -77,7 +62,7 @@ pub fn b64url(s: &str) -> String {
 pub fn pem(rng: &mut Rng, label: &str, newline: &str) -> String {
     let mut s = format!("-----BEGIN {label}-----{newline}");
     for _ in 0..6 {
-        s.push_str(&rng.pick(B64, 64));
+        s.push_str(&rng.text(B64, 64));
         s.push_str(newline);
     }
     s.push_str(&format!("-----END {label}-----"));
@@ -88,158 +73,145 @@ pub fn pem(rng: &mut Rng, label: &str, newline: &str) -> String {
 pub fn true_positives() -> Vec<(&'static str, String, String)> {
     let mut r = Rng(0x5eed_1234_abcd_0001);
     let mut v = Vec::new();
-    let mut add = |kind: &'static str, text: String, secret: String| v.push((kind, text, secret));
+    // `text` holds the secret where it says `{s}` (a private key's text holds it as is).
+    let mut add = |kind: &'static str, text: &str, secret: String| {
+        v.push((kind, text.replace("{s}", &secret), secret))
+    };
 
     let k = pem(&mut r, "RSA PRIVATE KEY", "\n");
     add(
         "private-key",
-        format!("cat id_rsa\n{k}\n"),
+        &format!("cat id_rsa\n{k}\n"),
         k[40..80].to_string(),
     );
     let k = pem(&mut r, "OPENSSH PRIVATE KEY", "\n");
-    add("private-key", k.clone(), k[50..90].to_string());
+    add("private-key", &k, k[50..90].to_string());
     let k = pem(&mut r, "EC PRIVATE KEY", "\n");
     let cut = k[..200].to_string();
     add(
         "private-key",
-        format!("head -c 200 key.pem\n{cut}"),
+        &format!("head -c 200 key.pem\n{cut}"),
         cut[40..80].to_string(),
     );
-    let id = r.pick(HEX, 40);
+    let id = r.text(HEX, 40);
     let k = pem(&mut r, "PRIVATE KEY", "\\n");
     let sa = format!(
         "{{\n  \"type\": \"service_account\",\n  \"project_id\": \"demo\",\n  \"private_key_id\": \"{id}\",\n  \"private_key\": \"{k}\\n\",\n  \"client_email\": \"svc@demo.iam.gserviceaccount.com\"\n}}"
     );
-    add("gcp-service-account", sa.clone(), id);
-    add("private-key", sa, k[40..80].to_string());
-    let s = format!("AKIA{}", r.pick(B32, 16));
-    add("aws-access-key", format!("export AWS_ACCESS_KEY_ID={s}"), s);
-    let s = r.pick(B64, 40);
+    add("gcp-service-account", &sa, id);
+    add("private-key", &sa, k[40..80].to_string());
+    let s = format!("AKIA{}", r.text(B32, 16));
+    add("aws-access-key", "export AWS_ACCESS_KEY_ID={s}", s);
+    let s = r.text(B64, 40);
     add(
         "aws-secret-key",
-        format!("[default]\naws_secret_access_key = {s}\n"),
+        "[default]\naws_secret_access_key = {s}\n",
         s,
     );
-    let s = r.pick(B64, 40);
+    let s = r.text(B64, 40);
     add(
         "aws-secret-key",
-        format!("{{\"Credentials\": {{\"SecretAccessKey\": \"{s}\"}}}}"),
+        "{\"Credentials\": {\"SecretAccessKey\": \"{s}\"}}",
         s,
     );
-    let s = format!("AIza{}", r.pick(B64URL, 35));
-    add("gcp-api-key", format!("maps key: {s}"), s);
-    let s = format!("AIza{}", r.pick(B64URL, 35));
-    add("google-ai-key", format!("export GEMINI_API_KEY={s}"), s);
-    let s = format!("{}==", r.pick(B64, 86));
-    add(
-        "azure-connection-string",
-        format!("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net"),
-        s,
-    );
-    let s = format!("{}%2B{}%3D", r.pick(ALNUM, 20), r.pick(ALNUM, 20));
-    add(
-        "azure-sas-token",
-        format!("https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-01-01T00:00:00Z&spr=https&sig={s}"),
-        s,
-    );
+    let s = format!("AIza{}", r.text(B64URL, 35));
+    add("gcp-api-key", "maps key: {s}", s);
+    let s = format!("AIza{}", r.text(B64URL, 35));
+    add("google-ai-key", "export GEMINI_API_KEY={s}", s);
+    let s = format!("{}==", r.text(B64, 86));
+    add("azure-connection-string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={s};EndpointSuffix=core.windows.net", s);
+    let s = format!("{}%2B{}%3D", r.text(ALNUM, 20), r.text(ALNUM, 20));
+    add("azure-sas-token", "https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-01-01T00:00:00Z&spr=https&sig={s}", s);
     for p in ["ghp", "gho", "ghs", "ghu", "ghr"] {
         let s = github(&mut r, p);
         add(
             "github-token",
-            format!("git remote set-url origin https://{s}@github.com/o/r"),
+            "git remote set-url origin https://{s}@github.com/o/r",
             s,
         );
     }
-    let s = format!("github_pat_{}_{}", r.pick(ALNUM, 22), r.pick(ALNUM, 59));
-    add("github-token", format!("GH_TOKEN={s}"), s);
-    let s = format!("glpat-{}", r.pick(B64URL, 20));
-    add("gitlab-token", format!("PRIVATE-TOKEN: {s}"), s);
+    let s = format!("github_pat_{}_{}", r.text(ALNUM, 22), r.text(ALNUM, 59));
+    add("github-token", "GH_TOKEN={s}", s);
+    let s = format!("glpat-{}", r.text(B64URL, 20));
+    add("gitlab-token", "PRIVATE-TOKEN: {s}", s);
     let s = format!(
         "xoxb-{}-{}-{}",
-        r.pick(b"0123456789", 12),
-        r.pick(b"0123456789", 13),
-        r.pick(ALNUM, 24)
+        r.text(b"0123456789", 12),
+        r.text(b"0123456789", 13),
+        r.text(ALNUM, 24)
     );
-    add("slack-bot-token", format!("SLACK_BOT_TOKEN={s}"), s);
+    add("slack-bot-token", "SLACK_BOT_TOKEN={s}", s);
     let s = format!(
         "xoxp-{}-{}-{}-{}",
-        r.pick(b"0123456789", 12),
-        r.pick(b"0123456789", 12),
-        r.pick(b"0123456789", 13),
-        r.pick(HEX, 32)
+        r.text(b"0123456789", 12),
+        r.text(b"0123456789", 12),
+        r.text(b"0123456789", 13),
+        r.text(HEX, 32)
     );
-    add("slack-user-token", format!("token {s}"), s);
+    add("slack-user-token", "token {s}", s);
     let s = format!(
         "T{}/B{}/{}",
-        r.pick(b"ABCDEFGHIJ0123456789", 10),
-        r.pick(b"ABCDEFGHIJ0123456789", 10),
-        r.pick(ALNUM, 24)
+        r.text(b"ABCDEFGHIJ0123456789", 10),
+        r.text(b"ABCDEFGHIJ0123456789", 10),
+        r.text(ALNUM, 24)
     );
     add(
         "slack-webhook",
-        format!("curl -X POST https://hooks.slack.com/services/{s} -d '{{}}'"),
+        "curl -X POST https://hooks.slack.com/services/{s} -d '{}'",
         s,
     );
-    let s = format!("sk_live_{}", r.pick(ALNUM, 24));
-    add("stripe-live-key", format!("stripe.api_key = \"{s}\""), s);
-    let s = format!("sk-proj-{}", r.pick(B64URL, 156));
-    add("openai-key", format!("OPENAI_API_KEY={s}"), s);
-    let s = format!("sk-{}T3BlbkFJ{}", r.pick(ALNUM, 20), r.pick(ALNUM, 20));
-    add("openai-key", format!("openai.api_key = '{s}'"), s);
-    let s = format!("sk-ant-api03-{}AA", r.pick(B64URL, 93));
-    add("anthropic-key", format!("ANTHROPIC_API_KEY={s}"), s);
-    let s = format!("sk-ant-oat01-{}AA", r.pick(B64URL, 93));
-    add("anthropic-key", format!("{{\"accessToken\":\"{s}\"}}"), s);
-    let s = format!("hf_{}", r.pick(ALNUM, 34));
-    add(
-        "huggingface-token",
-        format!("huggingface-cli login --token {s}"),
-        s,
-    );
-    let s = format!("npm_{}", r.pick(ALNUM, 36));
-    add(
-        "npm-token",
-        format!("//registry.npmjs.org/:_authToken={s}"),
-        s,
-    );
-    let s = format!("pypi-AgEIcHlwaS5vcmc{}", r.pick(B64URL, 120));
+    let s = format!("sk_live_{}", r.text(ALNUM, 24));
+    add("stripe-live-key", "stripe.api_key = \"{s}\"", s);
+    let s = format!("sk-proj-{}", r.text(B64URL, 156));
+    add("openai-key", "OPENAI_API_KEY={s}", s);
+    let s = format!("sk-{}T3BlbkFJ{}", r.text(ALNUM, 20), r.text(ALNUM, 20));
+    add("openai-key", "openai.api_key = '{s}'", s);
+    let s = format!("sk-ant-api03-{}AA", r.text(B64URL, 93));
+    add("anthropic-key", "ANTHROPIC_API_KEY={s}", s);
+    let s = format!("sk-ant-oat01-{}AA", r.text(B64URL, 93));
+    add("anthropic-key", "{\"accessToken\":\"{s}\"}", s);
+    let s = format!("hf_{}", r.text(ALNUM, 34));
+    add("huggingface-token", "huggingface-cli login --token {s}", s);
+    let s = format!("npm_{}", r.text(ALNUM, 36));
+    add("npm-token", "//registry.npmjs.org/:_authToken={s}", s);
+    let s = format!("pypi-AgEIcHlwaS5vcmc{}", r.text(B64URL, 120));
     add(
         "pypi-token",
-        format!("[pypi]\nusername = __token__\npassword = {s}"),
+        "[pypi]\nusername = __token__\npassword = {s}",
         s,
     );
     let header = b64url(r#"{"alg":"HS256","typ":"JWT"}"#);
     let payload = b64url(r#"{"sub":"1234567890","name":"Ann","iat":1516239022}"#);
-    let s = format!("{header}.{payload}.{}", r.pick(B64URL, 43));
-    add("jwt", format!("Authorization: Bearer {s}"), s);
-    let pw = format!("{}9{}", r.pick(ALNUM, 10), r.pick(ALNUM, 5));
+    let s = format!("{header}.{payload}.{}", r.text(B64URL, 43));
+    add("jwt", "Authorization: Bearer {s}", s);
+    let pw = format!("{}9{}", r.text(ALNUM, 10), r.text(ALNUM, 5));
     add(
         "url-password",
-        format!("DATABASE_URL=postgres://app:{pw}@db.internal:5432/prod"),
+        "DATABASE_URL=postgres://app:{s}@db.internal:5432/prod",
         pw,
     );
-    let pw = format!("{}7!{}", r.pick(ALNUM, 8), r.pick(ALNUM, 6));
+    let pw = format!("{}7!{}", r.text(ALNUM, 8), r.text(ALNUM, 6));
     add(
         "url-password",
-        format!("redis-cli -u redis://default:{pw}@cache.example.net:6379"),
+        "redis-cli -u redis://default:{s}@cache.example.net:6379",
         pw,
     );
-    let pw = format!("{}4{}", r.pick(ALNUM, 12), r.pick(ALNUM, 7));
-    add("secret-assignment", format!("DB_PASSWORD={pw}"), pw);
-    let pw = format!("{}2{}", r.pick(ALNUM, 16), r.pick(ALNUM, 15));
+    let pw = format!("{}4{}", r.text(ALNUM, 12), r.text(ALNUM, 7));
+    add("secret-assignment", "DB_PASSWORD={s}", pw);
+    let pw = format!("{}2{}", r.text(ALNUM, 16), r.text(ALNUM, 15));
     add(
         "secret-assignment",
-        format!("{{\"client_secret\": \"{pw}\", \"client_id\": \"web\"}}"),
+        "{\"client_secret\": \"{s}\", \"client_id\": \"web\"}",
         pw,
     );
-    let pw = format!("{}3{}", r.pick(ALNUM, 16), r.pick(HEX, 15));
-    add("secret-assignment", format!("SECRET_KEY = '{pw}'"), pw);
+    let pw = format!("{}3{}", r.text(ALNUM, 16), r.text(HEX, 15));
+    add("secret-assignment", "SECRET_KEY = '{s}'", pw);
     v
 }
 
 /// A session line putting `text` into one kind of field; the field's path.
 pub fn fields(text: &str) -> Vec<(String, &'static str)> {
-    let t = serde_json::to_string(text).unwrap();
+    let t = json_string(text);
     let sig =
         "ErUBCkYIBhgCIkB4c2lnbmF0dXJlAKIAQYLPMN5HHHFPZAM2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";
     let m = |msg: String| {
