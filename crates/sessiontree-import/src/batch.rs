@@ -123,12 +123,29 @@ fn may_change(conv: &Conversion, line: &crate::Line) -> bool {
         && matches!(role, Some("user") | Some("toolResult")))
 }
 
+/// Whether an entry is a compaction without its summary.
+fn open_compaction(conv: &Conversion, line: &crate::Line) -> bool {
+    let json = conv.json(line);
+    if !json.starts_with(r#"{"type":"compaction","#) {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .is_some_and(|v| v.get("summary").and_then(|s| s.as_str()) == Some(""))
+}
+
 /// `conv` cut to what cannot change any more as its source grows: before the first entry
 /// its converter keeps open ([`Conversion::settled`]), and without its last entry when
-/// that one may still change.
-fn settled_part(mut conv: Conversion, last: bool) -> Conversion {
+/// that one may still change. The flag: nothing was cut (the conversion is whole, its last
+/// line the source's active leaf).
+fn settled_part(mut conv: Conversion, last: bool) -> (Conversion, bool) {
     let mut keep = conv.settled.min(conv.lines.len());
     if last && keep == conv.lines.len() && conv.lines.last().is_some_and(|l| may_change(&conv, l)) {
+        keep -= 1;
+    }
+    // A compaction whose summary has not followed yet (Claude Code writes the boundary,
+    // then the summary as the next line): open until the source is quiet for good.
+    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| open_compaction(&conv, l)) {
         keep -= 1;
     }
     if keep < conv.lines.len() {
@@ -136,8 +153,9 @@ fn settled_part(mut conv: Conversion, last: bool) -> Conversion {
         let end = conv.lines.last().map_or(0, |l| l.range.end + 1);
         conv.body.truncate(end);
         conv.settled = keep;
+        return (conv, false);
     }
-    conv
+    (conv, true)
 }
 
 fn target_dir(
@@ -176,7 +194,7 @@ fn convert_file(
     files: &[PathBuf],
     bytes: &mut Vec<u8>,
     holds: Holds<'_>,
-) -> std::result::Result<Vec<Conversion>, String> {
+) -> std::result::Result<Vec<(Conversion, bool)>, String> {
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
     std::fs::File::open(path)
@@ -201,7 +219,7 @@ fn convert_file(
     } else if hold_open.is_some_and(|hold| hold(path)) {
         convs.into_iter().map(|c| settled_part(c, false)).collect()
     } else {
-        convs
+        convs.into_iter().map(|c| (c, true)).collect()
     })
 }
 
@@ -268,7 +286,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         .collect();
     schedule.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
-    let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
+    let waiting: Mutex<Vec<(usize, PathBuf, Conversion, bool)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     // New files written aside, by order: linked after one sync of their file systems.
     let asides: Mutex<Vec<(usize, Aside)>> = Mutex::new(Vec::new());
@@ -301,7 +319,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                     ) {
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
-                            for (k, conv) in convs.into_iter().enumerate() {
+                            for (k, (conv, whole)) in convs.into_iter().enumerate() {
                                 let order = i * 4 + k;
                                 let main_claude = agent == Agent::Claude && conv.kind == "main";
                                 if main_claude {
@@ -310,11 +328,11 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                                 let copy = main_claude
                                     && (conv.copied || shared_start.contains(path.as_path()));
                                 if conv.parent_source.is_some() || copy {
-                                    guard(&waiting).push((order, path.clone(), conv));
+                                    guard(&waiting).push((order, path.clone(), conv, whole));
                                     continue;
                                 }
                                 let (result, aside) =
-                                    write_one(&conv, session_dir, None, opts.dry_run);
+                                    write_one(&conv, whole, session_dir, None, opts.dry_run);
                                 if let Some(aside) = aside {
                                     guard(&asides).push((order, aside));
                                 }
@@ -356,7 +374,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
     });
     let copies_seen = into_inner(copies_seen);
     let mut on_disk = copies::OnDisk::default();
-    for (order, source, conv) in waiting {
+    for (order, source, conv, whole) in waiting {
         let parent_id = conv
             .parent_source
             .clone()
@@ -398,8 +416,13 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
             continue;
         }
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
-        let (result, aside) =
-            write_one(&conv, session_dir, parent_session.as_deref(), opts.dry_run);
+        let (result, aside) = write_one(
+            &conv,
+            whole,
+            session_dir,
+            parent_session.as_deref(),
+            opts.dry_run,
+        );
         if let Some(aside) = aside {
             guard(&asides).push((order, aside));
         }
@@ -515,12 +538,13 @@ fn link_asides(
             Err(sessiontree::Error::Exists { path }) => {
                 let again =
                     convert_file(agent, &d.source, files, &mut buf, holds).and_then(|convs| {
-                        let conv = convs
+                        let (conv, whole) = convs
                             .into_iter()
-                            .find(|c| c.session_id == d.conv.session_id)
+                            .find(|c| c.0.session_id == d.conv.session_id)
                             .ok_or_else(|| "the transcript changed while importing".to_string())?;
                         let dir = path.parent().unwrap_or(Path::new("."));
-                        crate::write_unsynced(&conv, dir, d.parent_session.as_deref(), false)
+                        let parent = d.parent_session.as_deref();
+                        crate::write_part_unsynced(&conv, dir, parent, false, whole)
                             .map_err(|e| e.to_string())
                     });
                 d.result = again;
@@ -534,6 +558,7 @@ fn link_asides(
 /// the run is on disk).
 fn write_one(
     conv: &Conversion,
+    whole: bool,
     session_dir: Option<&Path>,
     parent_session: Option<&str>,
     dry_run: bool,
@@ -545,7 +570,7 @@ fn write_one(
         Ok(d) => d,
         Err(e) => return (Err(e), None),
     };
-    match crate::stage(conv, &dir, parent_session, dry_run) {
+    match crate::stage_part(conv, &dir, parent_session, dry_run, whole) {
         Ok(Staged::Done(o)) => (Ok(o), None),
         Ok(Staged::Aside(aside, o)) => (Ok(o), Some(aside)),
         Err(e) => (Err(e.to_string()), None),
@@ -663,7 +688,7 @@ mod tests {
                 .map(|(i, _)| i + 1);
             for end in ends {
                 for part in convert(&bytes[..end]) {
-                    let part = settled_part(part, true);
+                    let part = settled_part(part, true).0;
                     let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
                         continue;
                     };
@@ -681,5 +706,49 @@ mod tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+
+    /// A source seen whole (quiet) and then again while it is being written (its last
+    /// entry held back, though already in the file): the second look adds nothing. The
+    /// held-back conversion's last line is not the source's active leaf, so no entry
+    /// moving the leaf to it may be appended (a one-shot import never writes one).
+    #[test]
+    fn a_held_back_look_after_a_whole_one_adds_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut checked = 0;
+        for (n, src) in crate::fixture_files().iter().enumerate() {
+            if src.to_string_lossy().contains("codex") {
+                continue;
+            }
+            let bytes = std::fs::read(src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let ends = bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1);
+            for end in ends {
+                let dir = tmp.path().join(format!("{n}-{end}"));
+                for conv in crate::claude::convert(&bytes[..end], &stem) {
+                    if conv.lines.is_empty() {
+                        continue;
+                    }
+                    crate::write(&conv, &dir, None, false).unwrap();
+                    let (part, whole) = settled_part(conv, true);
+                    if whole || part.lines.is_empty() {
+                        continue;
+                    }
+                    let o = crate::write_part_unsynced(&part, &dir, None, false, whole).unwrap();
+                    assert_eq!(
+                        (o.status, o.added),
+                        (crate::Status::Unchanged, 0),
+                        "{} cut at byte {end}",
+                        src.display()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "{checked}");
     }
 }

@@ -74,9 +74,21 @@ pub fn stage(
     parent_session: Option<&str>,
     dry_run: bool,
 ) -> Result<Staged> {
+    stage_part(conv, dir, parent_session, dry_run, true)
+}
+
+/// [`stage`] of a conversion that may be cut short (`whole` false: entries at its end held
+/// back while the source is still being written, see [`write_part_unsynced`]).
+pub fn stage_part(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+    whole: bool,
+) -> Result<Staged> {
     let path = conv.path_in(dir)?;
     if dry_run || std::fs::symlink_metadata(&path).is_ok() {
-        return write_unsynced(conv, dir, parent_session, dry_run).map(Staged::Done);
+        return write_part_unsynced(conv, dir, parent_session, dry_run, whole).map(Staged::Done);
     }
     let header = prepare_new(conv, dir, parent_session)?;
     let aside = store::write_aside(&path, &[header.as_bytes(), conv.body.as_bytes()])?;
@@ -134,6 +146,20 @@ pub fn write_unsynced(
     dir: &Path,
     parent_session: Option<&str>,
     dry_run: bool,
+) -> Result<Outcome> {
+    write_part_unsynced(conv, dir, parent_session, dry_run, true)
+}
+
+/// [`write_unsynced`] of a conversion that may be cut short: with `whole` false, entries at
+/// its end were held back (its source is still being written), so its last line is not the
+/// source's active leaf, and an earlier, whole conversion may already have written more of
+/// it. Its missing entries are appended, but the leaf is never moved to its last line.
+pub fn write_part_unsynced(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+    whole: bool,
 ) -> Result<Outcome> {
     let path = conv.path_in(dir)?;
     if std::fs::symlink_metadata(&path).is_err() {
@@ -212,7 +238,8 @@ pub fn write_unsynced(
         .iter()
         .rev()
         .find(|l| ids.contains(l.id.as_str()));
-    let want = conv.lines.last();
+    // A conversion cut short does not know the source's active leaf.
+    let want = conv.lines.last().filter(|_| whole);
     let leaf_after = match last_written {
         Some(l) => Some(l.id.as_str()),
         None => tree.leaf_id(),
