@@ -228,8 +228,8 @@ pub fn prune(out: &mut Out, a: PruneArgs) -> Result<crate::Outcome> {
     let root =
         dirs::session_dir_override(a.session_dir.as_deref()).unwrap_or_else(dirs::sessions_dir);
     let mut ar = Archive::open(&archive_url(a.archive.as_deref())?)?;
-    let items =
-        disk::prune(&mut ar, &root, a.older_than, a.dry_run).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let items = disk::prune(&mut ar, &root, &dirs::agent_dir(), a.older_than, a.dry_run)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let freed: u64 = items
         .iter()
         .filter(|i| i.kept.is_none())

@@ -17,6 +17,10 @@ use std::sync::Mutex;
 /// The result of a conversion that holds no conversation (nothing is written for it).
 pub const EMPTY: &str = "\u{0}empty";
 
+/// The result of a copy `prune` deleted that is not written again: its source has not grown
+/// since (see [`Options::pruned`]).
+pub const PRUNED: &str = "\u{0}pruned";
+
 /// The result of a linked session not written yet: its parent is not known and its source
 /// is still being written ([`Options::hold_last`]); a later run writes it.
 pub const DEFERRED: &str = "\u{0}deferred";
@@ -100,6 +104,10 @@ pub struct Options<'a> {
     /// run for minutes with its assistant message open): written up to
     /// [`Conversion::settled`] only (the last-entry rule of `hold_last` no longer applies).
     pub hold_open: Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
+    /// Copies `prune` deleted ([`read_pruned`]: copy -> its source's length then): such a
+    /// copy is not written again while its source is no longer than that (the archive
+    /// holds it; recreating it would only fill the disk `prune` freed).
+    pub pruned: Option<&'a HashMap<PathBuf, u64>>,
 }
 
 /// The two holds of [`Options`], as `convert_file` takes them.
@@ -331,8 +339,14 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                                     guard(&waiting).push((order, path.clone(), conv, whole));
                                     continue;
                                 }
-                                let (result, aside) =
-                                    write_one(&conv, whole, session_dir, None, opts.dry_run);
+                                let (result, aside) = write_one(
+                                    &conv,
+                                    whole,
+                                    (path, opts.pruned),
+                                    session_dir,
+                                    None,
+                                    opts.dry_run,
+                                );
                                 if let Some(aside) = aside {
                                     guard(&asides).push((order, aside));
                                 }
@@ -419,6 +433,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         let (result, aside) = write_one(
             &conv,
             whole,
+            (&source, opts.pruned),
             session_dir,
             parent_session.as_deref(),
             opts.dry_run,
@@ -559,6 +574,7 @@ fn link_asides(
 fn write_one(
     conv: &Conversion,
     whole: bool,
+    (source, pruned): (&Path, Option<&HashMap<PathBuf, u64>>),
     session_dir: Option<&Path>,
     parent_session: Option<&str>,
     dry_run: bool,
@@ -570,6 +586,16 @@ fn write_one(
         Ok(d) => d,
         Err(e) => return (Err(e), None),
     };
+    let was_pruned = |path: &Path| {
+        let Some(&len) = pruned.and_then(|p| p.get(path)) else {
+            return false;
+        };
+        std::fs::symlink_metadata(path).is_err()
+            && std::fs::metadata(source).is_ok_and(|m| m.len() <= len)
+    };
+    if conv.path_in(&dir).is_ok_and(|p| was_pruned(&p)) {
+        return (Err(PRUNED.into()), None);
+    }
     match crate::stage_part(conv, &dir, parent_session, dry_run, whole) {
         Ok(Staged::Done(o)) => (Ok(o), None),
         Ok(Staged::Aside(aside, o)) => (Ok(o), Some(aside)),
@@ -644,6 +670,70 @@ pub fn record_sources(
         .custom_flags(libc::O_NOFOLLOW)
         .open(file)?;
     std::io::Write::write_all(&mut f, lines.as_bytes())
+}
+
+/// What `prune` deleted: `<agent dir>/sessiontree-import.pruned`, one JSON object a line
+/// (`{"copy": PATH, "source": PATH, "sourceBytes": N, "pruned": ISO-TIME}`), only ever
+/// appended to. Import and watch do not write such a copy again while its source is no
+/// longer than `sourceBytes` (`import --include-pruned` does).
+pub fn pruned_file_in(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("sessiontree-import.pruned")
+}
+
+/// Reads a [`pruned_file_in`] file: copy -> its source's length when it was pruned (a later
+/// line for the same copy wins). Lines that do not parse are skipped; a missing file is an
+/// empty map.
+pub fn read_pruned(file: &Path) -> HashMap<PathBuf, u64> {
+    let mut out = HashMap::new();
+    let Ok((f, _)) = sessiontree::store::open_regular(file) else {
+        return out;
+    };
+    let mut bytes = Vec::new();
+    if std::io::Read::read_to_end(&mut std::io::Read::take(&f, 256 << 20), &mut bytes).is_err() {
+        return out;
+    }
+    for line in bytes.split(|&b| b == b'\n') {
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(line) else {
+            continue;
+        };
+        if let (Some(c), Some(n)) = (
+            o.get("copy").and_then(|v| v.as_str()),
+            o.get("sourceBytes").and_then(|v| v.as_u64()),
+        ) {
+            out.insert(PathBuf::from(c), n);
+        }
+    }
+    out
+}
+
+/// Appends to the [`pruned_file_in`] file one line per deleted copy: (copy, its source, the
+/// source's length now).
+pub fn record_pruned(file: &Path, pruned: &[(PathBuf, PathBuf, u64)]) -> std::io::Result<()> {
+    if pruned.is_empty() {
+        return Ok(());
+    }
+    let now = sessiontree::date::now_iso();
+    let mut lines = String::new();
+    for (copy, source, len) in pruned {
+        let line = serde_json::json!({
+            "copy": copy.to_string_lossy(),
+            "source": source.to_string_lossy(),
+            "sourceBytes": len,
+            "pruned": now,
+        });
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    std::io::Write::write_all(&mut f, lines.as_bytes())?;
+    f.sync_data()
 }
 
 /// The copies named in `file` (see [`sources_file`]) whose source no longer exists: what
