@@ -390,6 +390,30 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
     assert!(unit.contains("%%"), "{unit}");
     // Nothing was written or started.
     assert!(!t.path().join("config").exists());
+    // An archive reaches the service as SESSIONTREE_ARCHIVE; one with a password is refused
+    // (it would sit in the service file), pointing to ~/.pgpass, and nothing is printed.
+    let service = |url: &str| {
+        st(&t.path().join("agent"))
+            .args(["service", "install", "--dry-run", "--archive", url])
+            .env("HOME", t.path())
+            .env("XDG_CONFIG_HOME", t.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    let with = ok(&service("postgresql://me@db.example/sessions"));
+    assert!(
+        with.contains("Environment=\"SESSIONTREE_ARCHIVE=postgresql://me@db.example/sessions\"\n"),
+        "{with}"
+    );
+    let o = service("postgresql://me:s3cret@db.example/sessions");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("~/.pgpass") && !err.contains("s3cret"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+    assert!(!t.path().join("config").exists());
     let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
         .into_iter()
         .find(|p| Path::new(p).exists())
