@@ -408,11 +408,14 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         });
         // A linked session whose parent is not known yet, from a source still being written
         // (a copy that has not yet gone past its original's lines looks like the older of
-        // the two): its file is not created until the source is quiet, since the header,
-        // once written, is never changed.
+        // the two): its file is not created until the source is quiet for good (the wait
+        // of `hold_open`: a resume copy can sit at its original's lines while the user
+        // types), since the header, once written, is never changed.
         let new_file =
             target_dir(&conv, session_dir).is_ok_and(|d| !d.join(conv.file_name()).exists());
-        if parent_path.is_none() && new_file && opts.hold_last.is_some_and(|hot| hot(&source)) {
+        let writing = opts.hold_last.is_some_and(|hot| hot(&source))
+            || opts.hold_open.is_some_and(|warm| warm(&source));
+        if parent_path.is_none() && new_file && writing {
             done.push((
                 order,
                 Done {
@@ -840,5 +843,47 @@ mod tests {
             }
         }
         assert!(checked > 20, "{checked}");
+    }
+    /// A resume copy that has not yet gone past its original's lines cannot be told from
+    /// its original: while its transcript may still grow (written recently: `hold_open`)
+    /// its file is not created (its header, never changed later, would lack the link);
+    /// once quiet for good it is written as a one-shot import writes it.
+    #[test]
+    fn a_resume_copy_still_at_its_originals_lines_waits_until_quiet_for_good() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+        let tmp = tempfile::tempdir().unwrap();
+        let original = tmp
+            .path()
+            .join("8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02.jsonl");
+        let copy = tmp
+            .path()
+            .join("2c9a7e4f-5d1b-4a8e-9f3c-7e6d5b4a3c05.jsonl");
+        std::fs::copy(fixtures.join(original.file_name().unwrap()), &original).unwrap();
+        let all = std::fs::read(fixtures.join(copy.file_name().unwrap())).unwrap();
+        let head: Vec<u8> = all
+            .split_inclusive(|&b| b == b'\n')
+            .take(2)
+            .flatten()
+            .copied()
+            .collect();
+        std::fs::write(&copy, head).unwrap();
+        let out = tmp.path().join("out");
+        let files = [original.clone(), copy.clone()];
+        let result_of_copy = |warm: bool| {
+            let hold = move |_: &Path| warm;
+            let r = import_files(
+                Agent::Claude,
+                &files,
+                Options {
+                    session_dir: Some(&out),
+                    hold_open: Some(&hold),
+                    ..Options::default()
+                },
+            );
+            let d = r.done.into_iter().find(|d| d.source == copy).unwrap();
+            d.result.map(|o| o.status)
+        };
+        assert_eq!(result_of_copy(true), Err(DEFERRED.to_string()));
+        assert_eq!(result_of_copy(false), Ok(crate::Status::Created));
     }
 }
