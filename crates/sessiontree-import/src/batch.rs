@@ -131,9 +131,13 @@ fn may_change(conv: &Conversion, line: &crate::Line) -> bool {
         && matches!(role, Some("user") | Some("toolResult")))
 }
 
-/// Whether an entry is a compaction without its summary.
-fn open_compaction(conv: &Conversion, line: &crate::Line) -> bool {
+/// Whether an entry, last in its conversion, is one the source's next lines may replace: a
+/// compaction without its summary, or the session's name.
+fn open_at_end(conv: &Conversion, line: &crate::Line) -> bool {
     let json = conv.json(line);
+    if json.starts_with(r#"{"type":"session_info","#) {
+        return true;
+    }
     if !json.starts_with(r#"{"type":"compaction","#) {
         return false;
     }
@@ -152,8 +156,9 @@ fn settled_part(mut conv: Conversion, last: bool) -> (Conversion, bool) {
         keep -= 1;
     }
     // A compaction whose summary has not followed yet (Claude Code writes the boundary,
-    // then the summary as the next line): open until the source is quiet for good.
-    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| open_compaction(&conv, l)) {
+    // then the summary as the next line), or the session's name at the end (a later title
+    // line replaces it): open until the source is quiet for good.
+    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| open_at_end(&conv, l)) {
         keep -= 1;
     }
     if keep < conv.lines.len() {
@@ -799,6 +804,55 @@ mod tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+
+    /// What a watch writes of a Claude Code transcript quiet for a second but not for good
+    /// (`hold_open`), cut between two responses (an agent writes a response's lines
+    /// together), is entry for entry the start of what the whole transcript converts to: a
+    /// compaction waits for its summary, the session's name for a later title.
+    #[test]
+    fn the_part_written_while_a_source_may_still_grow_is_a_prefix_of_its_final_conversion() {
+        let mut checked = 0;
+        for src in crate::fixture_files() {
+            if src.to_string_lossy().contains("codex") {
+                continue;
+            }
+            let bytes = std::fs::read(&src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let finals = crate::claude::convert(&bytes, &stem);
+            let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+            let response = |l: &[u8]| {
+                serde_json::from_slice::<serde_json::Value>(l)
+                    .ok()
+                    .and_then(|v| v["message"]["id"].as_str().map(str::to_string))
+            };
+            let mut end = 0;
+            for (i, l) in lines.iter().enumerate() {
+                end += l.len();
+                let next = lines.get(i + 1).copied();
+                if next.is_some_and(|n| response(n).is_some() && response(n) == response(l)) {
+                    continue;
+                }
+                for part in crate::claude::convert(&bytes[..end], &stem) {
+                    let part = settled_part(part, false).0;
+                    let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
+                        continue;
+                    };
+                    assert!(part.lines.len() <= fin.lines.len());
+                    for (a, b) in part.lines.iter().zip(&fin.lines) {
+                        assert_eq!(
+                            (a.id.as_str(), part.json(a)),
+                            (b.id.as_str(), fin.json(b)),
+                            "{} cut after line {}",
+                            src.display(),
+                            i + 1
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
     }
 
     /// A source seen whole (quiet) and then again while it is being written (its last
