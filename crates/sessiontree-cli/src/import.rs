@@ -34,6 +34,10 @@ pub struct ImportArgs {
     /// One JSON array: per session its source, path, status and counts.
     #[arg(long)]
     pub json: bool,
+    /// Write again the copies `prune` deleted (by default one is written again only once
+    /// its source has grown since).
+    #[arg(long)]
+    pub include_pruned: bool,
 }
 
 impl AgentArg {
@@ -80,6 +84,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             pb.inc(1);
         }
     };
+    let pruned = if a.include_pruned {
+        Default::default()
+    } else {
+        batch::read_pruned(&batch::pruned_file_in(&dirs::agent_dir()))
+    };
     let report = batch::import_files(
         a.agent.agent(),
         &files,
@@ -89,6 +98,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             progress: Some(&tick),
             hold_last: None,
             hold_open: None,
+            pruned: Some(&pruned),
         },
     );
     if !a.dry_run {
@@ -114,6 +124,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
 
     let mut json_out = Vec::new();
     let mut any = false;
+    let mut pruned_kept = 0;
     for d in &done {
         for p in &d.conv.problems {
             eprintln!(
@@ -152,6 +163,13 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
                 obj["status"] = json!("skipped");
                 obj["reason"] = json!("no conversation in the transcript");
             }
+            Err(e) if e == batch::PRUNED => {
+                any = true;
+                pruned_kept += 1;
+                obj["path"] = Value::Null;
+                obj["status"] = json!("pruned");
+                obj["reason"] = json!("its copy was pruned and the transcript has not grown since");
+            }
             Err(e) => {
                 failed = true;
                 eprintln!("sessiontree: {}: {}", safe::path(&d.source), safe::line(e));
@@ -168,6 +186,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     }
     if a.json {
         out.line(&serde_json::to_string_pretty(&json_out)?)?;
+    }
+    if pruned_kept > 0 && !a.json {
+        eprintln!(
+            "sessiontree: {pruned_kept} copies deleted by prune not written again (their transcripts have not grown since; --include-pruned writes them)"
+        );
     }
     let agent_name = match a.agent {
         AgentArg::Claude => "Claude Code",

@@ -107,6 +107,10 @@ pub enum ServiceCmd {
         /// Print the file that would be written (and where); write and start nothing.
         #[arg(long)]
         dry_run: bool,
+        /// The service also pushes to this archive (kept in the file as SESSIONTREE_ARCHIVE;
+        /// a URL with a password is refused: put the password in ~/.pgpass).
+        #[arg(long, value_name = "URL")]
+        archive: Option<String>,
     },
     /// Stop the service and remove its file.
     Uninstall,
@@ -122,18 +126,27 @@ pub fn service_cmd(out: &mut Out, cmd: ServiceCmd) -> Result<crate::Outcome> {
     let kind = service::Kind::here();
     let home = dirs::home_dir();
     match cmd {
-        ServiceCmd::Install { dry_run: true } => {
+        ServiceCmd::Install {
+            dry_run: true,
+            archive,
+        } => {
             let exe = std::env::current_exe()?;
+            let text = service::file_text(kind, &exe, &home, archive.as_deref())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             out.line(&format!(
                 "# {}",
                 clean(&service::file_path(kind, &home).to_string_lossy())
             ))?;
-            out.write_str(&service::file_text(kind, &exe, &home))?;
+            out.write_str(&text)?;
             Ok(crate::Outcome::Done)
         }
-        ServiceCmd::Install { dry_run: false } => {
+        ServiceCmd::Install {
+            dry_run: false,
+            archive,
+        } => {
             let exe = std::env::current_exe()?;
-            let done = service::install(kind, &exe, &home).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let done = service::install(kind, &exe, &home, archive.as_deref())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             for d in done {
                 out.line(&d)?;
             }
@@ -228,8 +241,8 @@ pub fn prune(out: &mut Out, a: PruneArgs) -> Result<crate::Outcome> {
     let root =
         dirs::session_dir_override(a.session_dir.as_deref()).unwrap_or_else(dirs::sessions_dir);
     let mut ar = Archive::open(&archive_url(a.archive.as_deref())?)?;
-    let items =
-        disk::prune(&mut ar, &root, a.older_than, a.dry_run).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let items = disk::prune(&mut ar, &root, &dirs::agent_dir(), a.older_than, a.dry_run)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let freed: u64 = items
         .iter()
         .filter(|i| i.kept.is_none())

@@ -142,6 +142,107 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
     sessiontree_testkit::run::exit(&prune(), 1);
 }
 
+/// A copy `prune` deleted is not written again by the next import or watch catch-up while
+/// its transcript is unchanged (the archive holds it); it comes back once the transcript
+/// grows, or when asked with `import --include-pruned`.
+#[test]
+fn a_pruned_copy_is_not_imported_again_until_its_transcript_grows() {
+    let Some(c) = Cluster::start("a_pruned_copy_is_not_imported_again_until_its_transcript_grows")
+    else {
+        return;
+    };
+    c.setup_roles();
+    let url = c.url("alice", "archive");
+    let t = tempfile::tempdir().unwrap();
+    let agent = t.path().join("agent");
+    let claude = t.path().join("claude");
+    let proj = claude.join("projects/-home-dev-shop");
+    std::fs::create_dir_all(&proj).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../sessiontree-import/tests/fixtures/claude/1f4d2a9b-3c8e-4b7a-a2f6-9d0e5c7b1a03.jsonl",
+    );
+    let source = proj.join("1f4d2a9b-3c8e-4b7a-a2f6-9d0e5c7b1a03.jsonl");
+    let all = std::fs::read_to_string(&fixture).unwrap();
+    let lines: Vec<&str> = all.split_inclusive('\n').collect();
+    // All but the last line now; the last one later (the transcript grows).
+    std::fs::write(&source, lines[..lines.len() - 1].concat()).unwrap();
+    let run = |args: &[&str]| {
+        st(&agent)
+            .args(args)
+            .env("CLAUDE_CONFIG_DIR", &claude)
+            .env("CODEX_HOME", t.path().join("codex"))
+            .env("HOME", t.path())
+            .output()
+            .unwrap()
+    };
+    let v: Value = serde_json::from_str(&ok(&run(&["import", "claude", "--json"]))).unwrap();
+    let copy = PathBuf::from(v[0]["path"].as_str().unwrap());
+    let first = std::fs::read(&copy).unwrap();
+    ok(&run(&["push", "--archive", &url]));
+    age(&copy, 40);
+    let out = ok(&run(&["prune", "--older-than", "30d", "--archive", &url]));
+    assert!(out.contains("deleted 1 files"), "{out}");
+    assert!(!copy.exists());
+    let ledger = std::fs::read_to_string(agent.join("sessiontree-import.pruned")).unwrap();
+    assert!(ledger.contains(copy.to_str().unwrap()), "{ledger}");
+
+    // The transcript as it was: the next import leaves the copy pruned, and says so.
+    let o = run(&["import", "claude", "--json"]);
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v[0]["status"], "pruned", "{v:#}");
+    assert!(!copy.exists());
+    let o = run(&["import", "claude"]);
+    ok(&o);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--include-pruned"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!copy.exists());
+    // A watch's catch-up does not bring it back either.
+    let mut w = st(&agent)
+        .args(["watch", "--rescan", "1", "--no-codex"])
+        .env("CLAUDE_CONFIG_DIR", &claude)
+        .env("CODEX_HOME", t.path().join("codex"))
+        .env("HOME", t.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = agent.join("sessiontree-watch.status");
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&status).is_ok_and(|s| s.contains("caught up"))
+        && t0.elapsed() < Duration::from_secs(20)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = w.kill();
+    let _ = w.wait();
+    assert!(
+        std::fs::read_to_string(&status).is_ok_and(|s| s.contains("caught up")),
+        "{:?}",
+        std::fs::read_to_string(&status)
+    );
+    assert!(!copy.exists(), "watch wrote a pruned copy again");
+
+    // Asked for, it would be written again.
+    let v: Value = serde_json::from_str(&ok(&run(&[
+        "import",
+        "claude",
+        "--include-pruned",
+        "--dry-run",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(v[0]["status"], "created", "{v:#}");
+    assert!(!copy.exists());
+    // The transcript grew: the copy comes back, whole.
+    std::fs::write(&source, &all).unwrap();
+    let v: Value = serde_json::from_str(&ok(&run(&["import", "claude", "--json"]))).unwrap();
+    assert_eq!(v[0]["status"], "created", "{v:#}");
+    assert!(std::fs::read(&copy).unwrap().len() > first.len());
+}
+
 trait AppendLine {
     fn write_all_line(self);
 }
@@ -236,6 +337,30 @@ fn the_service_files_are_what_systemd_and_launchd_accept() {
     assert!(unit.contains(" watch\n"), "{unit}");
     assert!(unit.contains("%%"), "{unit}");
     // Nothing was written or started.
+    assert!(!t.path().join("config").exists());
+    // An archive reaches the service as SESSIONTREE_ARCHIVE; one with a password is refused
+    // (it would sit in the service file), pointing to ~/.pgpass, and nothing is printed.
+    let service = |url: &str| {
+        st(&t.path().join("agent"))
+            .args(["service", "install", "--dry-run", "--archive", url])
+            .env("HOME", t.path())
+            .env("XDG_CONFIG_HOME", t.path().join("config"))
+            .output()
+            .unwrap()
+    };
+    let with = ok(&service("postgresql://me@db.example/sessions"));
+    assert!(
+        with.contains("Environment=\"SESSIONTREE_ARCHIVE=postgresql://me@db.example/sessions\"\n"),
+        "{with}"
+    );
+    let o = service("postgresql://me:s3cret@db.example/sessions");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("~/.pgpass") && !err.contains("s3cret"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
     assert!(!t.path().join("config").exists());
     let Some(analyze) = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"]
         .into_iter()

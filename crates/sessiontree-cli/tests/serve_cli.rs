@@ -196,11 +196,7 @@ fn the_token_from_the_environment_or_a_private_file() {
 /// `[REDACTED:<kind>]` on the list, the session page and in search, never in full.
 #[test]
 fn served_pages_show_no_credential() {
-<<<<<<< HEAD
-    let tmp = tempfile::tempdir().unwrap();
-=======
     let (tmp, folder) = sessiontree_testkit::files::temp_subdir("sessions");
->>>>>>> h/dupes
     let agent = tmp.path().join("agent");
     let key = format!("AKIA{}", "QYLPMN5HHHFPZAM2");
     let sid = "0199eeee-0000-7000-8000-000000000001";
@@ -213,26 +209,7 @@ fn served_pages_show_no_credential() {
         text,
     )
     .unwrap();
-<<<<<<< HEAD
     let (mut child, addr, _) = start(&[folder.to_str().unwrap()], &[], &agent);
-=======
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sessiontree"))
-        .arg("serve")
-        .arg(&folder)
-        .args(["--listen", "127.0.0.1:0"])
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = sessiontree_testkit::run::first_line(&mut child);
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_string();
->>>>>>> h/dupes
     let pages = [
         get(&addr, "/"),
         get(&addr, &format!("/s/{sid}")),

@@ -62,7 +62,7 @@ fn transcripts() -> Vec<(&'static str, PathBuf, Vec<u8>)> {
 }
 
 struct Home {
-    _tmp: tempfile::TempDir,
+    tmp: std::cell::RefCell<Option<tempfile::TempDir>>,
     root: PathBuf,
 }
 
@@ -72,7 +72,18 @@ impl Home {
         let root = tmp.path().to_path_buf();
         std::fs::create_dir_all(root.join("claude/projects")).unwrap();
         std::fs::create_dir_all(root.join("codex/sessions")).unwrap();
-        Home { _tmp: tmp, root }
+        Home {
+            tmp: std::cell::RefCell::new(Some(tmp)),
+            root,
+        }
+    }
+
+    /// The folder, kept after the test (for a look at a failure).
+    fn keep(&self) -> PathBuf {
+        if let Some(t) = self.tmp.borrow_mut().take() {
+            let _ = t.keep();
+        }
+        self.root.clone()
     }
 
     fn agent_root(&self, agent: &str) -> PathBuf {
@@ -162,8 +173,9 @@ fn copies(agent_dir: &Path, as_dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// Waits until the watched copies are the one-shot import's, byte for byte; on timeout,
-/// fails naming the first difference.
-fn wait_equal(h: &Home, log: &str, timeout: Duration) {
+/// fails naming the first difference: per file, the first line that differs in both
+/// versions, the campaign's seed (`what`), and the folder, kept for a look.
+fn wait_equal(h: &Home, log: &str, timeout: Duration, what: &str) {
     let want = h.one_shot();
     assert!(!want.is_empty());
     let t = Instant::now();
@@ -180,20 +192,34 @@ fn wait_equal(h: &Home, log: &str, timeout: Duration) {
                 .filter(|(k, v)| got.get(*k).is_some_and(|g| g != *v))
                 .map(|(k, v)| {
                     let g = &got[k];
-                    let line = v
-                        .split(|&b| b == b'\n')
-                        .zip(g.split(|&b| b == b'\n'))
-                        .position(|(a, b)| a != b);
+                    let (w, gl): (Vec<&[u8]>, Vec<&[u8]>) = (
+                        v.split(|&b| b == b'\n').collect(),
+                        g.split(|&b| b == b'\n').collect(),
+                    );
+                    let at = (0..w.len().max(gl.len()))
+                        .find(|&i| w.get(i) != gl.get(i))
+                        .unwrap_or(0);
+                    let show = |l: Option<&&[u8]>| {
+                        l.map_or("(no such line)".to_string(), |l| {
+                            String::from_utf8_lossy(l).into_owned()
+                        })
+                    };
                     format!(
-                        "{} (want {} bytes, got {}, first different line {line:?})",
+                        "{} (want {} bytes, got {}); first different line {} (1-based):\n  one-shot: {}\n  watched:  {}",
                         k.display(),
                         v.len(),
-                        g.len()
+                        g.len(),
+                        at + 1,
+                        show(w.get(at)),
+                        show(gl.get(at)),
                     )
                 })
                 .collect();
+            let kept = h.keep();
             panic!(
-                "copies differ from a one-shot import after {timeout:?}:\nmissing {missing:?}\nextra {extra:?}\ndiffer {differ:#?}\nlog:\n{}",
+                "{what}: copies differ from a one-shot import after {timeout:?} (folder kept: {}):\nmissing {missing:?}\nextra {extra:?}\ndiffer:\n{}\nlog:\n{}",
+                kept.display(),
+                differ.join("\n"),
                 h.log(log)
             );
         }
@@ -363,7 +389,7 @@ fn growing_and_new_transcripts_end_as_a_one_shot_import_and_copies_outlive_sourc
     while g.step() {
         std::thread::sleep(Duration::from_millis(g.rng.below(25)));
     }
-    wait_equal(&h, "watch.log", Duration::from_secs(60));
+    wait_equal(&h, "watch.log", Duration::from_secs(60), "growing");
     let log = h.log("watch.log");
     assert!(log.contains("caught up:"), "{log}");
     assert!(log.contains("appended "), "{log}");
@@ -424,10 +450,15 @@ fn growing_and_new_transcripts_end_as_a_one_shot_import_and_copies_outlive_sourc
 #[test]
 fn kill_9_at_random_points_then_restart_misses_nothing_and_duplicates_nothing() {
     let kills: usize = env::env_or("SESSIONTREE_WATCH_KILLS", 10);
+    // `SESSIONTREE_WATCH_SEED` replays a campaign's choices (which transcript grows, when
+    // the kill comes); the timing of the watch itself still varies from run to run.
+    let seed: u64 = env::env_or("SESSIONTREE_WATCH_SEED", 0x5eed_0002);
+    let what = format!("{kills} kills, SESSIONTREE_WATCH_SEED={seed}");
+    eprintln!("kill campaign: {what}");
     let h = Home::new();
-    let mut g = Grower::new(&h, 0x5eed_0002);
+    let mut g = Grower::new(&h, seed.max(1));
     g.head_start();
-    let mut rng = xorshift::Rng(0x5eed_0003);
+    let mut rng = xorshift::Rng((seed ^ 0x0001_0001_0001_0001).max(1));
     // The writing is spread over all the kills (a step writes two lines on average).
     let lines: usize = g.items.iter().map(|i| i.1.len()).sum();
     let per_kill = (lines / (2 * kills.max(1))).max(1);
@@ -454,7 +485,7 @@ fn kill_9_at_random_points_then_restart_misses_nothing_and_duplicates_nothing() 
     }
     while g.step() {}
     let mut w = h.watch(&[], "kills.log");
-    wait_equal(&h, "kills.log", Duration::from_secs(60));
+    wait_equal(&h, "kills.log", Duration::from_secs(60), &what);
     kill(&mut w);
     // The index-free listing reads every copy: no duplicate ids anywhere.
     for (p, bytes) in h.watched() {

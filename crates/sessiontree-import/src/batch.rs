@@ -17,6 +17,10 @@ use std::sync::Mutex;
 /// The result of a conversion that holds no conversation (nothing is written for it).
 pub const EMPTY: &str = "\u{0}empty";
 
+/// The result of a copy `prune` deleted that is not written again: its source has not grown
+/// since (see [`Options::pruned`]).
+pub const PRUNED: &str = "\u{0}pruned";
+
 /// The result of a linked session not written yet: its parent is not known and its source
 /// is still being written ([`Options::hold_last`]); a later run writes it.
 pub const DEFERRED: &str = "\u{0}deferred";
@@ -100,6 +104,10 @@ pub struct Options<'a> {
     /// run for minutes with its assistant message open): written up to
     /// [`Conversion::settled`] only (the last-entry rule of `hold_last` no longer applies).
     pub hold_open: Option<&'a (dyn Fn(&Path) -> bool + Sync)>,
+    /// Copies `prune` deleted ([`read_pruned`]: copy -> its source's length then): such a
+    /// copy is not written again while its source is no longer than that (the archive
+    /// holds it; recreating it would only fill the disk `prune` freed).
+    pub pruned: Option<&'a HashMap<PathBuf, u64>>,
 }
 
 /// The two holds of [`Options`], as `convert_file` takes them.
@@ -123,12 +131,34 @@ fn may_change(conv: &Conversion, line: &crate::Line) -> bool {
         && matches!(role, Some("user") | Some("toolResult")))
 }
 
+/// Whether an entry, last in its conversion, is one the source's next lines may replace: a
+/// compaction without its summary, or the session's name.
+fn open_at_end(conv: &Conversion, line: &crate::Line) -> bool {
+    let json = conv.json(line);
+    if json.starts_with(r#"{"type":"session_info","#) {
+        return true;
+    }
+    if !json.starts_with(r#"{"type":"compaction","#) {
+        return false;
+    }
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .is_some_and(|v| v.get("summary").and_then(|s| s.as_str()) == Some(""))
+}
+
 /// `conv` cut to what cannot change any more as its source grows: before the first entry
 /// its converter keeps open ([`Conversion::settled`]), and without its last entry when
-/// that one may still change.
-fn settled_part(mut conv: Conversion, last: bool) -> Conversion {
+/// that one may still change. The flag: nothing was cut (the conversion is whole, its last
+/// line the source's active leaf).
+fn settled_part(mut conv: Conversion, last: bool) -> (Conversion, bool) {
     let mut keep = conv.settled.min(conv.lines.len());
     if last && keep == conv.lines.len() && conv.lines.last().is_some_and(|l| may_change(&conv, l)) {
+        keep -= 1;
+    }
+    // A compaction whose summary has not followed yet (Claude Code writes the boundary,
+    // then the summary as the next line), or the session's name at the end (a later title
+    // line replaces it): open until the source is quiet for good.
+    if keep == conv.lines.len() && conv.lines.last().is_some_and(|l| open_at_end(&conv, l)) {
         keep -= 1;
     }
     if keep < conv.lines.len() {
@@ -136,8 +166,9 @@ fn settled_part(mut conv: Conversion, last: bool) -> Conversion {
         let end = conv.lines.last().map_or(0, |l| l.range.end + 1);
         conv.body.truncate(end);
         conv.settled = keep;
+        return (conv, false);
     }
-    conv
+    (conv, true)
 }
 
 fn target_dir(
@@ -348,7 +379,7 @@ fn convert_file(
     bytes: &mut Vec<u8>,
     holds: Holds<'_>,
     segments: &Segments<'_>,
-) -> std::result::Result<Vec<Conversion>, String> {
+) -> std::result::Result<Vec<(Conversion, bool)>, String> {
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
     std::fs::File::open(path)
@@ -370,7 +401,7 @@ fn convert_file(
     } else if hold_open.is_some_and(|hold| hold(&hot)) {
         convs.into_iter().map(|c| settled_part(c, false)).collect()
     } else {
-        convs
+        convs.into_iter().map(|c| (c, true)).collect()
     })
 }
 
@@ -438,7 +469,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         .collect();
     schedule.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
     let done: Mutex<Vec<(usize, Done)>> = Mutex::new(Vec::new());
-    let waiting: Mutex<Vec<(usize, PathBuf, Conversion)>> = Mutex::new(Vec::new());
+    let waiting: Mutex<Vec<(usize, PathBuf, Conversion, bool)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(usize, String)>> = Mutex::new(Vec::new());
     // New files written aside, by order: linked after one sync of their file systems.
     let asides: Mutex<Vec<(usize, Aside)>> = Mutex::new(Vec::new());
@@ -472,7 +503,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                     ) {
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
-                            for (k, conv) in convs.into_iter().enumerate() {
+                            for (k, (conv, whole)) in convs.into_iter().enumerate() {
                                 let order = i * 4 + k;
                                 let main_claude = agent == Agent::Claude && conv.kind == "main";
                                 if main_claude {
@@ -481,11 +512,17 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                                 let copy = main_claude
                                     && (conv.copied || shared_start.contains(path.as_path()));
                                 if conv.parent_source.is_some() || copy {
-                                    guard(&waiting).push((order, path.clone(), conv));
+                                    guard(&waiting).push((order, path.clone(), conv, whole));
                                     continue;
                                 }
-                                let (result, aside) =
-                                    write_one(&conv, session_dir, None, opts.dry_run);
+                                let (result, aside) = write_one(
+                                    &conv,
+                                    whole,
+                                    (path, opts.pruned),
+                                    session_dir,
+                                    None,
+                                    opts.dry_run,
+                                );
                                 if let Some(aside) = aside {
                                     guard(&asides).push((order, aside));
                                 }
@@ -527,7 +564,7 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
     });
     let copies_seen = into_inner(copies_seen);
     let mut on_disk = copies::OnDisk::default();
-    for (order, source, conv) in waiting {
+    for (order, source, conv, whole) in waiting {
         let parent_id = conv
             .parent_source
             .clone()
@@ -547,11 +584,14 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         });
         // A linked session whose parent is not known yet, from a source still being written
         // (a copy that has not yet gone past its original's lines looks like the older of
-        // the two): its file is not created until the source is quiet, since the header,
-        // once written, is never changed.
+        // the two): its file is not created until the source is quiet for good (the wait
+        // of `hold_open`: a resume copy can sit at its original's lines while the user
+        // types), since the header, once written, is never changed.
         let new_file =
             target_dir(&conv, session_dir).is_ok_and(|d| !d.join(conv.file_name()).exists());
-        if parent_path.is_none() && new_file && opts.hold_last.is_some_and(|hot| hot(&source)) {
+        let writing = opts.hold_last.is_some_and(|hot| hot(&source))
+            || opts.hold_open.is_some_and(|warm| warm(&source));
+        if parent_path.is_none() && new_file && writing {
             done.push((
                 order,
                 Done {
@@ -569,8 +609,14 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
             continue;
         }
         let parent_session = parent_path.map(|p| p.to_string_lossy().into_owned());
-        let (result, aside) =
-            write_one(&conv, session_dir, parent_session.as_deref(), opts.dry_run);
+        let (result, aside) = write_one(
+            &conv,
+            whole,
+            (&source, opts.pruned),
+            session_dir,
+            parent_session.as_deref(),
+            opts.dry_run,
+        );
         if let Some(aside) = aside {
             guard(&asides).push((order, aside));
         }
@@ -688,12 +734,13 @@ fn link_asides(
             Err(sessiontree::Error::Exists { path }) => {
                 let again = convert_file(agent, &d.source, files, &mut buf, holds, segments)
                     .and_then(|convs| {
-                        let conv = convs
+                        let (conv, whole) = convs
                             .into_iter()
-                            .find(|c| c.session_id == d.conv.session_id)
+                            .find(|c| c.0.session_id == d.conv.session_id)
                             .ok_or_else(|| "the transcript changed while importing".to_string())?;
                         let dir = path.parent().unwrap_or(Path::new("."));
-                        crate::write_unsynced(&conv, dir, d.parent_session.as_deref(), false)
+                        let parent = d.parent_session.as_deref();
+                        crate::write_part_unsynced(&conv, dir, parent, false, whole)
                             .map_err(|e| e.to_string())
                     });
                 d.result = again;
@@ -707,6 +754,8 @@ fn link_asides(
 /// the run is on disk).
 fn write_one(
     conv: &Conversion,
+    whole: bool,
+    (source, pruned): (&Path, Option<&HashMap<PathBuf, u64>>),
     session_dir: Option<&Path>,
     parent_session: Option<&str>,
     dry_run: bool,
@@ -718,7 +767,17 @@ fn write_one(
         Ok(d) => d,
         Err(e) => return (Err(e), None),
     };
-    match crate::stage(conv, &dir, parent_session, dry_run) {
+    let was_pruned = |path: &Path| {
+        let Some(&len) = pruned.and_then(|p| p.get(path)) else {
+            return false;
+        };
+        std::fs::symlink_metadata(path).is_err()
+            && std::fs::metadata(source).is_ok_and(|m| m.len() <= len)
+    };
+    if conv.path_in(&dir).is_ok_and(|p| was_pruned(&p)) {
+        return (Err(PRUNED.into()), None);
+    }
+    match crate::stage_part(conv, &dir, parent_session, dry_run, whole) {
         Ok(Staged::Done(o)) => (Ok(o), None),
         Ok(Staged::Aside(aside, o)) => (Ok(o), Some(aside)),
         Err(e) => (Err(e.to_string()), None),
@@ -794,6 +853,70 @@ pub fn record_sources(
     std::io::Write::write_all(&mut f, lines.as_bytes())
 }
 
+/// What `prune` deleted: `<agent dir>/sessiontree-import.pruned`, one JSON object a line
+/// (`{"copy": PATH, "source": PATH, "sourceBytes": N, "pruned": ISO-TIME}`), only ever
+/// appended to. Import and watch do not write such a copy again while its source is no
+/// longer than `sourceBytes` (`import --include-pruned` does).
+pub fn pruned_file_in(agent_dir: &Path) -> PathBuf {
+    agent_dir.join("sessiontree-import.pruned")
+}
+
+/// Reads a [`pruned_file_in`] file: copy -> its source's length when it was pruned (a later
+/// line for the same copy wins). Lines that do not parse are skipped; a missing file is an
+/// empty map.
+pub fn read_pruned(file: &Path) -> HashMap<PathBuf, u64> {
+    let mut out = HashMap::new();
+    let Ok((f, _)) = sessiontree::store::open_regular(file) else {
+        return out;
+    };
+    let mut bytes = Vec::new();
+    if std::io::Read::read_to_end(&mut std::io::Read::take(&f, 256 << 20), &mut bytes).is_err() {
+        return out;
+    }
+    for line in bytes.split(|&b| b == b'\n') {
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(line) else {
+            continue;
+        };
+        if let (Some(c), Some(n)) = (
+            o.get("copy").and_then(|v| v.as_str()),
+            o.get("sourceBytes").and_then(|v| v.as_u64()),
+        ) {
+            out.insert(PathBuf::from(c), n);
+        }
+    }
+    out
+}
+
+/// Appends to the [`pruned_file_in`] file one line per deleted copy: (copy, its source, the
+/// source's length now).
+pub fn record_pruned(file: &Path, pruned: &[(PathBuf, PathBuf, u64)]) -> std::io::Result<()> {
+    if pruned.is_empty() {
+        return Ok(());
+    }
+    let now = sessiontree::date::now_iso();
+    let mut lines = String::new();
+    for (copy, source, len) in pruned {
+        let line = serde_json::json!({
+            "copy": copy.to_string_lossy(),
+            "source": source.to_string_lossy(),
+            "sourceBytes": len,
+            "pruned": now,
+        });
+        lines.push_str(&line.to_string());
+        lines.push('\n');
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    std::io::Write::write_all(&mut f, lines.as_bytes())?;
+    f.sync_data()
+}
+
 /// The copies named in `file` (see [`sources_file`]) whose source no longer exists: what
 /// `ls` marks "source gone". A source that cannot be looked at for another reason (a
 /// folder without permission) is not taken for gone.
@@ -836,7 +959,7 @@ mod tests {
                 .map(|(i, _)| i + 1);
             for end in ends {
                 for part in convert(&bytes[..end]) {
-                    let part = settled_part(part, true);
+                    let part = settled_part(part, true).0;
                     let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
                         continue;
                     };
@@ -909,7 +1032,7 @@ mod tests {
                 &list(segs[0], &newest[..=end], &segs[1].1),
             );
             for last in [true, false] {
-                let part = settled_part(part.clone(), last);
+                let part = settled_part(part.clone(), last).0;
                 assert!(part.lines.len() <= fin.lines.len());
                 for (a, b) in part.lines.iter().zip(&fin.lines) {
                     assert_eq!(
@@ -922,5 +1045,140 @@ mod tests {
             }
         }
         assert!(checked > 20, "{checked}");
+    }
+
+    /// What a watch writes of a Claude Code transcript quiet for a second but not for good
+    /// (`hold_open`), cut between two responses (an agent writes a response's lines
+    /// together), is entry for entry the start of what the whole transcript converts to: a
+    /// compaction waits for its summary, the session's name for a later title.
+    #[test]
+    fn the_part_written_while_a_source_may_still_grow_is_a_prefix_of_its_final_conversion() {
+        let mut checked = 0;
+        for src in crate::fixture_files() {
+            if src.to_string_lossy().contains("codex") {
+                continue;
+            }
+            let bytes = std::fs::read(&src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let finals = crate::claude::convert(&bytes, &stem);
+            let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+            let response = |l: &[u8]| {
+                serde_json::from_slice::<serde_json::Value>(l)
+                    .ok()
+                    .and_then(|v| v["message"]["id"].as_str().map(str::to_string))
+            };
+            let mut end = 0;
+            for (i, l) in lines.iter().enumerate() {
+                end += l.len();
+                let next = lines.get(i + 1).copied();
+                if next.is_some_and(|n| response(n).is_some() && response(n) == response(l)) {
+                    continue;
+                }
+                for part in crate::claude::convert(&bytes[..end], &stem) {
+                    let part = settled_part(part, false).0;
+                    let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
+                        continue;
+                    };
+                    assert!(part.lines.len() <= fin.lines.len());
+                    for (a, b) in part.lines.iter().zip(&fin.lines) {
+                        assert_eq!(
+                            (a.id.as_str(), part.json(a)),
+                            (b.id.as_str(), fin.json(b)),
+                            "{} cut after line {}",
+                            src.display(),
+                            i + 1
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    /// A source seen whole (quiet) and then again while it is being written (its last
+    /// entry held back, though already in the file): the second look adds nothing. The
+    /// held-back conversion's last line is not the source's active leaf, so no entry
+    /// moving the leaf to it may be appended (a one-shot import never writes one).
+    #[test]
+    fn a_held_back_look_after_a_whole_one_adds_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut checked = 0;
+        for (n, src) in crate::fixture_files().iter().enumerate() {
+            if src.to_string_lossy().contains("codex") {
+                continue;
+            }
+            let bytes = std::fs::read(src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let ends = bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'\n')
+                .map(|(i, _)| i + 1);
+            for end in ends {
+                let dir = tmp.path().join(format!("{n}-{end}"));
+                for conv in crate::claude::convert(&bytes[..end], &stem) {
+                    if conv.lines.is_empty() {
+                        continue;
+                    }
+                    crate::write(&conv, &dir, None, false).unwrap();
+                    let (part, whole) = settled_part(conv, true);
+                    if whole || part.lines.is_empty() {
+                        continue;
+                    }
+                    let o = crate::write_part_unsynced(&part, &dir, None, false, whole).unwrap();
+                    assert_eq!(
+                        (o.status, o.added),
+                        (crate::Status::Unchanged, 0),
+                        "{} cut at byte {end}",
+                        src.display()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "{checked}");
+    }
+    /// A resume copy that has not yet gone past its original's lines cannot be told from
+    /// its original: while its transcript may still grow (written recently: `hold_open`)
+    /// its file is not created (its header, never changed later, would lack the link);
+    /// once quiet for good it is written as a one-shot import writes it.
+    #[test]
+    fn a_resume_copy_still_at_its_originals_lines_waits_until_quiet_for_good() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude");
+        let tmp = tempfile::tempdir().unwrap();
+        let original = tmp
+            .path()
+            .join("8e2b6c3d-7a19-4f0e-b1d4-6c2f9e1a5b02.jsonl");
+        let copy = tmp
+            .path()
+            .join("2c9a7e4f-5d1b-4a8e-9f3c-7e6d5b4a3c05.jsonl");
+        std::fs::copy(fixtures.join(original.file_name().unwrap()), &original).unwrap();
+        let all = std::fs::read(fixtures.join(copy.file_name().unwrap())).unwrap();
+        let head: Vec<u8> = all
+            .split_inclusive(|&b| b == b'\n')
+            .take(2)
+            .flatten()
+            .copied()
+            .collect();
+        std::fs::write(&copy, head).unwrap();
+        let out = tmp.path().join("out");
+        let files = [original.clone(), copy.clone()];
+        let result_of_copy = |warm: bool| {
+            let hold = move |_: &Path| warm;
+            let r = import_files(
+                Agent::Claude,
+                &files,
+                Options {
+                    session_dir: Some(&out),
+                    hold_open: Some(&hold),
+                    ..Options::default()
+                },
+            );
+            let d = r.done.into_iter().find(|d| d.source == copy).unwrap();
+            d.result.map(|o| o.status)
+        };
+        assert_eq!(result_of_copy(true), Err(DEFERRED.to_string()));
+        assert_eq!(result_of_copy(false), Ok(crate::Status::Created));
     }
 }

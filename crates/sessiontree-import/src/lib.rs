@@ -24,7 +24,9 @@ mod jv;
 mod node;
 pub mod write;
 
-pub use write::{stage, write, write_unsynced, Outcome, Staged, Status};
+pub use write::{
+    stage, stage_part, write, write_part_unsynced, write_unsynced, Outcome, Staged, Status,
+};
 
 /// Which agent a transcript comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

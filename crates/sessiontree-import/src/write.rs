@@ -74,9 +74,21 @@ pub fn stage(
     parent_session: Option<&str>,
     dry_run: bool,
 ) -> Result<Staged> {
+    stage_part(conv, dir, parent_session, dry_run, true)
+}
+
+/// [`stage`] of a conversion that may be cut short (`whole` false: entries at its end held
+/// back while the source is still being written, see [`write_part_unsynced`]).
+pub fn stage_part(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+    whole: bool,
+) -> Result<Staged> {
     let path = conv.path_in(dir)?;
     if dry_run || std::fs::symlink_metadata(&path).is_ok() {
-        return write_unsynced(conv, dir, parent_session, dry_run).map(Staged::Done);
+        return write_part_unsynced(conv, dir, parent_session, dry_run, whole).map(Staged::Done);
     }
     let header = prepare_new(conv, dir, parent_session)?;
     let aside = store::write_aside(&path, &[header.as_bytes(), conv.body.as_bytes()])?;
@@ -134,6 +146,20 @@ pub fn write_unsynced(
     dir: &Path,
     parent_session: Option<&str>,
     dry_run: bool,
+) -> Result<Outcome> {
+    write_part_unsynced(conv, dir, parent_session, dry_run, true)
+}
+
+/// [`write_unsynced`] of a conversion that may be cut short: with `whole` false, entries at
+/// its end were held back (its source is still being written), so its last line is not the
+/// source's active leaf, and an earlier, whole conversion may already have written more of
+/// it. Its missing entries are appended, but the leaf is never moved to its last line.
+pub fn write_part_unsynced(
+    conv: &Conversion,
+    dir: &Path,
+    parent_session: Option<&str>,
+    dry_run: bool,
+    whole: bool,
 ) -> Result<Outcome> {
     let path = conv.path_in(dir)?;
     if std::fs::symlink_metadata(&path).is_err() {
@@ -196,7 +222,7 @@ pub fn write_unsynced(
             ),
         ));
     }
-    let mut bytes = Vec::new();
+    let mut bytes: Vec<u8> = Vec::new();
     let mut added = 0;
     let mut ids: HashSet<&str> = HashSet::new();
     for l in &conv.lines {
@@ -212,7 +238,8 @@ pub fn write_unsynced(
         .iter()
         .rev()
         .find(|l| ids.contains(l.id.as_str()));
-    let want = conv.lines.last();
+    // A conversion cut short does not know the source's active leaf.
+    let want = conv.lines.last().filter(|_| whole);
     let leaf_after = match last_written {
         Some(l) => Some(l.id.as_str()),
         None => tree.leaf_id(),
@@ -261,7 +288,31 @@ pub fn write_unsynced(
             added += 1;
         }
     }
-    if added == 0 {
+    // A file whose last line is incomplete: an append of an earlier import killed between
+    // two pages of its one write (the kernel stops a write at a page for a fatal signal).
+    // That line is the start of what this append writes there, and is completed by
+    // appending the rest; nothing is rewritten. Any other incomplete line is not ours.
+    let fix = match loaded.tail {
+        Tail::Clean => TailFix::Clean,
+        _ if dry_run => TailFix::Clean,
+        Tail::MissingNewline => {
+            if own_last_line(&path, conv)? {
+                TailFix::Newline
+            } else {
+                TailFix::NotOurs
+            }
+        }
+        Tail::Torn { offset } if added > 0 => {
+            let fragment = read_from(&path, offset, loaded.len)?;
+            if !fragment.is_empty() && bytes.starts_with(&fragment) {
+                TailFix::Rest(fragment.len())
+            } else {
+                TailFix::NotOurs
+            }
+        }
+        Tail::Torn { .. } => TailFix::NotOurs,
+    };
+    if added == 0 && !matches!(fix, TailFix::Newline) {
         return Ok(Outcome {
             path,
             status: Status::Unchanged,
@@ -269,12 +320,21 @@ pub fn write_unsynced(
         });
     }
     if !dry_run {
-        if !matches!(loaded.tail, Tail::Clean) {
-            return Err(refused(
-                &path,
-                "does not end with a complete line; run `sessiontree repair` on it first",
-            ));
-        }
+        let bytes = match fix {
+            TailFix::Clean => bytes,
+            TailFix::Rest(n) => bytes.split_off(n),
+            TailFix::Newline => {
+                let mut b = b"\n".to_vec();
+                b.extend_from_slice(&bytes);
+                b
+            }
+            TailFix::NotOurs => {
+                return Err(refused(
+                    &path,
+                    "does not end with a complete line; run `sessiontree repair` on it first",
+                ))
+            }
+        };
         let mut app = Appender::open_no_follow(&path, loaded.len, Durability::Entry)?;
         app.append(&bytes, &"imported entries")?;
     }
@@ -283,6 +343,59 @@ pub fn write_unsynced(
         status: Status::Appended,
         added,
     })
+}
+
+/// How an append treats the file's last line.
+enum TailFix {
+    /// Complete (or a dry run): nothing to do.
+    Clean,
+    /// The first `n` bytes of the append are already there, cut off by a kill: the rest
+    /// is written.
+    Rest(usize),
+    /// The last line is a whole entry of this conversion without its newline: the newline
+    /// goes first.
+    Newline,
+    /// Not what an import of this conversion would write: refused.
+    NotOurs,
+}
+
+/// The bytes of `path` from `from` to `to`.
+fn read_from(path: &Path, from: u64, to: u64) -> Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e| Error::Io {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let (mut f, _) = store::open_regular(path)?;
+    f.seek(SeekFrom::Start(from)).map_err(io)?;
+    let mut out = Vec::new();
+    f.take(to.saturating_sub(from))
+        .read_to_end(&mut out)
+        .map_err(io)?;
+    Ok(out)
+}
+
+/// Whether the last line of `path` (one without its newline) is, byte for byte, the line
+/// `conv` writes for the entry it names.
+fn own_last_line(path: &Path, conv: &Conversion) -> Result<bool> {
+    let (file, meta) = store::open_regular(path)?;
+    drop(file);
+    // The longest line this conversion writes bounds what needs reading.
+    let longest = conv.lines.iter().map(|l| l.range.len()).max().unwrap_or(0) as u64;
+    let from = meta.len().saturating_sub(longest + 1);
+    let tail = read_from(path, from, meta.len())?;
+    let line = match memchr::memrchr(b'\n', &tail) {
+        Some(i) => &tail[i + 1..],
+        None if from == 0 => &tail[..],
+        None => return Ok(false),
+    };
+    let id = crate::jv::parse(std::str::from_utf8(line).unwrap_or(""))
+        .and_then(|v| v.get("id").and_then(V::as_str).map(str::to_string));
+    Ok(id.is_some_and(|id| {
+        conv.lines
+            .iter()
+            .any(|l| l.id == id && conv.json(l).as_bytes() == line)
+    }))
 }
 
 /// An error naming the file import refused to write to, and why.
@@ -361,5 +474,80 @@ mod tests {
             }
         }
         assert!(checked >= 16, "{checked}");
+    }
+    /// The first `n` entries of `conv`, as an import of its source's start writes them.
+    fn first(conv: &Conversion, n: usize) -> Conversion {
+        let mut c = conv.clone();
+        c.lines.truncate(n);
+        c.body
+            .truncate(c.lines.last().map_or(0, |l| l.range.end + 1));
+        c.settled = c.settled.min(n);
+        c
+    }
+
+    /// A kill in the middle of an import's append leaves the file ending in the first bytes
+    /// of that one write (cut at any byte: the kernel stops at a page, wherever the page
+    /// falls in the lines). The next import completes the line it finds cut off and the
+    /// file ends byte for byte as a one-shot import's; an incomplete line that is not the
+    /// start of what it would write is refused, the file left as it was.
+    #[test]
+    fn an_append_cut_off_by_a_kill_is_completed_by_the_next_import() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut checked = 0;
+        for (k, src) in crate::fixture_files().iter().enumerate() {
+            let bytes = std::fs::read(src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy();
+            let convs = if src.to_string_lossy().contains("codex") {
+                vec![crate::codex::convert(&bytes, &stem)]
+            } else {
+                crate::claude::convert(&bytes, &stem)
+            };
+            for (n, conv) in convs.iter().enumerate() {
+                if conv.lines.len() < 3 {
+                    continue;
+                }
+                let whole = conv.to_bytes(None);
+                let before = first(conv, conv.lines.len() / 2);
+                let start = before.to_bytes(None).len();
+                let rest = &whole[start..];
+                // Some thirty cuts anywhere, and each line cut just before its newline.
+                let step = (rest.len() / 30).max(1);
+                let mut cuts: Vec<usize> = (1..rest.len()).step_by(step).collect();
+                cuts.extend(memchr::memchr_iter(b'\n', rest).filter(|&i| i > 0));
+                for cut in cuts {
+                    let dir = tmp.path().join(format!("{k}-{n}-{cut}"));
+                    let path = write(&before, &dir, None, false).unwrap().path;
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&path)
+                        .unwrap();
+                    std::io::Write::write_all(&mut f, &rest[..cut]).unwrap();
+                    let o = write(conv, &dir, None, false)
+                        .unwrap_or_else(|e| panic!("{} cut at {cut}: {e}", src.display()));
+                    assert_eq!(o.status, Status::Appended);
+                    assert_eq!(
+                        std::fs::read(&path).unwrap(),
+                        whole,
+                        "{} cut at {cut} of {}",
+                        src.display(),
+                        rest.len()
+                    );
+                    checked += 1;
+                }
+                // Not the start of what this import writes: refused, nothing written.
+                let dir = tmp.path().join(format!("{k}-{n}-other"));
+                let path = write(&before, &dir, None, false).unwrap().path;
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap();
+                std::io::Write::write_all(&mut f, br#"{"type":"message","id":"0ther"#).unwrap();
+                let kept = std::fs::read(&path).unwrap();
+                let e = write(conv, &dir, None, false).unwrap_err().to_string();
+                assert!(e.contains("does not end with a complete line"), "{e}");
+                assert_eq!(std::fs::read(&path).unwrap(), kept);
+            }
+        }
+        assert!(checked > 500, "{checked}");
     }
 }

@@ -7,6 +7,8 @@
 //! the same session whose bytes, hashed by the server, have the file's length and SHA-256;
 //! and the file did not change between the hash and the deletion. A symlink is never
 //! followed or deleted. Nothing else is ever deleted (not the agents' own transcripts).
+//! An imported copy that goes is recorded in `<agent dir>/sessiontree-import.pruned` with its
+//! source's length: import and watch do not write it again until the source grows.
 
 use crate::{clean, show, Error, Result};
 use sessiontree::store::WriterLock;
@@ -246,6 +248,7 @@ pub struct PruneItem {
 pub fn prune(
     archive: &mut Archive,
     sessions: &Path,
+    agent_dir: &Path,
     older_than: Duration,
     dry_run: bool,
 ) -> Result<Vec<PruneItem>> {
@@ -278,9 +281,21 @@ pub fn prune(
         v
     };
     let stored = stored_digests(archive, &ids).map_err(|e| Error(clean(&e.to_string())))?;
+    // An imported copy that goes is recorded with its source's length, so that import and
+    // watch do not write it again from the unchanged source.
+    let sources =
+        sessiontree_import::batch::read_sources(&agent_dir.join("sessiontree-import.sources"));
+    let mut pruned = Vec::new();
     let mut out = Vec::new();
     for (path, meta, id) in candidates {
         let kept = check_and_delete(&path, &meta, &id, stored.get(&id), cutoff, dry_run);
+        if kept.is_none() && !dry_run {
+            if let Some(src) = sources.get(&path) {
+                if let Ok(m) = std::fs::metadata(src) {
+                    pruned.push((path.clone(), src.clone(), m.len()));
+                }
+            }
+        }
         out.push(PruneItem {
             path,
             bytes: meta.len(),
@@ -288,6 +303,9 @@ pub fn prune(
             kept,
         });
     }
+    let ledger = sessiontree_import::batch::pruned_file_in(agent_dir);
+    sessiontree_import::batch::record_pruned(&ledger, &pruned)
+        .map_err(|e| Error(format!("{}: {}", show(&ledger), clean(&e.to_string()))))?;
     Ok(out)
 }
 

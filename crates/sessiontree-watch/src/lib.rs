@@ -17,6 +17,8 @@
 //!   the transcript is quiet, then written. Nothing once written is rewritten.
 //! * **Copies outlive their source.** A transcript that disappears is logged; its copy is
 //!   left as it is. Nothing here ever deletes a file because a source went away.
+//! * **A pruned copy stays pruned.** A copy `prune` deleted (the archive holds it) is not
+//!   written again while its source has not grown since ([`batch::read_pruned`]).
 //! * **One watch per agent dir**: the lock `<agent dir>/sessiontree-watch.lock` (the same
 //!   lock as a session writer's), held while running; a second one is refused naming it.
 //! * **Quiet when idle**: no timer reads files; the rescan only stats, every
@@ -285,6 +287,8 @@ impl Watch<'_> {
             let (quiet, open_quiet) = (self.cfg.quiet, self.cfg.open_quiet);
             let hot = |p: &Path| age(p).is_some_and(|a| a < quiet);
             let warm = |p: &Path| age(p).is_some_and(|a| a < open_quiet);
+            // Read at each import: a `prune` may run while the watch does.
+            let pruned = batch::read_pruned(&batch::pruned_file_in(&self.cfg.agent_dir));
             let report = batch::import_files(
                 agent,
                 &files,
@@ -294,6 +298,7 @@ impl Watch<'_> {
                     progress: None,
                     hold_last: Some(&hot),
                     hold_open: Some(&warm),
+                    pruned: Some(&pruned),
                 },
             );
             for e in &report.errors {
@@ -359,7 +364,7 @@ impl Watch<'_> {
                 self.status.imported += o.added as u64;
                 self.status.event(msg);
             }
-            Err(e) if e == batch::EMPTY || e == batch::DEFERRED => {}
+            Err(e) if e == batch::EMPTY || e == batch::DEFERRED || e == batch::PRUNED => {}
             Err(e) => {
                 failed.insert(&d.source);
                 let msg = format!("error: {}: {}", show(&d.source), clean(e));

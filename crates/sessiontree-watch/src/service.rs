@@ -5,6 +5,11 @@
 //! generated here; the folders the watch uses (`PI_CODING_AGENT_DIR`, `CLAUDE_CONFIG_DIR`,
 //! `CODEX_HOME`) are written into them when set, so the service watches what the command
 //! run by hand would.
+//!
+//! `--archive URL` puts the archive into the file as `SESSIONTREE_ARCHIVE` (with
+//! `PGPASSFILE` when set). A URL holding a password is refused: the password goes into
+//! `~/.pgpass` (or `PGPASSFILE`), which the watch reads, never into a service file. The file
+//! is written mode 0600 all the same (a URL names a host and a user).
 
 use crate::{show, Error, Result};
 use std::path::{Path, PathBuf};
@@ -31,17 +36,38 @@ impl Kind {
 pub const UNIT: &str = "sessiontree-watch.service";
 pub const LABEL: &str = "dev.sessiontree.watch";
 
-/// The variables that say where the folders are, as set now (non-empty ones).
-pub fn environment() -> Vec<(String, String)> {
-    ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"]
+/// The variables that say where the folders are, as set now (non-empty ones), and the
+/// archive's when one is given (see [`check_archive`]).
+pub fn environment(archive: Option<&str>) -> Vec<(String, String)> {
+    let set = |k: &str| {
+        std::env::var(k)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| (k.to_string(), v))
+    };
+    let mut out: Vec<(String, String)> = ["PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME"]
         .iter()
-        .filter_map(|k| {
-            std::env::var(k)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .map(|v| (k.to_string(), v))
-        })
-        .collect()
+        .filter_map(|k| set(k))
+        .collect();
+    if let Some(url) = archive {
+        out.push(("SESSIONTREE_ARCHIVE".into(), url.to_string()));
+        out.extend(set("PGPASSFILE"));
+    }
+    out
+}
+
+/// An archive for the service: refused when the URL holds a password (it would be stored
+/// in the service file and show in the service manager's listing of it).
+pub fn check_archive(url: &str) -> Result<()> {
+    if sessiontree_archive::conn::has_password(url) {
+        return Err(Error(
+            "the archive URL holds a password, which the service file would keep: give the URL \
+             without it and put the password in ~/.pgpass (a line host:port:database:user:password, \
+             the file mode 0600; or the file PGPASSFILE names), which the watch reads"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// A word of a systemd unit line, quoted (systemd's rules: `"` and `\` escaped, `%` doubled
@@ -159,13 +185,16 @@ pub fn file_path(kind: Kind, home: &Path) -> PathBuf {
     }
 }
 
-/// The file's text for `kind`.
-pub fn file_text(kind: Kind, exe: &Path, home: &Path) -> String {
-    let env = environment();
-    match kind {
+/// The file's text for `kind` (`archive`: checked with [`check_archive`]).
+pub fn file_text(kind: Kind, exe: &Path, home: &Path, archive: Option<&str>) -> Result<String> {
+    if let Some(url) = archive {
+        check_archive(url)?;
+    }
+    let env = environment(archive);
+    Ok(match kind {
         Kind::Systemd => systemd_unit(exe, &env),
         Kind::Launchd => launchd_plist(exe, &env, &home.join("Library/Logs/sessiontree-watch.log")),
-    }
+    })
 }
 
 /// Runs a service manager command; its failure is one line (the manager's own first line).
@@ -188,21 +217,39 @@ fn manager(cmd: &str, args: &[&str]) -> std::result::Result<String, String> {
     }
 }
 
-/// Writes the service file and starts it. Gives what was done, a line each.
-pub fn install(kind: Kind, exe: &Path, home: &Path) -> Result<Vec<String>> {
-    let file = file_path(kind, home);
+/// Writes the service file: aside (mode 0600, readable by its user alone), then renamed
+/// over the old one, which is so replaced whole, never half-written.
+fn write_file(file: &Path, text: &str) -> Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error(format!("{}: {e}", show(dir))))?;
     }
-    let text = file_text(kind, exe, home);
-    // Written aside and renamed: an old file is replaced whole, never half-written.
     let tmp = file.with_extension("tmp-sessiontree");
-    std::fs::write(&tmp, &text)
-        .and_then(|()| std::fs::rename(&tmp, &file))
+    let _ = std::fs::remove_file(&tmp);
+    let write = |tmp: &Path| -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    };
+    write(&tmp)
+        .and_then(|()| std::fs::rename(&tmp, file))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            Error(format!("{}: {e}", show(&file)))
-        })?;
+            Error(format!("{}: {e}", show(file)))
+        })
+}
+
+/// Writes the service file and starts it. Gives what was done, a line each.
+pub fn install(kind: Kind, exe: &Path, home: &Path, archive: Option<&str>) -> Result<Vec<String>> {
+    let file = file_path(kind, home);
+    let text = file_text(kind, exe, home, archive)?;
+    write_file(&file, &text)?;
     let mut done = vec![format!("wrote {}", show(&file))];
     let file_s = file.to_string_lossy().into_owned();
     let steps: Vec<(&str, Vec<&str>)> = match kind {
@@ -294,6 +341,41 @@ mod tests {
         // A newline in a path cannot start a new directive.
         let u = systemd_unit(Path::new("/x\nExecStartPre=/bin/evil"), &[]);
         assert!(!u.contains("\nExecStartPre"), "{u}");
+    }
+
+    /// The archive reaches the service as `SESSIONTREE_ARCHIVE`; one with a password in the
+    /// URL is refused before anything is written; the file is its user's alone (0600), also
+    /// when it replaces a world-readable one.
+    #[test]
+    fn the_archive_goes_into_the_unit_without_a_password_and_the_file_is_private() {
+        let url = "postgresql://me@db.example/sessions?sslmode=require";
+        check_archive(url).unwrap();
+        let mut env = environment(Some(url));
+        env.retain(|(k, _)| k == "SESSIONTREE_ARCHIVE");
+        let u = systemd_unit(Path::new("/usr/bin/sessiontree"), &env);
+        assert!(
+            u.contains(&format!("Environment=\"SESSIONTREE_ARCHIVE={url}\"\n")),
+            "{u}"
+        );
+        for bad in [
+            "postgresql://me:s3cret@db.example/sessions",
+            "host=db.example user=me password=s3cret dbname=sessions",
+        ] {
+            let e = check_archive(bad).unwrap_err().to_string();
+            assert!(e.contains("~/.pgpass") && !e.contains("s3cret"), "{e}");
+            let e = file_text(Kind::Systemd, Path::new("/x"), Path::new("/h"), Some(bad));
+            assert!(e.is_err());
+        }
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("user/sessiontree-watch.service");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "old").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_file(&file, &u).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), u);
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
     }
 
     #[test]

@@ -113,6 +113,11 @@ pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf
     out
 }
 
+/// The imported copies whose transcript its agent deleted, as `ls` marks them.
+fn source_gone() -> std::collections::HashSet<PathBuf> {
+    sessiontree_import::batch::gone_copies(&sessiontree_import::batch::sources_file())
+}
+
 /// Loads a session for the tree view.
 pub fn open(path: &Path) -> Result<TreeState> {
     let l = sessiontree::load(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -403,7 +408,11 @@ pub fn run(a: Args) -> Result<()> {
             let marks = archived(&agent, &v);
             // The folder's files, searched as the agent dir's are.
             worker = Some(SearchWorker::start(agent, Some(list::dir_files(&d))));
-            App::with_list(ListState::new(v, None, tilde(&d), false).with_archived(marks))
+            App::with_list(
+                ListState::new(v, None, tilde(&d), false)
+                    .with_archived(marks)
+                    .with_source_gone(source_gone()),
+            )
         }
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
         None => {
@@ -415,7 +424,9 @@ pub fn run(a: Args) -> Result<()> {
                 .map(|c| dirs::resolve(&c.to_string_lossy()));
             worker = Some(SearchWorker::start(agent.clone(), None));
             App::with_list(
-                ListState::new(v, cwd, tilde(&agent.join("sessions")), false).with_archived(marks),
+                ListState::new(v, cwd, tilde(&agent.join("sessions")), false)
+                    .with_archived(marks)
+                    .with_source_gone(source_gone()),
             )
         }
     };

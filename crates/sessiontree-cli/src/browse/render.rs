@@ -211,14 +211,21 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
             } else {
                 (room / 3).min(width(&cwd))
             };
-            let title_w = room.saturating_sub(cwd_w + usize::from(cwd_w > 0) * 2);
+            let mut title_w = room.saturating_sub(cwd_w + usize::from(cwd_w > 0) * 2);
+            // An imported copy that outlived its transcript says so first, as `ls` does.
+            let gone = l.source_gone.contains(&s.path).then(|| {
+                let m = fit(GONE, title_w);
+                title_w = title_w.saturating_sub(width(&m) + 1);
+                [
+                    Span::styled(m, Style::default().fg(Color::Red)),
+                    Span::raw(" "),
+                ]
+            });
             let t = fit(&title, title_w);
             let pad = title_w.saturating_sub(width(&t));
-            let mut spans = vec![
-                Span::styled(head, dim()),
-                imp,
-                arc,
-                Span::raw(" "),
+            let mut spans = vec![Span::styled(head, dim()), imp, arc, Span::raw(" ")];
+            spans.extend(gone.into_iter().flatten());
+            spans.extend([
                 Span::styled(
                     t,
                     if s.name.is_some() {
@@ -228,7 +235,7 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
                     },
                 ),
                 Span::raw(" ".repeat(pad)),
-            ];
+            ]);
             if cwd_w > 0 {
                 // The end of the path says most.
                 let c: String = if width(&cwd) > cwd_w {
@@ -259,6 +266,9 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
     });
     bar(f, row_rect(area, area.height - 1), footer, dim());
 }
+
+/// The mark before the title of an imported copy whose source is gone.
+const GONE: &str = "(source gone)";
 
 /// The two badge cells of a list row: where an imported session came from (`C` Claude
 /// Code, `X` Codex) and whether it is in an archive (`↑` pushed and unchanged since, `+`
@@ -345,6 +355,12 @@ fn draw_preview(f: &mut Frame, l: &ListState, area: Rect) {
         lines.push(field(
             "imported",
             format!("from {} (sessiontree import)", agent_name(a)),
+        ));
+    }
+    if l.source_gone.contains(&s.path) {
+        lines.push(field(
+            "source",
+            "gone: its agent deleted the transcript; this copy is all that is left".into(),
         ));
     }
     if let Some(a) = l.archived.get(&s.path) {

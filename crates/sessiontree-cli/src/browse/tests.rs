@@ -810,6 +810,35 @@ fn snapshot_badges_of_imported_and_archived_sessions() {
     insta::assert_snapshot!("list_badges_80x24", s);
 }
 
+/// An imported copy whose transcript its agent deleted says so in its row (before the
+/// title, as `ls` does) and in the preview; the other rows do not.
+#[test]
+fn a_copy_whose_source_is_gone_is_marked_in_the_list_and_the_preview() {
+    let gone: std::collections::HashSet<PathBuf> = [PathBuf::from("/a/sessions/s1.jsonl")]
+        .into_iter()
+        .collect();
+    let mut app = App::with_list(list().with_source_gone(gone));
+    let s = screen(&mut app, 120, 40);
+    assert_eq!(s.matches("(source gone)").count(), 1, "{s}");
+    let row = s.lines().find(|l| l.contains("(source gone)")).unwrap();
+    assert!(row.contains("(source gone) Why does the"), "{s}");
+    // s0 selected: no mark in its preview.
+    assert!(!s.contains("source    gone"), "{s}");
+    app.key(key(KeyCode::Down));
+    let s = screen(&mut app, 120, 40);
+    assert!(
+        s.contains("source    gone: its agent deleted the transcript"),
+        "{s}"
+    );
+    // Without the marks nothing says so.
+    let mut app = App::with_list(list());
+    let s = screen(&mut app, 120, 40);
+    assert!(
+        !s.contains("source gone") && !s.contains("source    gone"),
+        "{s}"
+    );
+}
+
 /// The archive marks come from the state `sessiontree push` leaves in the agent dir: a
 /// pushed file is marked, a file grown since is marked as changed, a file no push has
 /// seen is not, and several archives' states are read.

@@ -42,6 +42,8 @@ pub struct ListState {
     pub source: String,
     /// Sessions pushed to an archive, by file (from the local archive state).
     pub archived: HashMap<PathBuf, Archived>,
+    /// Imported copies whose transcript its agent deleted (the copy is all that is left).
+    pub source_gone: std::collections::HashSet<PathBuf>,
 }
 
 impl ListState {
@@ -65,6 +67,7 @@ impl ListState {
             top: 0,
             source,
             archived: HashMap::new(),
+            source_gone: Default::default(),
         };
         l.refilter();
         l
@@ -73,6 +76,12 @@ impl ListState {
     /// The archive marks of the listed files (see [`Archived`]).
     pub fn with_archived(mut self, archived: HashMap<PathBuf, Archived>) -> ListState {
         self.archived = archived;
+        self
+    }
+
+    /// The imported copies whose source is gone (see `batch::gone_copies`).
+    pub fn with_source_gone(mut self, gone: std::collections::HashSet<PathBuf>) -> ListState {
+        self.source_gone = gone;
         self
     }
 
