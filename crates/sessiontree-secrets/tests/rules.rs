@@ -270,3 +270,22 @@ fn keywords_in_any_casing_are_found_in_a_session() {
         }
     }
 }
+
+#[test]
+fn aws_secret_keys_in_every_spelling_the_rule_allows() {
+    let mut r = Rng(41);
+    for key in [
+        "SECRET_ACCESSKEY",
+        "aws_secretaccess_key",
+        "AWSSECRET_KEY",
+        "aws_secret_access_key",
+    ] {
+        let s = r.pick(B64, 40);
+        let text = format!("{key} = {s}\n");
+        let found = find(&text);
+        assert!(
+            found.iter().any(|f| f.kind == "aws-secret-key"),
+            "{text:?}: {found:?}"
+        );
+    }
+}
