@@ -17,10 +17,13 @@
 
 mod check;
 mod json;
+mod prefilter;
 mod rules;
 mod session;
 
 pub use json::{redact_json, redact_line, redact_line_bytes};
+#[doc(hidden)]
+pub use prefilter::{next_hit_fast, next_hit_portable};
 pub use session::{may_contain, scan_session, Finding, SessionScan};
 
 use aho_corasick::AhoCorasick;

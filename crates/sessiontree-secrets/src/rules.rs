@@ -77,12 +77,8 @@ pub(crate) const RULES: &[Rule] = &[
     },
     Rule {
         kind: "aws-secret-key",
-        anchors: &[
-            "secret_access_key",
-            "secretaccesskey",
-            "aws_secret_key",
-            "awssecretkey",
-        ],
+        // Every spelling the pattern allows (`secret_accesskey`, `awssecret_key`) holds one.
+        anchors: &["secret_access", "secretaccess", "secret_key", "secretkey"],
         pattern: r#"(?i)(?:aws_?secret_?access_?key|secret_?access_?key|aws_?secret_?key)\\?["']?\s{0,4}(?:=>|=|:)\s{0,4}\\?["']?([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#,
         group: 1,
         check: Check::AwsSecret,

@@ -236,3 +236,55 @@ fn ids_signatures_and_images_are_never_scanned() {
     assert!(scan.findings.is_empty(), "{:?}", scan.findings);
     assert!(redact_line(&line).is_none());
 }
+
+#[test]
+fn keywords_in_any_casing_are_found_in_a_session() {
+    // The assignment rule ignores case; the prefilter on the raw bytes must too, or the
+    // line is never decoded.
+    let mut r = Rng(2026);
+    for key in [
+        "PASSWORD=",
+        "Secret: ",
+        "Api_Key = ",
+        "PassPhrase=",
+        "ACCESS-Key: ",
+        "Auth_Token=",
+        "DB_PassWord=",
+    ] {
+        let value = format!("{}7{}", r.pick(ALNUM, 11), r.pick(ALNUM, 6));
+        let text = format!("the config says {key}{value} and more");
+        assert!(
+            find(&text).iter().any(|f| f.kind == "secret-assignment"),
+            "the rules do not find {text:?}"
+        );
+        for (line, path) in fields(&text) {
+            let scan = scan_session(format!("{HEADER}\n{line}\n").as_bytes());
+            assert!(
+                scan.findings
+                    .iter()
+                    .any(|f| f.kind == "secret-assignment" && f.field == path && f.line == 2),
+                "{key:?} in {path}: {:?}",
+                scan.findings
+            );
+        }
+    }
+}
+
+#[test]
+fn aws_secret_keys_in_every_spelling_the_rule_allows() {
+    let mut r = Rng(41);
+    for key in [
+        "SECRET_ACCESSKEY",
+        "aws_secretaccess_key",
+        "AWSSECRET_KEY",
+        "aws_secret_access_key",
+    ] {
+        let s = r.pick(B64, 40);
+        let text = format!("{key} = {s}\n");
+        let found = find(&text);
+        assert!(
+            found.iter().any(|f| f.kind == "aws-secret-key"),
+            "{text:?}: {found:?}"
+        );
+    }
+}
