@@ -204,7 +204,7 @@ struct Item<'a> {
     kind: &'static str,
     /// What the message converts to, less times and token counts: equal means the same
     /// entries.
-    sig: String,
+    sig: Sig,
     /// The entry before its entries (the leaf before it).
     before: Option<usize>,
     /// Its last entry (`before` for a message without entries).
@@ -249,7 +249,7 @@ struct Converter<'a> {
 struct Converted<'a> {
     kind: &'static str,
     entries: Vec<(&'static str, Body<'a>)>,
-    sig: String,
+    sig: Sig,
 }
 
 fn text_of(p: &V<'_>) -> Option<String> {
@@ -570,17 +570,17 @@ impl<'a> Converter<'a> {
                 let ps = parts(m.get("content"));
                 let mut entries = Vec::new();
                 let mut blocks = Vec::new();
-                let mut sig = String::from("user");
+                let mut sig = Sig::new("user");
                 let mut all_text = String::new();
                 for (k, p) in ps.iter().enumerate() {
                     if let Some(fr) = p.get("functionResponse") {
                         let (result, s) = tool_result(fr, ms, &mark());
-                        sig.push_str(&s);
+                        sig.push_sig(&s);
                         entries.push((SUFFIXES[k.min(SUFFIXES.len() - 1)], result));
-                    } else if let Some(t) = p.get("text").and_then(V::as_str) {
-                        all_text.push_str(t);
-                        sig.push_str(t);
-                        blocks.push(node::text(t.to_string()));
+                    } else if let Some(V::Str(t)) = p.get("text") {
+                        all_text.push_str(t.as_str());
+                        sig.push_str(t.source_text());
+                        blocks.push(node::text(t.clone()));
                     } else if let Some(d) = p.get("inlineData") {
                         let data = d.get("data").and_then(V::as_str).unwrap_or("").to_string();
                         let mime = d
@@ -652,7 +652,7 @@ impl<'a> Converter<'a> {
             }
             "gemini" => {
                 let mut content = Vec::new();
-                let mut sig = String::from("gemini");
+                let mut sig = Sig::new("gemini");
                 let ps = parts(m.get("content"));
                 let from_content = ps.iter().any(|p| p.get("functionCall").is_some());
                 let thought_parts = ps
@@ -688,9 +688,9 @@ impl<'a> Converter<'a> {
                             b.push_new("thinkingSignature", V::Str(sg.clone()));
                         }
                         content.push(V::Obj(b));
-                    } else if let Some(t) = p.get("text").and_then(V::as_str) {
-                        sig.push_str(t);
-                        content.push(node::text(t.to_string()));
+                    } else if let Some(V::Str(t)) = p.get("text") {
+                        sig.push_str(t.source_text());
+                        content.push(node::text(t.clone()));
                     } else if let Some(fc) = p.get("functionCall") {
                         let name = fc.get("name").and_then(V::as_str).unwrap_or("").to_string();
                         let cid = fc
@@ -776,7 +776,7 @@ impl<'a> Converter<'a> {
                     for p in parts(tc.get("result")) {
                         if let Some(fr) = p.get("functionResponse") {
                             let (result, s) = tool_result(fr, ms, &mark());
-                            sig.push_str(&s);
+                            sig.push_sig(&s);
                             entries
                                 .push((RESULT_SUFFIXES[k.min(RESULT_SUFFIXES.len() - 1)], result));
                             k += 1;
@@ -791,7 +791,7 @@ impl<'a> Converter<'a> {
             }
             other => {
                 let kind = if other.is_empty() { "message" } else { other };
-                let mut sig = String::from(kind);
+                let mut sig = Sig::new(kind);
                 sig.push_str(&m.get("content").map(V::to_json).unwrap_or_default());
                 Converted {
                     kind: "other",
@@ -827,7 +827,7 @@ fn is_repeat(m: &Obj<'_>, held: &HashMap<String, usize>) -> bool {
 }
 
 /// A function response as a Pi tool result, and its signature.
-fn tool_result<'a>(fr: &V<'a>, ms: i64, mark: &V<'a>) -> (Body<'a>, String) {
+fn tool_result<'a>(fr: &V<'a>, ms: i64, mark: &V<'a>) -> (Body<'a>, Sig) {
     let id = fr
         .get("id")
         .and_then(V::as_str)
@@ -844,10 +844,9 @@ fn tool_result<'a>(fr: &V<'a>, ms: i64, mark: &V<'a>) -> (Body<'a>, String) {
         },
         None => (S::from(""), false),
     };
-    let mut sig = String::with_capacity(id.len() + text.as_str().len() + 8);
-    sig.push_str("result");
+    let mut sig = Sig::new("result");
     sig.push_str(&id);
-    sig.push_str(text.as_str());
+    sig.push_str(text.source_text());
     let mut details = Obj::with_capacity(2);
     details.push_new("source", V::from("gemini-cli"));
     details.push_new("geminiCli", mark.clone());
@@ -860,4 +859,31 @@ fn tool_result<'a>(fr: &V<'a>, ms: i64, mark: &V<'a>) -> (Body<'a>, String) {
     m.push_new("isError", V::Bool(is_error));
     m.push_new("timestamp", V::from(ms));
     (Body::Message(m), sig)
+}
+
+/// What a message converts to, hashed (FNV-1a over its parts): two versions of a message
+/// with the same signature give the same entries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Sig(u64);
+
+impl Sig {
+    fn new(kind: &str) -> Sig {
+        let mut s = Sig(0xcbf2_9ce4_8422_2325);
+        s.push_str(kind);
+        s
+    }
+
+    fn push_str(&mut self, t: &str) {
+        for &b in t.as_bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator, so that parts do not run into each other.
+        self.0 ^= 0x1ff;
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+
+    fn push_sig(&mut self, o: &Sig) {
+        self.push_str(&o.0.to_string());
+    }
 }
