@@ -861,7 +861,7 @@ fn tool_result<'a>(fr: &V<'a>, ms: i64, mark: &V<'a>) -> (Body<'a>, Sig) {
     (Body::Message(m), sig)
 }
 
-/// What a message converts to, hashed (FNV-1a over its parts): two versions of a message
+/// What a message converts to, hashed (over its parts' source texts): two versions of a message
 /// with the same signature give the same entries.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Sig(u64);
@@ -874,16 +874,18 @@ impl Sig {
     }
 
     fn push_str(&mut self, t: &str) {
-        for &b in t.as_bytes() {
-            self.0 ^= b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        // A separator, so that parts do not run into each other.
-        self.0 ^= 0x1ff;
-        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        // foldhash over the part (long tool outputs at memory speed), mixed into the sum
+        // with its length, so that parts do not run into each other.
+        let h = std::hash::BuildHasher::hash_one(
+            &foldhash::fast::FixedState::with_seed(0x5eed_6e31),
+            t.as_bytes(),
+        );
+        self.0 = (self.0 ^ h).wrapping_mul(0x0100_0000_01b3).rotate_left(29) ^ t.len() as u64;
     }
 
     fn push_sig(&mut self, o: &Sig) {
-        self.push_str(&o.0.to_string());
+        self.0 = (self.0 ^ o.0)
+            .wrapping_mul(0x0100_0000_01b3)
+            .rotate_left(29);
     }
 }
