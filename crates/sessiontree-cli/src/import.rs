@@ -1,5 +1,5 @@
-//! `sessiontree import claude|codex [PATH...]`: Claude Code transcripts and Codex CLI
-//! rollouts as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
+//! `sessiontree import claude|codex|gemini [PATH...]`: Claude Code transcripts, Codex CLI
+//! rollouts and Gemini CLI chats as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
 use crate::safe;
@@ -16,11 +16,13 @@ pub enum AgentArg {
     Claude,
     /// Codex CLI (`$CODEX_HOME/sessions`, else `~/.codex/sessions`).
     Codex,
+    /// Gemini CLI (`$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`).
+    Gemini,
 }
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Whose transcripts: claude (Claude Code) or codex (Codex CLI).
+    /// Whose transcripts: claude (Claude Code), codex (Codex CLI) or gemini (Gemini CLI).
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).
@@ -45,6 +47,7 @@ impl AgentArg {
         match self {
             AgentArg::Claude => Agent::Claude,
             AgentArg::Codex => Agent::Codex,
+            AgentArg::Gemini => Agent::Gemini,
         }
     }
 }
@@ -65,7 +68,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             no_default_folder = true;
             continue;
         }
-        if let Err(e) = batch::collect(r, &mut files) {
+        if let Err(e) = batch::collect_for(a.agent.agent(), r, &mut files) {
             eprintln!(
                 "sessiontree: {}: {}",
                 safe::path(r),
@@ -195,11 +198,13 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     let agent_name = match a.agent {
         AgentArg::Claude => "Claude Code",
         AgentArg::Codex => "Codex",
+        AgentArg::Gemini => "Gemini CLI",
     };
     if no_default_folder && !any {
         let (var, home) = match a.agent {
             AgentArg::Claude => ("$CLAUDE_CONFIG_DIR/projects", "~/.claude/projects"),
             AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
+            AgentArg::Gemini => ("$GEMINI_CLI_HOME/.gemini", "~/.gemini"),
         };
         eprintln!(
             "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",

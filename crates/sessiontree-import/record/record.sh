@@ -3,7 +3,7 @@
 # claude-forks,codex-recorded,codex-revert}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0
@@ -27,6 +27,9 @@ cd "$OUT"
 want() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
 if want claude || want claude-attachments || want claude-forks; then
   [ -x node_modules/.bin/claude ] || npm install --no-audit --no-fund --loglevel=error "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION:-2.1.197}"
+fi
+if want gemini; then
+  [ -x node_modules/.bin/gemini ] || npm install --no-audit --no-fund --loglevel=error "@google/gemini-cli@${GEMINI_CLI_VERSION:-0.61.0}"
 fi
 if want codex || want codex-compaction || want codex-revert; then
   [ -x node_modules/.bin/codex ] || npm install --no-audit --no-fund --loglevel=error "@openai/codex@${CODEX_VERSION:-0.171.0}"
@@ -213,4 +216,41 @@ kill $S5
 "$CODEX" --version > "$dir/codex-version"
 fi
 
-echo "transcripts under $OUT/cc/.claude/projects and $OUT/{cx,cxc,cxr}/home/.codex/sessions; requests in $OUT/*/requests.jsonl"
+if want gemini; then
+# Gemini CLI: a tool call, resumes (each rebuilds the message list), a subagent (the
+# generalist, in chats/<session id>/), a turn whose tool call reports 900,000 prompt tokens
+# (the CLI compresses before its next request, mid-turn), a /rewind driven through tmux,
+# then a last resume. `gemini_fixture.py OUT_DIR/gm ../tests/fixtures/gemini-recorded`
+# keeps the chats and the requests sent on each resume.
+mkdir -p gm/proj gm/home/.gemini && (cd gm/proj && git init -q . && printf 'first line\n' > notes.txt)
+cat > gm/home/.gemini/settings.json <<'JSON'
+{"security": {"auth": {"selectedType": "gemini-api-key"}}, "general": {"disableAutoUpdate": true, "disableUpdateNag": true}, "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}
+JSON
+python3 "$HERE/scripted_gemini.py" 18437 "$OUT/gm/requests.jsonl" & S4=$!
+sleep 1
+GEMINI=$OUT/node_modules/.bin/gemini
+genv() { env HOME="$OUT/gm/home" GEMINI_API_KEY=scripted GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:18437 GEMINI_CLI_TRUST_WORKSPACE=true TERM=xterm-256color "$@"; }
+gm() { (cd "$OUT/gm/proj" && genv "$GEMINI" -m gemini-2.5-flash --yolo "$@" >/dev/null 2>&1); }
+gm -p "Please RUN the echo command"
+gm -r latest -p "What did it print?"
+gm -r latest -p "Please DELEGATE this"
+gm -r latest -p "BIG: please RUN it again"
+gm -r latest -p "What happened after the compression?"
+# /rewind to the last prompt (the list shows every user message, tool responses too), then
+# a new prompt in its place.
+tmux new-session -d -s gemini-record -x 160 -y 50 "cd '$OUT/gm/proj' && HOME='$OUT/gm/home' GEMINI_API_KEY=scripted GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:18437 GEMINI_CLI_TRUST_WORKSPACE=true TERM=xterm-256color '$GEMINI' -m gemini-2.5-flash --yolo -r latest"
+keys() { sleep "$1"; shift; tmux send-keys -t gemini-record "$@"; }
+# Waits (up to N half seconds, default a minute) until the screen shows the text.
+screen() { for _ in $(seq "${2:-120}"); do tmux capture-pane -p -t gemini-record | grep -qF "$1" && return 0; sleep 0.5; done; echo "gemini: no '$1' on the screen" >&2; return 1; }
+# The prompt takes keys only once the resumed history is loaded: /rewind until its list shows.
+screen "Type your message"
+for _ in 1 2 3 4 5 6; do keys 2 C-u; keys 1 -l "/rewind"; keys 1 Enter; screen "Stay at current position" 20 && break; keys 0 Escape; done
+keys 1 Up; keys 1 Enter; screen "Rewind conversation"; keys 1 Enter; screen "What happened after the compression?"
+keys 2 C-u; keys 1 -l "A new question after the rewind"; keys 1 Enter; screen "to: A new question after the rewind"
+keys 2 -l "/quit"; keys 1 Enter
+sleep 3; tmux kill-session -t gemini-record 2>/dev/null || true
+gm -r latest -p "Last question"
+kill $S4
+"$GEMINI" --version > gm/gemini-version
+fi
+echo "transcripts under $OUT/cc/.claude/projects, $OUT/{cx,cxc,cxr,cxv}/home/.codex/sessions and $OUT/gm/home/.gemini/tmp; requests in $OUT/*/requests.jsonl"

@@ -6,7 +6,7 @@
 //! new files are written aside and named after one sync per file system; what a killed
 //! earlier import left aside is removed.
 
-use crate::{claude, codex, copies, Agent, Conversion, Outcome, Staged};
+use crate::{claude, codex, copies, gemini, Agent, Conversion, Outcome, Staged};
 use sessiontree::dirs;
 use sessiontree::store::Aside;
 use std::collections::{HashMap, HashSet};
@@ -42,7 +42,51 @@ pub fn default_root(agent: Agent) -> PathBuf {
         Agent::Codex => env_dir("CODEX_HOME")
             .unwrap_or_else(|| dirs::home_dir().join(".codex"))
             .join("sessions"),
+        Agent::Gemini => env_dir("GEMINI_CLI_HOME")
+            .unwrap_or_else(dirs::home_dir)
+            .join(".gemini"),
     }
+}
+
+/// The transcripts of `agent` below `root` (or `root` itself), unsorted: every `*.jsonl`,
+/// for Gemini CLI its chat files ([`gemini::is_chat`]; a `session-*.json` of an older
+/// release is left out when the CLI made a `.jsonl` of it on resume).
+pub fn collect_for(agent: Agent, root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if agent != Agent::Gemini {
+        return collect(root, out);
+    }
+    let start = out.len();
+    let meta = std::fs::metadata(root)?;
+    if meta.is_file() {
+        out.push(root.to_path_buf());
+        return Ok(());
+    }
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)? {
+            let p = e?.path();
+            match std::fs::metadata(&p).map(|m| m.file_type()) {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() && gemini::is_chat(&p) => out.push(p),
+                _ => {}
+            }
+        }
+    }
+    let mut k = start;
+    while k < out.len() {
+        let p = &out[k];
+        let converted = p.extension().is_some_and(|x| x == "json") && {
+            let mut l = p.clone().into_os_string();
+            l.push("l");
+            Path::new(&l).exists()
+        };
+        if converted {
+            out.swap_remove(k);
+        } else {
+            k += 1;
+        }
+    }
+    Ok(())
 }
 
 /// Every `*.jsonl` below `root` (or `root` itself), unsorted.
@@ -390,6 +434,11 @@ fn convert_file(
     let (convs, hot, outside) = match agent {
         Agent::Claude => (claude::convert(bytes, &stem), path.to_path_buf(), false),
         Agent::Codex => convert_codex(path, bytes, files, segments)?,
+        Agent::Gemini => {
+            let (cwd, parent) = gemini::context_of(path);
+            let conv = gemini::convert(bytes, &stem, cwd.as_deref(), parent.as_deref());
+            (vec![conv], path.to_path_buf(), false)
+        }
     };
     let (hold_last, hold_open) = holds;
     Ok(if hold_last.is_some_and(|hold| hold(&hot)) {
@@ -944,8 +993,17 @@ mod tests {
             let bytes = std::fs::read(&src).unwrap();
             let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
             let codex = src.to_string_lossy().contains("codex");
+            let in_gemini = src.to_string_lossy().contains("/gemini");
+            let (cwd, parent) = crate::gemini::context_of(&src);
             let convert = |b: &[u8]| {
-                if codex {
+                if in_gemini {
+                    vec![crate::gemini::convert(
+                        b,
+                        &stem,
+                        cwd.as_deref(),
+                        parent.as_deref(),
+                    )]
+                } else if codex {
                     vec![crate::codex::convert(b, &stem)]
                 } else {
                     crate::claude::convert(b, &stem)

@@ -58,6 +58,16 @@ pub(crate) enum S<'a> {
 }
 
 impl<'a> S<'a> {
+    /// The string as its source wrote it (escapes and all; the text itself for a string
+    /// the converter made): for comparing strings of one writer without decoding them.
+    pub(crate) fn source_text(&self) -> &str {
+        match self {
+            S::Plain(s) => s,
+            S::Esc { raw, .. } => raw,
+            S::Text(t) => t,
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         match self {
             S::Plain(s) => s,

@@ -6,7 +6,9 @@
 //! * [`claude`]: Claude Code's `~/.claude/projects/<cwd>/<session>.jsonl` (a tree of lines
 //!   linked by `uuid` / `parentUuid`, with compaction boundaries and subagent sidechains);
 //! * [`codex`]: Codex CLI's `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` (a linear log of
-//!   `{timestamp, type, payload}` lines that forks into new files and rolls turns back).
+//!   `{timestamp, type, payload}` lines that forks into new files and rolls turns back);
+//! * [`gemini`]: Gemini CLI's `~/.gemini/tmp/<project>/chats/session-*.jsonl` (a list of
+//!   messages rewritten by resumes, rewinds and compressions, one change a line).
 //!
 //! The converters are pure: source bytes in, a [`Conversion`] (header fields, Pi entry
 //! lines, problems) out. Ids are derived from the source's own identities, so the same
@@ -20,6 +22,7 @@ pub mod batch;
 pub mod claude;
 pub mod codex;
 pub mod copies;
+pub mod gemini;
 mod jv;
 mod node;
 pub mod write;
@@ -33,6 +36,7 @@ pub use write::{
 pub enum Agent {
     Claude,
     Codex,
+    Gemini,
 }
 
 impl Agent {
@@ -40,6 +44,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
         }
     }
 
@@ -48,6 +53,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude-code",
             Agent::Codex => "codex",
+            Agent::Gemini => "gemini-cli",
         }
     }
 }

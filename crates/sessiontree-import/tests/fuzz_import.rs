@@ -12,7 +12,7 @@ use sessiontree_testkit::rng as xorshift;
 
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, LeafArg, SessionTree};
-use sessiontree_import::{claude, codex, Conversion};
+use sessiontree_import::{claude, codex, gemini, Conversion};
 use std::collections::HashSet;
 use std::path::Path;
 use xorshift::Rng;
@@ -191,5 +191,16 @@ fn codex_converter_survives_generated_rollouts() {
         let mut v = vec![codex::convert(b, "fuzz")];
         v.push(codex::convert_fork(b, "fuzz-fork", Some(b)));
         v
+    });
+}
+
+#[test]
+fn gemini_converter_survives_generated_chats() {
+    let lines = fixture_lines(&["gemini", "gemini-recorded"]);
+    run("gemini", &lines, 0x5EED_6E31_0000_0003, &|b| {
+        vec![
+            gemini::convert(b, "fuzz", Some("/home/dev/demo"), None),
+            gemini::convert(b, "fuzz-sub", None, Some("parent")),
+        ]
     });
 }

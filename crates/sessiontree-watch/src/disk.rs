@@ -165,6 +165,7 @@ pub fn copies_by_agent(sources_file: &Path) -> HashMap<PathBuf, String> {
         let agent = match v.get("agent").and_then(|a| a.as_str()) {
             Some("claude") => "claude-code",
             Some("codex") => "codex",
+            Some("gemini") => "gemini-cli",
             _ => continue,
         };
         if let Some(c) = v.get("copy").and_then(|c| c.as_str()) {

@@ -105,9 +105,9 @@ impl Config {
     }
 }
 
-/// The agents' own folders: Claude Code's and Codex's.
+/// The agents' own folders: Claude Code's, Codex's and Gemini CLI's.
 pub fn default_sources() -> Vec<Source> {
-    [Agent::Claude, Agent::Codex]
+    [Agent::Claude, Agent::Codex, Agent::Gemini]
         .into_iter()
         .map(|agent| Source {
             agent,

@@ -271,12 +271,13 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
 const GONE: &str = "(source gone)";
 
 /// The two badge cells of a list row: where an imported session came from (`C` Claude
-/// Code, `X` Codex) and whether it is in an archive (`↑` pushed and unchanged since, `+`
+/// Code, `X` Codex, `G` Gemini CLI) and whether it is in an archive (`↑` pushed and unchanged since, `+`
 /// pushed and changed since).
 fn badges(s: &SessionInfo, a: Option<&Archived>) -> (Span<'static>, Span<'static>) {
     let imp = match s.imported.as_deref() {
         Some("claude-code") => Span::styled("C", Style::default().fg(Color::Magenta)),
         Some("codex") => Span::styled("X", Style::default().fg(Color::Magenta)),
+        Some("gemini-cli") => Span::styled("G", Style::default().fg(Color::Magenta)),
         Some(_) => Span::styled("I", Style::default().fg(Color::Magenta)),
         None => Span::raw(" "),
     };
@@ -293,6 +294,7 @@ fn agent_name(a: &str) -> &str {
     match a {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
+        "gemini-cli" => "Gemini CLI",
         other => other,
     }
 }
