@@ -1,5 +1,5 @@
-//! `sessiontree import claude|codex [PATH...]`: Claude Code transcripts and Codex CLI
-//! rollouts as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
+//! `sessiontree import claude|codex|opencode [PATH...]`: Claude Code transcripts, Codex CLI
+//! rollouts and OpenCode sessions as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
 use crate::safe;
@@ -16,11 +16,14 @@ pub enum AgentArg {
     Claude,
     /// Codex CLI (`$CODEX_HOME/sessions`, else `~/.codex/sessions`).
     Codex,
+    /// OpenCode (`$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`: `opencode.db`
+    /// and the `storage/` tree of older releases).
+    Opencode,
 }
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Whose transcripts: claude (Claude Code) or codex (Codex CLI).
+    /// Whose transcripts: claude (Claude Code), codex (Codex CLI) or opencode (OpenCode).
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).
@@ -41,6 +44,7 @@ impl AgentArg {
         match self {
             AgentArg::Claude => Agent::Claude,
             AgentArg::Codex => Agent::Codex,
+            AgentArg::Opencode => Agent::OpenCode,
         }
     }
 }
@@ -61,7 +65,11 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             no_default_folder = true;
             continue;
         }
-        if let Err(e) = batch::collect(r, &mut files) {
+        let collect = match a.agent {
+            AgentArg::Opencode => sessiontree_import::opencode::collect,
+            _ => batch::collect,
+        };
+        if let Err(e) = collect(r, &mut files) {
             eprintln!(
                 "sessiontree: {}: {}",
                 safe::path(r),
@@ -172,11 +180,13 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     let agent_name = match a.agent {
         AgentArg::Claude => "Claude Code",
         AgentArg::Codex => "Codex",
+        AgentArg::Opencode => "OpenCode",
     };
     if no_default_folder && !any {
         let (var, home) = match a.agent {
             AgentArg::Claude => ("$CLAUDE_CONFIG_DIR/projects", "~/.claude/projects"),
             AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
+            AgentArg::Opencode => ("$XDG_DATA_HOME/opencode", "~/.local/share/opencode"),
         };
         eprintln!(
             "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",

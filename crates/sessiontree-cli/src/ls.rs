@@ -417,6 +417,7 @@ fn table(
                 _ if !any_imported => "",
                 Some("claude-code") => "C",
                 Some("codex") => "X",
+                Some("opencode") => "O",
                 Some(_) => "I",
                 None => " ",
             };
@@ -482,7 +483,7 @@ fn table(
     if any_imported {
         out.line(&out.paint(
             "2",
-            "C / X imported from Claude Code / Codex (sessiontree import)",
+            "C / X / O imported from Claude Code / Codex / OpenCode (sessiontree import)",
         ))?;
     }
     Ok(())

@@ -19,12 +19,18 @@ pub struct WatchArgs {
     /// Another folder of Codex rollouts to follow (repeatable).
     #[arg(long, value_name = "DIR")]
     pub codex: Vec<PathBuf>,
+    /// Another OpenCode data folder to follow (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub opencode: Vec<PathBuf>,
     /// Leave Claude Code's own folder out.
     #[arg(long)]
     pub no_claude: bool,
     /// Leave Codex's own folder out.
     #[arg(long)]
     pub no_codex: bool,
+    /// Leave OpenCode's own folder out.
+    #[arg(long)]
+    pub no_opencode: bool,
     /// Write every copy into this folder instead of Pi's folder for its cwd.
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<String>,
@@ -50,6 +56,7 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
         let left_out = match s.agent {
             Agent::Claude => a.no_claude,
             Agent::Codex => a.no_codex,
+            Agent::OpenCode => a.no_opencode,
         };
         if !left_out {
             out.push(s);
@@ -59,7 +66,8 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
         .claude
         .iter()
         .map(|d| (Agent::Claude, d))
-        .chain(a.codex.iter().map(|d| (Agent::Codex, d)));
+        .chain(a.codex.iter().map(|d| (Agent::Codex, d)))
+        .chain(a.opencode.iter().map(|d| (Agent::OpenCode, d)));
     for (agent, d) in named {
         let root = std::path::absolute(d).unwrap_or_else(|_| d.clone());
         let s = Source { agent, root };

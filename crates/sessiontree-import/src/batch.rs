@@ -6,7 +6,7 @@
 //! new files are written aside and named after one sync per file system; what a killed
 //! earlier import left aside is removed.
 
-use crate::{claude, codex, copies, Agent, Conversion, Outcome, Staged};
+use crate::{claude, codex, copies, opencode, Agent, Conversion, Outcome, Staged};
 use sessiontree::dirs;
 use sessiontree::store::Aside;
 use std::collections::{HashMap, HashSet};
@@ -38,6 +38,7 @@ pub fn default_root(agent: Agent) -> PathBuf {
         Agent::Codex => env_dir("CODEX_HOME")
             .unwrap_or_else(|| dirs::home_dir().join(".codex"))
             .join("sessions"),
+        Agent::OpenCode => opencode::default_root(),
     }
 }
 
@@ -177,6 +178,9 @@ fn convert_file(
     bytes: &mut Vec<u8>,
     holds: Holds<'_>,
 ) -> std::result::Result<Vec<Conversion>, String> {
+    if agent == Agent::OpenCode {
+        return opencode::convert_path(path).map(|convs| hold(convs, path, holds));
+    }
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
     std::fs::File::open(path)
@@ -194,15 +198,22 @@ fn convert_file(
             };
             vec![codex::convert_fork(bytes, &stem, parent.as_deref())]
         }
+        // Read above, from the database or the JSON tree.
+        Agent::OpenCode => Vec::new(),
     };
+    Ok(hold(convs, path, holds))
+}
+
+/// The conversions of a source cut to what is final when the source may still be written.
+fn hold(convs: Vec<Conversion>, path: &Path, holds: Holds<'_>) -> Vec<Conversion> {
     let (hold_last, hold_open) = holds;
-    Ok(if hold_last.is_some_and(|hold| hold(path)) {
+    if hold_last.is_some_and(|hold| hold(path)) {
         convs.into_iter().map(|c| settled_part(c, true)).collect()
     } else if hold_open.is_some_and(|hold| hold(path)) {
         convs.into_iter().map(|c| settled_part(c, false)).collect()
     } else {
         convs
-    })
+    }
 }
 
 /// The Claude Code transcripts among `files` that start with the same line as another one:
@@ -302,8 +313,9 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
                             for (k, conv) in convs.into_iter().enumerate() {
-                                let order = i * 4 + k;
-                                let main_claude = agent == Agent::Claude && conv.kind == "main";
+                                let order = (i << 32) + k;
+                                let main_claude = matches!(agent, Agent::Claude | Agent::OpenCode)
+                                    && conv.kind == "main";
                                 if main_claude {
                                     guard(&copies_seen).add(&conv);
                                 }
@@ -369,8 +381,9 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         });
         // A copy whose original was not imported with it: an earlier import's file.
         let parent_path = parent_path.or_else(|| {
-            let copy =
-                conv.agent == Agent::Claude && conv.kind == "main" && conv.parent_source.is_none();
+            let copy = matches!(conv.agent, Agent::Claude | Agent::OpenCode)
+                && conv.kind == "main"
+                && conv.parent_source.is_none();
             let dir = target_dir(&conv, session_dir).ok()?;
             copy.then(|| on_disk.original_of(&conv, &dir)).flatten()
         });

@@ -22,6 +22,7 @@ pub mod codex;
 pub mod copies;
 mod jv;
 mod node;
+pub mod opencode;
 pub mod write;
 
 pub use write::{stage, write, write_unsynced, Outcome, Staged, Status};
@@ -31,6 +32,7 @@ pub use write::{stage, write, write_unsynced, Outcome, Staged, Status};
 pub enum Agent {
     Claude,
     Codex,
+    OpenCode,
 }
 
 impl Agent {
@@ -38,6 +40,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
+            Agent::OpenCode => "opencode",
         }
     }
 
@@ -46,6 +49,7 @@ impl Agent {
         match self {
             Agent::Claude => "claude-code",
             Agent::Codex => "codex",
+            Agent::OpenCode => "opencode",
         }
     }
 }

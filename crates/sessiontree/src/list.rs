@@ -66,6 +66,7 @@ pub fn imported_mark(
     let by_name = |s: &str| match s {
         "claude-code" => Some("claude-code"),
         "codex" => Some("codex"),
+        "opencode" => Some("opencode"),
         _ => None,
     };
     if let Some(ct) = custom_type {
@@ -74,6 +75,7 @@ pub fn imported_mark(
     match message_key {
         Some("claudeCode") => Some("claude-code"),
         Some("codex") => Some("codex"),
+        Some("opencode") => Some("opencode"),
         _ => source.and_then(by_name),
     }
 }
@@ -461,6 +463,8 @@ impl Acc {
             Some("claudeCode")
         } else if line.inner("message", "codex").is_some() {
             Some("codex")
+        } else if line.inner("message", "opencode").is_some() {
+            Some("opencode")
         } else {
             None
         };

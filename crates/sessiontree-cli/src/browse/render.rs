@@ -261,12 +261,13 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
 }
 
 /// The two badge cells of a list row: where an imported session came from (`C` Claude
-/// Code, `X` Codex) and whether it is in an archive (`↑` pushed and unchanged since, `+`
+/// Code, `X` Codex, `O` OpenCode) and whether it is in an archive (`↑` pushed and unchanged since, `+`
 /// pushed and changed since).
 fn badges(s: &SessionInfo, a: Option<&Archived>) -> (Span<'static>, Span<'static>) {
     let imp = match s.imported.as_deref() {
         Some("claude-code") => Span::styled("C", Style::default().fg(Color::Magenta)),
         Some("codex") => Span::styled("X", Style::default().fg(Color::Magenta)),
+        Some("opencode") => Span::styled("O", Style::default().fg(Color::Magenta)),
         Some(_) => Span::styled("I", Style::default().fg(Color::Magenta)),
         None => Span::raw(" "),
     };
@@ -283,6 +284,7 @@ fn agent_name(a: &str) -> &str {
     match a {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
+        "opencode" => "OpenCode",
         other => other,
     }
 }
@@ -691,7 +693,7 @@ fn draw_modal(f: &mut Frame, m: &Modal, area: Rect) {
             [
                 "Sessions: type to search (full text) · ↑↓ PgUp PgDn Home End",
                 "  Tab this folder / all · Enter open the tree · Ctrl+R resume · Esc quit",
-                "  marks: ⑂ fork · C/X imported from Claude Code/Codex · ↑ pushed · + changed since",
+                "  marks: ⑂ fork · C/X/O imported from Claude Code/Codex/OpenCode · ↑ pushed · + changed since",
                 "Tree: ↑↓ move · ←→ PgUp PgDn page · Home End",
                 "  Ctrl+← fold segment / to its start / up · Ctrl+→ unfold / next segment",
                 "  Alt+↑ Alt+↓ previous / next sibling branch · Ctrl+G the leaf",
