@@ -240,9 +240,10 @@ impl<'a> Converter<'a> {
             return;
         }
         if let Some((ckey, cms, _)) = self.compaction.take() {
-            // A compaction request without its summary (failed or still running).
+            // A compaction request without its summary (failed or still running): not the
+            // compaction's id, which its summary may still take.
             self.add(
-                ckey,
+                format!("{ckey}#pending"),
                 cms,
                 Body::Custom {
                     custom_type: "opencode:compaction".into(),
@@ -495,7 +496,7 @@ pub fn convert(session: &SessionData) -> Conversion {
     }
     if let Some((ckey, cms, _)) = c.compaction.take() {
         c.add(
-            ckey,
+            format!("{ckey}#pending"),
             cms,
             Body::Custom {
                 custom_type: "opencode:compaction".into(),
@@ -518,8 +519,11 @@ pub fn convert(session: &SessionData) -> Conversion {
     }
     if !default_title(&session.title) && !c.nodes.nodes.is_empty() {
         let ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
+        // Under the leaf, keyed by it too: once the session goes on, its title is a new
+        // entry under the new leaf (an entry, once written, keeps its parent).
+        let under = c.leaf.map_or("", |l| &c.nodes.nodes[l].key).to_string();
         c.add(
-            format!("title:{}", session.title),
+            format!("title:{under}:{}", session.title),
             ms,
             Body::SessionInfo(session.title.clone()),
         );
