@@ -517,15 +517,16 @@ pub fn convert(session: &SessionData) -> Conversion {
             },
         );
     }
-    if !default_title(&session.title) && !c.nodes.nodes.is_empty() {
+    let title = sessiontree::session::sanitize_name(&session.title);
+    if !default_title(&title) && !c.nodes.nodes.is_empty() {
         let ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
         // Under the leaf, keyed by it too: once the session goes on, its title is a new
         // entry under the new leaf (an entry, once written, keeps its parent).
         let under = c.leaf.map_or("", |l| &c.nodes.nodes[l].key).to_string();
         c.add(
-            format!("title:{under}:{}", session.title),
+            format!("title:{under}:{title}"),
             ms,
-            Body::SessionInfo(session.title.clone()),
+            Body::SessionInfo(title.clone()),
         );
     }
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
@@ -548,7 +549,7 @@ pub fn convert(session: &SessionData) -> Conversion {
         settled: settled.unwrap_or(lines.len()).min(lines.len()),
         lines,
         body,
-        name: (!default_title(&session.title)).then(|| session.title.clone()),
+        name: (!default_title(&title)).then(|| title.clone()),
         problems: c.problems,
         skipped: c.skipped,
     }
