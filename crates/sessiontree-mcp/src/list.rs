@@ -57,6 +57,7 @@ pub fn agent(i: &SessionInfo) -> &'static str {
     match i.imported.as_deref() {
         Some("claude-code") => "Claude Code",
         Some("codex") => "Codex",
+        Some("opencode") => "OpenCode",
         Some(_) => "imported",
         None => "Pi",
     }

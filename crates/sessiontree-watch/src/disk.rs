@@ -163,6 +163,7 @@ pub fn copies_by_agent(sources_file: &Path) -> HashMap<PathBuf, String> {
         let agent = match v.get("agent").and_then(|a| a.as_str()) {
             Some("claude") => "claude-code",
             Some("codex") => "codex",
+            Some("opencode") => "opencode",
             _ => continue,
         };
         if let Some(c) = v.get("copy").and_then(|c| c.as_str()) {

@@ -115,6 +115,7 @@ fn agent_key(i: &SessionInfo) -> &str {
     match i.imported.as_deref() {
         Some("claude-code") => "claude-code",
         Some("codex") => "codex",
+        Some("opencode") => "opencode",
         Some(_) => "imported",
         None => "pi",
     }
@@ -124,6 +125,7 @@ fn agent_name(key: &str) -> &'static str {
     match key {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
+        "opencode" => "OpenCode",
         "imported" => "imported",
         _ => "Pi",
     }
@@ -256,7 +258,7 @@ pub fn list(cat: &Catalog, p: &ListParams, redact: &Redactor) -> Result<String, 
                 .raw(")</option>");
         }
         h.raw("</select><select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
-        for a in ["pi", "claude-code", "codex"] {
+        for a in ["pi", "claude-code", "codex", "opencode"] {
             h.raw("<option value=\"").plain(a).raw("\"");
             if agent == Some(a) {
                 h.raw(" selected");
