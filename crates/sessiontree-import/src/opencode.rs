@@ -531,6 +531,11 @@ pub fn convert(session: &SessionData) -> Conversion {
     }
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
     let (lines, body) = c.nodes.finish("opencode");
+    // A database holds many sessions: each problem names its own (the line is the
+    // message's place in it).
+    for p in &mut c.problems {
+        p.message = format!("session {}: {}", session.id, p.message);
+    }
     let copied = session.parent_id.is_none() && first_ms.is_some_and(|f| f < session.time_created);
     Conversion {
         agent: Agent::OpenCode,
