@@ -250,6 +250,12 @@ fn a_damaged_row_is_a_problem_and_the_rest_imports() {
         .problems
         .iter()
         .any(|p| p.message.contains("has no text")));
+    let prefix = format!("session {MAIN}: message msg_");
+    assert!(d
+        .conv
+        .problems
+        .iter()
+        .all(|p| p.message.starts_with(&prefix)));
     let text = std::fs::read_to_string(&d.result.as_ref().unwrap().path).unwrap();
     assert!(text.contains("After compacting, RUN again"));
     // The user's question is gone (the assistant's answer quoting it stays).
