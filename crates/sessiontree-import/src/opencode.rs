@@ -627,7 +627,21 @@ pub fn convert_path(path: &Path) -> Result<Vec<Conversion>, String> {
         };
         return Ok(vec![convert(&s)]);
     }
-    Ok(read_db(path)?.iter().map(convert).collect())
+    let sessions = read_db(path)?;
+    // One database holds every session: converted on every core (the batch's threads
+    // share out files, and this is one file), in the database's order.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = sessions.len().div_ceil(cores).max(1);
+    Ok(std::thread::scope(|s| {
+        let parts: Vec<_> = sessions
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(convert).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    }))
 }
 
 fn open_db(path: &Path) -> Result<rusqlite::Connection, String> {
@@ -681,9 +695,9 @@ pub fn read_db(path: &Path) -> Result<Vec<SessionData>, String> {
     let mut msg_at: std::collections::HashMap<String, (usize, usize)> = Default::default();
     {
         let mut q = tx
-            .prepare(
-                "SELECT id, session_id, time_created, data FROM message ORDER BY session_id, id",
-            )
+            // Read in table order and sorted here: SQLite sorting every row (no index
+            // holds them) costs more than reading them.
+            .prepare("SELECT id, session_id, time_created, data FROM message")
             .map_err(err)?;
         let rows = q
             .query_map([], |r| {
@@ -695,8 +709,12 @@ pub fn read_db(path: &Path) -> Result<Vec<SessionData>, String> {
                 ))
             })
             .map_err(err)?;
+        let mut all = Vec::new();
         for row in rows {
-            let (id, sid, t, data) = row.map_err(err)?;
+            all.push(row.map_err(err)?);
+        }
+        all.sort_unstable_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+        for (id, sid, t, data) in all {
             let Some(&si) = at.get(&sid) else { continue };
             let mi = sessions[si].messages.len();
             msg_at.insert(id.clone(), (si, mi));
@@ -711,13 +729,23 @@ pub fn read_db(path: &Path) -> Result<Vec<SessionData>, String> {
     }
     {
         let mut q = tx
-            .prepare("SELECT message_id, data FROM part ORDER BY message_id, id")
+            .prepare("SELECT message_id, id, data FROM part")
             .map_err(err)?;
         let rows = q
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
             .map_err(err)?;
+        let mut all = Vec::new();
         for row in rows {
-            let (mid, data) = row.map_err(err)?;
+            all.push(row.map_err(err)?);
+        }
+        all.sort_unstable_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        for (mid, _, data) in all {
             if let Some(&(si, mi)) = msg_at.get(&mid) {
                 sessions[si].messages[mi].parts.push(data);
             }
