@@ -1,5 +1,6 @@
-//! `sessiontree import claude|codex|gemini [PATH...]`: Claude Code transcripts, Codex CLI
-//! rollouts and Gemini CLI chats as Pi sessions, in the session folder of each one's cwd (or `--session-dir`).
+//! `sessiontree import claude|codex|gemini|opencode [PATH...]`: Claude Code transcripts,
+//! Codex CLI rollouts, Gemini CLI chats and OpenCode sessions as Pi sessions, in the session
+//! folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
 use crate::safe;
@@ -18,11 +19,15 @@ pub enum AgentArg {
     Codex,
     /// Gemini CLI (`$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`).
     Gemini,
+    /// OpenCode (`$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`: `opencode.db`
+    /// and the `storage/` tree of older releases).
+    Opencode,
 }
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Whose transcripts: claude (Claude Code), codex (Codex CLI) or gemini (Gemini CLI).
+    /// Whose transcripts: claude (Claude Code), codex (Codex CLI), gemini (Gemini CLI) or
+    /// opencode (OpenCode).
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).
@@ -48,6 +53,7 @@ impl AgentArg {
             AgentArg::Claude => Agent::Claude,
             AgentArg::Codex => Agent::Codex,
             AgentArg::Gemini => Agent::Gemini,
+            AgentArg::Opencode => Agent::OpenCode,
         }
     }
 }
@@ -199,12 +205,14 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
         AgentArg::Claude => "Claude Code",
         AgentArg::Codex => "Codex",
         AgentArg::Gemini => "Gemini CLI",
+        AgentArg::Opencode => "OpenCode",
     };
     if no_default_folder && !any {
         let (var, home) = match a.agent {
             AgentArg::Claude => ("$CLAUDE_CONFIG_DIR/projects", "~/.claude/projects"),
             AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
             AgentArg::Gemini => ("$GEMINI_CLI_HOME/.gemini", "~/.gemini"),
+            AgentArg::Opencode => ("$XDG_DATA_HOME/opencode", "~/.local/share/opencode"),
         };
         eprintln!(
             "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",

@@ -418,6 +418,7 @@ fn table(
                 Some("claude-code") => "C",
                 Some("codex") => "X",
                 Some("gemini-cli") => "G",
+                Some("opencode") => "O",
                 Some(_) => "I",
                 None => " ",
             };
@@ -483,7 +484,7 @@ fn table(
     if any_imported {
         out.line(&out.paint(
             "2",
-            "C / X / G imported from Claude Code / Codex / Gemini CLI (sessiontree import)",
+            "C / X / G / O imported from Claude Code / Codex / Gemini CLI / OpenCode (sessiontree import)",
         ))?;
     }
     Ok(())

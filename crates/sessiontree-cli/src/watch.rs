@@ -22,6 +22,9 @@ pub struct WatchArgs {
     /// Another Gemini CLI folder (a `.gemini` or part of it) to follow (repeatable).
     #[arg(long, value_name = "DIR")]
     pub gemini: Vec<PathBuf>,
+    /// Another OpenCode data folder to follow (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub opencode: Vec<PathBuf>,
     /// Leave Claude Code's own folder out.
     #[arg(long)]
     pub no_claude: bool,
@@ -31,6 +34,9 @@ pub struct WatchArgs {
     /// Leave Gemini CLI's own folder out.
     #[arg(long)]
     pub no_gemini: bool,
+    /// Leave OpenCode's own folder out.
+    #[arg(long)]
+    pub no_opencode: bool,
     /// Write every copy into this folder instead of Pi's folder for its cwd.
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<String>,
@@ -57,6 +63,7 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
             Agent::Claude => a.no_claude,
             Agent::Codex => a.no_codex,
             Agent::Gemini => a.no_gemini,
+            Agent::OpenCode => a.no_opencode,
         };
         if !left_out {
             out.push(s);
@@ -67,7 +74,8 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
         .iter()
         .map(|d| (Agent::Claude, d))
         .chain(a.codex.iter().map(|d| (Agent::Codex, d)))
-        .chain(a.gemini.iter().map(|d| (Agent::Gemini, d)));
+        .chain(a.gemini.iter().map(|d| (Agent::Gemini, d)))
+        .chain(a.opencode.iter().map(|d| (Agent::OpenCode, d)));
     for (agent, d) in named {
         let root = std::path::absolute(d).unwrap_or_else(|_| d.clone());
         let s = Source { agent, root };

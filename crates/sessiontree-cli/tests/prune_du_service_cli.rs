@@ -147,12 +147,8 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
 /// grows, or when asked with `import --include-pruned`.
 #[test]
 fn a_pruned_copy_is_not_imported_again_until_its_transcript_grows() {
-    let Some(c) = Cluster::start("a_pruned_copy_is_not_imported_again_until_its_transcript_grows")
-    else {
-        return;
-    };
-    c.setup_roles();
-    let url = c.url("alice", "archive");
+    let Some(c) = pg::archive() else { return };
+    let url = c.url.clone();
     let t = tempfile::tempdir().unwrap();
     let agent = t.path().join("agent");
     let claude = t.path().join("claude");

@@ -3,13 +3,15 @@
 # claude-forks,codex-recorded,codex-revert}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini|opencode]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
-#   CLAUDE_CODE_VERSION / CODEX_VERSION choose other releases than the ones below)
-# The committed fixtures were made with Claude Code 2.1.197 and Codex CLI 0.171.0
-# (codex-revert: record/codex_revert.py drives `codex app-server` to revert turns; then
-# `codex_fixture.py OUT_DIR/cxv ../tests/fixtures/codex-revert`; claude-forks:
-# `claude_fixture.py OUT_DIR/cf ../tests/fixtures/claude-forks`).
+#   CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION / OPENCODE_VERSION choose other
+#   releases than the ones below)
+# The committed fixtures were made with Claude Code 2.1.197, Codex CLI 0.171.0, Gemini CLI
+# 0.61.0 and OpenCode 1.18.33 (codex-revert: record/codex_revert.py drives `codex app-server`
+# to revert turns; then `codex_fixture.py OUT_DIR/cxv ../tests/fixtures/codex-revert`;
+# claude-forks: `claude_fixture.py OUT_DIR/cf ../tests/fixtures/claude-forks`; OpenCode:
+# `opencode_fixture.py OUT_DIR/oc ../tests/fixtures/opencode-recorded ../tests/fixtures/opencode-storage`).
 # Claude Code parts: `claude_fixture.py OUT_DIR/cc ../tests/fixtures/claude-recorded` (and
 # OUT_DIR/ca for ../tests/fixtures/claude-attachments) renames the paths to /home/dev/demo
 # and keeps every text as Claude Code wrote and sent it: the attachment lines (agent and
@@ -253,4 +255,24 @@ gm -r latest -p "Last question"
 kill $S4
 "$GEMINI" --version > gm/gemini-version
 fi
-echo "transcripts under $OUT/cc/.claude/projects, $OUT/{cx,cxc,cxr,cxv}/home/.codex/sessions and $OUT/gm/home/.gemini/tmp; requests in $OUT/*/requests.jsonl"
+if want opencode; then
+# OpenCode: `opencode serve` driven over HTTP (opencode_drive.py): a tool call, a question,
+# a subagent, a revert and a prompt after it, a compaction, a fork, a revert left pending.
+[ -x node_modules/.bin/opencode ] || npm install --no-audit --no-fund --loglevel=error "opencode-ai@${OPENCODE_VERSION:-1.18.33}"
+OC=$(ls "$OUT"/node_modules/opencode-linux-*/bin/opencode | head -1)
+mkdir -p oc/proj oc/home && (cd oc/proj && git init -q .)
+python3 "$HERE/scripted_chat.py" 18440 "$OUT/oc/requests.jsonl" & S4=$!
+ocenv() {
+  HOME=$OUT/oc/home XDG_DATA_HOME=$OUT/oc/home/.local/share XDG_CONFIG_HOME=$OUT/oc/home/.config \
+  XDG_CACHE_HOME=$OUT/oc/home/.cache XDG_STATE_HOME=$OUT/oc/home/.local/state \
+  OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_SHARE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 OPENCODE_DISABLE_MODELS_FETCH=1 \
+  OPENCODE_CONFIG_CONTENT='{"provider":{"scripted":{"npm":"@ai-sdk/openai-compatible","name":"Scripted","options":{"baseURL":"http://127.0.0.1:18440/v1","apiKey":"x"},"models":{"m1":{"name":"Scripted M1","limit":{"context":100000,"output":4000}}}}},"model":"scripted/m1","small_model":"scripted/m1","permission":{"edit":"allow","bash":"allow","webfetch":"allow"},"autoupdate":false,"share":"disabled"}' \
+  "$@"
+}
+(cd oc/proj && ocenv "$OC" serve --port 18441) > oc/serve.log 2>&1 & S5=$!
+for _ in $(seq 60); do curl -sf http://127.0.0.1:18441/session >/dev/null && break; sleep 1; done
+python3 "$HERE/opencode_drive.py" http://127.0.0.1:18441 scripted m1
+kill $S5 $S4
+"$OC" --version > oc/opencode-version
+fi
+echo "transcripts under $OUT/cc/.claude/projects, $OUT/{cx,cxc,cxr,cxv}/home/.codex/sessions, $OUT/gm/home/.gemini/tmp and $OUT/oc/home/.local/share/opencode; requests in $OUT/*/requests.jsonl"

@@ -6,7 +6,7 @@
 //! new files are written aside and named after one sync per file system; what a killed
 //! earlier import left aside is removed.
 
-use crate::{claude, codex, copies, gemini, Agent, Conversion, Outcome, Staged};
+use crate::{claude, codex, copies, gemini, opencode, Agent, Conversion, Outcome, Staged};
 use sessiontree::dirs;
 use sessiontree::store::Aside;
 use std::collections::{HashMap, HashSet};
@@ -45,6 +45,7 @@ pub fn default_root(agent: Agent) -> PathBuf {
         Agent::Gemini => env_dir("GEMINI_CLI_HOME")
             .unwrap_or_else(dirs::home_dir)
             .join(".gemini"),
+        Agent::OpenCode => opencode::default_root(),
     }
 }
 
@@ -52,8 +53,10 @@ pub fn default_root(agent: Agent) -> PathBuf {
 /// for Gemini CLI its chat files ([`gemini::is_chat`]; a `session-*.json` of an older
 /// release is left out when the CLI made a `.jsonl` of it on resume).
 pub fn collect_for(agent: Agent, root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if agent != Agent::Gemini {
-        return collect(root, out);
+    match agent {
+        Agent::Gemini => {}
+        Agent::OpenCode => return crate::opencode::collect(root, out),
+        Agent::Claude | Agent::Codex => return collect(root, out),
     }
     let start = out.len();
     let meta = std::fs::metadata(root)?;
@@ -424,6 +427,9 @@ fn convert_file(
     holds: Holds<'_>,
     segments: &Segments<'_>,
 ) -> std::result::Result<Vec<(Conversion, bool)>, String> {
+    if agent == Agent::OpenCode {
+        return opencode::convert_path(path).map(|convs| hold(convs, path, holds));
+    }
     // Read into the thread's buffer: a fresh one per file would be mapped and zeroed anew.
     bytes.clear();
     std::fs::File::open(path)
@@ -439,19 +445,30 @@ fn convert_file(
             let conv = gemini::convert(bytes, &stem, cwd.as_deref(), parent.as_deref());
             (vec![conv], path.to_path_buf(), false)
         }
+        // Read above, from the database or the JSON tree.
+        Agent::OpenCode => (Vec::new(), path.to_path_buf(), false),
     };
-    let (hold_last, hold_open) = holds;
-    Ok(if hold_last.is_some_and(|hold| hold(&hot)) {
-        convs.into_iter().map(|c| settled_part(c, true)).collect()
-    } else if outside && hold_last.is_some() {
+    let (hold_last, _) = holds;
+    Ok(if outside && hold_last.is_some() {
         // The segment being written is not among the files watched in this run: written
         // only as far as its converter keeps nothing open.
         convs.into_iter().map(|c| settled_part(c, false)).collect()
-    } else if hold_open.is_some_and(|hold| hold(&hot)) {
+    } else {
+        hold(convs, &hot, holds)
+    })
+}
+
+/// The conversions of a source cut to what is final when the source may still be written,
+/// each with whether it is whole.
+fn hold(convs: Vec<Conversion>, hot: &Path, holds: Holds<'_>) -> Vec<(Conversion, bool)> {
+    let (hold_last, hold_open) = holds;
+    if hold_last.is_some_and(|hold| hold(hot)) {
+        convs.into_iter().map(|c| settled_part(c, true)).collect()
+    } else if hold_open.is_some_and(|hold| hold(hot)) {
         convs.into_iter().map(|c| settled_part(c, false)).collect()
     } else {
         convs.into_iter().map(|c| (c, true)).collect()
-    })
+    }
 }
 
 /// The Claude Code transcripts among `files` that start with the same line as another one:
@@ -553,8 +570,9 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
                             for (k, (conv, whole)) in convs.into_iter().enumerate() {
-                                let order = i * 4 + k;
-                                let main_claude = agent == Agent::Claude && conv.kind == "main";
+                                let order = (i << 32) + k;
+                                let main_claude = matches!(agent, Agent::Claude | Agent::OpenCode)
+                                    && conv.kind == "main";
                                 if main_claude {
                                     guard(&copies_seen).add(&conv);
                                 }
@@ -626,8 +644,9 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
         });
         // A copy whose original was not imported with it: an earlier import's file.
         let parent_path = parent_path.or_else(|| {
-            let copy =
-                conv.agent == Agent::Claude && conv.kind == "main" && conv.parent_source.is_none();
+            let copy = matches!(conv.agent, Agent::Claude | Agent::OpenCode)
+                && conv.kind == "main"
+                && conv.parent_source.is_none();
             let dir = target_dir(&conv, session_dir).ok()?;
             copy.then(|| on_disk.original_of(&conv, &dir)).flatten()
         });

@@ -25,6 +25,7 @@ pub mod copies;
 pub mod gemini;
 mod jv;
 mod node;
+pub mod opencode;
 pub mod write;
 
 pub use write::{
@@ -37,6 +38,7 @@ pub enum Agent {
     Claude,
     Codex,
     Gemini,
+    OpenCode,
 }
 
 impl Agent {
@@ -45,6 +47,7 @@ impl Agent {
             Agent::Claude => "claude",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
+            Agent::OpenCode => "opencode",
         }
     }
 
@@ -54,6 +57,7 @@ impl Agent {
             Agent::Claude => "claude-code",
             Agent::Codex => "codex",
             Agent::Gemini => "gemini-cli",
+            Agent::OpenCode => "opencode",
         }
     }
 }

@@ -12,7 +12,7 @@ use sessiontree_testkit::rng as xorshift;
 
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, LeafArg, SessionTree};
-use sessiontree_import::{claude, codex, gemini, Conversion};
+use sessiontree_import::{claude, codex, gemini, opencode, Conversion};
 use std::collections::HashSet;
 use std::path::Path;
 use xorshift::Rng;
@@ -203,4 +203,115 @@ fn gemini_converter_survives_generated_chats() {
             gemini::convert(b, "fuzz-sub", None, Some("parent")),
         ]
     });
+}
+
+/// The messages and parts of the recorded OpenCode sessions (the JSON tree fixture), one
+/// compact JSON text a line.
+fn opencode_lines() -> Vec<String> {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-storage/storage");
+    let mut out = Vec::new();
+    for kind in ["message", "part"] {
+        let mut stack = vec![root.join(kind)];
+        let mut files = Vec::new();
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                files.push(p);
+            }
+        }
+        files.sort();
+        for f in files {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+            out.push(v.to_string());
+        }
+    }
+    assert!(out.len() > 20, "fixtures found: {}", out.len());
+    out
+}
+
+/// A session from generated lines: a line with a role starts a message (every seventh one
+/// deleted by a revert, as recovered from the event log), the others are its parts; some
+/// sessions have a revert pending at one of their messages, some a title.
+fn opencode_session(b: &[u8]) -> opencode::SessionData {
+    let text = String::from_utf8_lossy(b);
+    let mut s = opencode::SessionData {
+        id: "ses_fuzz".into(),
+        directory: "/home/dev/demo".into(),
+        title: if b.len().is_multiple_of(3) {
+            "A title".into()
+        } else {
+            String::new()
+        },
+        time_created: (b.len() as i64) * 1000,
+        ..Default::default()
+    };
+    for (k, line) in text.split('\n').enumerate() {
+        if line.contains("\"role\"") || s.messages.is_empty() {
+            s.messages.push(opencode::MessageData {
+                id: format!("msg_{k:04}"),
+                time_created: k as i64,
+                data: line.to_string(),
+                parts: Vec::new(),
+                removed: k % 7 == 3,
+            });
+        } else if let Some(m) = s.messages.last_mut() {
+            m.parts.push(line.to_string());
+        }
+    }
+    if b.len().is_multiple_of(5) && !s.messages.is_empty() {
+        let at = &s.messages[b.len() % s.messages.len()].id;
+        s.revert = Some(format!("{{\"messageID\":\"{at}\"}}"));
+    }
+    s
+}
+
+#[test]
+fn opencode_converter_survives_generated_sessions() {
+    let lines = opencode_lines();
+    run("opencode", &lines, 0x5EED_0C0D_0000_0003, &|b| {
+        vec![opencode::convert(&opencode_session(b))]
+    });
+}
+
+/// A damaged database is an error or fewer sessions, never a panic.
+#[test]
+fn opencode_reader_survives_damaged_databases() {
+    let db = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/opencode-recorded/opencode.db"),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut r = Rng(0x5EED_0C0D_0000_0004);
+    let n: usize = env::env_or("SESSIONTREE_FUZZ_N", 1_500) / 10;
+    let (mut read, mut refused) = (0, 0);
+    for i in 0..n.max(20) {
+        let mut bytes = db.clone();
+        if r.pick(8) == 0 {
+            // Shifted, cut: mostly not a database any more.
+            let times = 1 + r.pick(8);
+            r.damage(&mut bytes, times);
+        } else {
+            // Bytes changed in place: pages, records and JSON texts damaged.
+            for _ in 0..1 + r.pick(30) {
+                let at = 100 + r.pick(bytes.len() - 100);
+                bytes[at] = r.next() as u8;
+            }
+        }
+        let p = tmp.path().join(format!("opencode-{i}.db"));
+        std::fs::write(&p, &bytes).unwrap();
+        match std::panic::catch_unwind(|| opencode::convert_path(&p)) {
+            Ok(Ok(convs)) => {
+                for c in &convs {
+                    check(c, b"(database)");
+                }
+                read += 1;
+            }
+            Ok(Err(_)) => refused += 1,
+            Err(_) => panic!("damaged database #{i} panicked"),
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
+    assert!(read > 0 && refused > 0, "read {read}, refused {refused}");
 }

@@ -16,7 +16,7 @@
 use serde_json::{json, Value};
 use sessiontree::json::{Kind, Raw};
 use sessiontree::{build_context, LeafArg};
-use sessiontree_import::{claude, codex, write, Conversion, Status};
+use sessiontree_import::{claude, codex, opencode, write, Conversion, Status};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -106,7 +106,13 @@ fn import_all(dir: &Path) -> Vec<Imported> {
         ("codex", "codex"),
         ("codex", "codex-recorded"),
         ("codex", "codex-revert"),
+        ("opencode", "opencode-recorded"),
+        ("opencode", "opencode-storage"),
     ] {
+        if agent == "opencode" {
+            out.extend(import_opencode(folder, &dir.join(folder)));
+            continue;
+        }
         let mut by_source: HashMap<String, PathBuf> = HashMap::new();
         let mut later = Vec::new();
         for f in files(&fixtures().join(folder)) {
@@ -143,6 +149,44 @@ fn import_all(dir: &Path) -> Vec<Imported> {
                 path: o.path,
             });
         }
+    }
+    out
+}
+
+/// The sessions of an OpenCode fixture (a database, or a `storage/` tree), each written
+/// into `dir` (a subagent with its parent's path; a fork without one: linking forks is the
+/// batch's, tested in `opencode_forks_and_subagents_are_linked`).
+fn import_opencode(folder: &str, dir: &Path) -> Vec<Imported> {
+    let mut sources = Vec::new();
+    opencode::collect(&fixtures().join(folder), &mut sources).unwrap();
+    sources.sort();
+    let mut convs = Vec::new();
+    for f in sources {
+        for conv in opencode::convert_path(&f).unwrap() {
+            convs.push((f.clone(), conv));
+        }
+    }
+    // Parents before the children that name them.
+    convs.sort_by_key(|(_, c)| c.parent_source.is_some());
+    let mut by_source: HashMap<String, PathBuf> = HashMap::new();
+    let mut out = Vec::new();
+    for (f, conv) in convs {
+        let parent = conv.parent_source.as_ref().map(|p| {
+            by_source
+                .get(p)
+                .unwrap_or_else(|| panic!("{}: parent not imported", f.display()))
+                .to_string_lossy()
+                .into_owned()
+        });
+        let o = write(&conv, dir, parent.as_deref(), false).unwrap();
+        assert_eq!(o.status, Status::Created, "{}", f.display());
+        by_source.insert(conv.source_session_id.clone(), o.path.clone());
+        out.push(Imported {
+            source: f,
+            agent: "opencode",
+            conv,
+            path: o.path,
+        });
     }
     out
 }
@@ -559,6 +603,11 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
         9,
         "4 rollouts; recorded: 3 sessions, 1 fork; revert: 1 thread of a rollout and 2 segments"
     );
+    assert_eq!(
+        all.iter().filter(|i| i.agent == "opencode").count(),
+        8,
+        "recorded: 3 sessions, 1 subagent; the same in a storage tree"
+    );
     for i in &all {
         let l = sessiontree::load(&i.path).unwrap();
         assert!(
@@ -579,11 +628,18 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
                 "not canonical"
             );
         }
+        let mut got = pi_events(&our_context(&i.path));
         let expected = match i.agent {
             "claude" => claude_events(&i.source, i.conv.kind == "sidechain"),
+            "opencode" => {
+                // The conversation OpenCode sent on its last request: the context without
+                // the answer to it (the response the scripted model gave last).
+                let last = got.iter().rposition(|e| e[0] == "response").unwrap();
+                got.truncate(last);
+                opencode_last_request(&i.conv.session_id, &i.path)
+            }
             _ => codex_events(&i.source),
         };
-        let mut got = pi_events(&our_context(&i.path));
         // How attachments are rendered and placed is checked against the requests Claude
         // Code sent (recorded_claude_code_sessions_hold_what_claude_code_sent_on_resume);
         // this model of the resume rule leaves them out.
@@ -595,6 +651,186 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
             i.source.display()
         );
     }
+}
+
+/// What OpenCode sent for the turns of its sessions (`requests.json` of the recording:
+/// `{session, messages}`, the system prompt left out), in order.
+fn opencode_requests() -> Vec<(String, Value)> {
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("opencode-recorded/requests.json")).unwrap(),
+    )
+    .unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["session"].as_str().unwrap().to_string(),
+                r["messages"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The compaction summaries of a Pi file.
+fn summaries(path: &Path) -> Vec<String> {
+    read_jsonl(path)
+        .iter()
+        .filter(|e| e["type"] == "compaction")
+        .map(|e| e["summary"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// An OpenCode request's messages as [`pi_events`] gives a context (`thinking` also
+/// `reasoning_content` as ["thinking", text] when `thinking` is set). OpenCode sends a
+/// compaction as the user's "What did we do so far?" answered by the summary; Pi sends one
+/// summary message: the pair is one ["summary", text] here.
+fn opencode_request_events(messages: &Value, summaries: &[String], thinking: bool) -> Vec<Value> {
+    let ms = messages.as_array().unwrap();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < ms.len() {
+        let m = &ms[i];
+        let text = |m: &Value| match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        match m["role"].as_str().unwrap() {
+            "user" => {
+                let next = ms.get(i + 1);
+                if let Some(n) = next.filter(|n| n["role"] == "assistant") {
+                    if summaries.contains(&text(n)) {
+                        out.push(json!(["summary", text(n)]));
+                        i += 2;
+                        continue;
+                    }
+                }
+                out.push(json!(["user", text(m)]));
+            }
+            "assistant" => {
+                out.push(json!(["response", ""]));
+                if thinking {
+                    if let Some(r) = m["reasoning_content"].as_str() {
+                        out.push(json!(["thinking", r]));
+                    }
+                }
+                let t = text(m);
+                if !t.is_empty() {
+                    out.push(json!(["assistant", t]));
+                }
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    let args: Value =
+                        serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
+                    out.push(json!(["call", c["id"], c["function"]["name"], args]));
+                }
+            }
+            "tool" => out.push(json!(["result", m["tool_call_id"], text(m), false])),
+            r => panic!("unexpected role {r} in an OpenCode request"),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The text of the user message a session's pending revert takes back, from the JSON tree
+/// of the recording (`storage/session/*/<id>.json` names it, its part holds the text).
+fn opencode_reverted_text(session: &str) -> Option<String> {
+    let storage = fixtures().join("opencode-storage/storage");
+    for project in std::fs::read_dir(storage.join("session")).unwrap() {
+        let f = project.unwrap().path().join(format!("{session}.json"));
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let mid = v["revert"]["messageID"].as_str()?.to_string();
+        let mut out = Vec::new();
+        for p in std::fs::read_dir(storage.join("part").join(&mid)).unwrap() {
+            let p: Value =
+                serde_json::from_str(&std::fs::read_to_string(p.unwrap().path()).unwrap()).unwrap();
+            if let Some(t) = p["text"].as_str() {
+                out.push(t.to_string());
+            }
+        }
+        return Some(out.join("\n"));
+    }
+    None
+}
+
+/// What OpenCode would send next for a session, as events: the last request it sent for
+/// it (for a session with a revert pending, the last one before the reverted prompt: the
+/// later ones are the branch the revert takes back).
+fn opencode_last_request(session: &str, path: &Path) -> Vec<Value> {
+    let reverted = opencode_reverted_text(session);
+    let sent_reverted = |m: &Value| {
+        reverted.as_ref().is_some_and(|t| {
+            m.as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["role"] == "user" && x["content"].as_str() == Some(t))
+        })
+    };
+    let (_, messages) = opencode_requests()
+        .into_iter()
+        .rev()
+        .find(|(s, m)| s == session && !sent_reverted(m))
+        .unwrap_or_else(|| panic!("no request recorded for {session}"));
+    opencode_request_events(&messages, &summaries(path), false)
+}
+
+/// Every request OpenCode sent for a session is the context of an entry of its import
+/// (reasoning included): the turns a revert deleted from OpenCode's tables (recovered from
+/// its event log) too, and the conversation after a compaction.
+#[test]
+fn every_request_opencode_sent_is_a_context_of_its_import() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = import_opencode("opencode-recorded", tmp.path());
+    let mut checked = 0;
+    for (session, messages) in opencode_requests() {
+        let i = all
+            .iter()
+            .find(|i| i.conv.session_id == session)
+            .unwrap_or_else(|| panic!("{session} not imported"));
+        let want = opencode_request_events(&messages, &summaries(&i.path), true);
+        let l = sessiontree::load(&i.path).unwrap();
+        let found = l.tree.entries().iter().filter_map(|e| e.id()).any(|id| {
+            let ctx = build_context(&l.tree, LeafArg::Id(id));
+            let ctx = ours(Raw::parse(ctx.to_json().as_bytes()).unwrap());
+            opencode_context_events(&ctx) == want
+        });
+        assert!(
+            found,
+            "{session}: no entry has the context OpenCode sent:\n{}",
+            serde_json::to_string_pretty(&want).unwrap()
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 13);
+}
+
+/// [`pi_events`] with the assistant's thinking as ["thinking", text].
+fn opencode_context_events(ctx: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in ctx["messages"].as_array().unwrap() {
+        let one = json!({"messages": [m]});
+        let mut e = pi_events(&one);
+        if m["role"] == "assistant" {
+            let thinking: Vec<Value> = m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|b| b["type"] == "thinking")
+                .map(|b| json!(["thinking", b["thinking"]]))
+                .collect();
+            e.splice(1..1, thinking);
+        }
+        out.extend(e);
+    }
+    out
 }
 
 fn find<'a>(all: &'a [Imported], name: &str) -> &'a Imported {
@@ -777,7 +1013,7 @@ fn importing_again_gives_the_same_bytes_and_adds_nothing() {
             .tree
             .header()
             .parent_session();
-        let o = write(&i.conv, a.path(), parent.as_deref(), false).unwrap();
+        let o = write(&i.conv, i.path.parent().unwrap(), parent.as_deref(), false).unwrap();
         assert_eq!(o.status, Status::Unchanged);
         assert_eq!(std::fs::read(&i.path).unwrap(), before);
     }

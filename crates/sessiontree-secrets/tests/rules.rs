@@ -251,7 +251,7 @@ fn keywords_in_any_casing_are_found_in_a_session() {
         "Auth_Token=",
         "DB_PassWord=",
     ] {
-        let value = format!("{}7{}", r.pick(ALNUM, 11), r.pick(ALNUM, 6));
+        let value = format!("{}7{}", r.text(ALNUM, 11), r.text(ALNUM, 6));
         let text = format!("the config says {key}{value} and more");
         assert!(
             find(&text).iter().any(|f| f.kind == "secret-assignment"),
@@ -279,7 +279,7 @@ fn aws_secret_keys_in_every_spelling_the_rule_allows() {
         "AWSSECRET_KEY",
         "aws_secret_access_key",
     ] {
-        let s = r.pick(B64, 40);
+        let s = r.text(B64, 40);
         let text = format!("{key} = {s}\n");
         let found = find(&text);
         assert!(

@@ -166,6 +166,7 @@ pub fn copies_by_agent(sources_file: &Path) -> HashMap<PathBuf, String> {
             Some("claude") => "claude-code",
             Some("codex") => "codex",
             Some("gemini") => "gemini-cli",
+            Some("opencode") => "opencode",
             _ => continue,
         };
         if let Some(c) = v.get("copy").and_then(|c| c.as_str()) {

@@ -105,9 +105,9 @@ impl Config {
     }
 }
 
-/// The agents' own folders: Claude Code's, Codex's and Gemini CLI's.
+/// The agents' own folders: Claude Code's, Codex's, Gemini CLI's and OpenCode's.
 pub fn default_sources() -> Vec<Source> {
-    [Agent::Claude, Agent::Codex, Agent::Gemini]
+    [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::OpenCode]
         .into_iter()
         .map(|agent| Source {
             agent,
@@ -148,11 +148,43 @@ fn stat(p: &Path) -> Option<Stat> {
     if !m.is_file() {
         return None;
     }
-    Some(Stat {
+    let mut st = Stat {
         len: m.len(),
         mtime: (m.mtime(), m.mtime_nsec()),
         ino: m.ino(),
-    })
+    };
+    // OpenCode's database in WAL mode: what it writes goes to the WAL first.
+    if p.file_name().is_some_and(|n| n == OPENCODE_DB) {
+        if let Ok(w) = std::fs::metadata(p.with_file_name("opencode.db-wal")) {
+            st.len = st.len.wrapping_add(w.len());
+            st.mtime = st.mtime.max((w.mtime(), w.mtime_nsec()));
+        }
+    }
+    Some(st)
+}
+
+/// OpenCode's database: the one source of an OpenCode data folder the watch follows (the
+/// `storage/` tree of older releases is for `import`).
+const OPENCODE_DB: &str = "opencode.db";
+
+/// The database a change of OpenCode's database, WAL or rollback journal is a change of
+/// (not its `-shm`, which readers write too).
+fn opencode_db_of(p: &Path) -> Option<PathBuf> {
+    let name = p.file_name()?.to_str()?;
+    matches!(
+        name,
+        "opencode.db" | "opencode.db-wal" | "opencode.db-journal"
+    )
+    .then(|| p.with_file_name(OPENCODE_DB))
+}
+
+/// The transcripts of a source: an OpenCode data folder's database, else every `*.jsonl`.
+fn walk_source(s: &Source) -> Vec<PathBuf> {
+    if s.agent == Agent::OpenCode {
+        let db = s.root.join(OPENCODE_DB);
+        return if db.is_file() { vec![db] } else { Vec::new() };
+    }
+    walk(&s.root)
 }
 
 fn modified(s: &Stat) -> SystemTime {
@@ -380,7 +412,7 @@ impl Watch<'_> {
         let mut changed = BTreeSet::new();
         let mut seen = BTreeSet::new();
         for s in &self.cfg.sources {
-            for p in walk(&s.root) {
+            for p in walk_source(s) {
                 let st = stat(&p);
                 let k = self.known.get(&p);
                 if st.is_some() && (k.is_none() || k.and_then(|k| k.imported) != st) {
@@ -519,7 +551,14 @@ pub fn run(cfg: &Config, stop: &AtomicBool, log: &mut dyn FnMut(&str)) -> Result
                     }
                     continue;
                 }
-                match watcher.watch(&s.root, RecursiveMode::Recursive) {
+                // OpenCode's database is at the top of its folder (whose snapshots are
+                // large git trees not to follow).
+                let mode = if s.agent == Agent::OpenCode {
+                    RecursiveMode::NonRecursive
+                } else {
+                    RecursiveMode::Recursive
+                };
+                match watcher.watch(&s.root, mode) {
                     Ok(()) => {
                         log(&format!("watching {} ({})", show(&s.root), s.agent.name()));
                         watched.insert(s.root.clone());
@@ -624,7 +663,16 @@ fn follow(
         }
         let mut todo = BTreeSet::new();
         for p in std::mem::take(&mut dirty) {
-            if p.extension().is_some_and(|e| e == "jsonl") {
+            let opencode = w.agent_of(&p) == Some(Agent::OpenCode);
+            let p = if opencode {
+                match opencode_db_of(&p) {
+                    Some(db) => db,
+                    None => continue,
+                }
+            } else {
+                p
+            };
+            if opencode || p.extension().is_some_and(|e| e == "jsonl") {
                 match stat(&p) {
                     Some(st) => {
                         if w.known.get(&p).and_then(|k| k.imported) != Some(st) {

@@ -122,6 +122,7 @@ fn agent_key(imported: Option<&str>) -> &'static str {
     match imported {
         Some("claude-code") => "claude-code",
         Some("codex") => "codex",
+        Some("opencode") => "opencode",
         Some(_) => "imported",
         None => "pi",
     }
@@ -131,6 +132,7 @@ fn agent_name(key: &str) -> &'static str {
     match key {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
+        "opencode" => "OpenCode",
         "imported" => "imported",
         _ => "Pi",
     }
@@ -544,7 +546,7 @@ pub fn list(src: &Sources, p: &ListParams, redact: &Redactor) -> Result<String, 
         };
         select(&mut h, "project", "every project", None, &projects, project);
         h.raw("<select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
-        for a in ["pi", "claude-code", "codex"] {
+        for a in ["pi", "claude-code", "codex", "gemini-cli", "opencode"] {
             h.raw("<option value=\"").plain(a).raw("\"");
             if agent == Some(a) {
                 h.raw(" selected");

@@ -67,6 +67,7 @@ pub fn imported_mark(
         "claude-code" => Some("claude-code"),
         "codex" => Some("codex"),
         "gemini-cli" => Some("gemini-cli"),
+        "opencode" => Some("opencode"),
         _ => None,
     };
     if let Some(ct) = custom_type {
@@ -76,6 +77,7 @@ pub fn imported_mark(
         Some("claudeCode") => Some("claude-code"),
         Some("codex") => Some("codex"),
         Some("geminiCli") => Some("gemini-cli"),
+        Some("opencode") => Some("opencode"),
         _ => source.and_then(by_name),
     }
 }
@@ -465,6 +467,8 @@ impl Acc {
             Some("codex")
         } else if line.inner("message", "geminiCli").is_some() {
             Some("geminiCli")
+        } else if line.inner("message", "opencode").is_some() {
+            Some("opencode")
         } else {
             None
         };
