@@ -7,77 +7,49 @@ use sessiontree_testkit::rng as xorshift;
 
 use serde_json::Value;
 use sessiontree_testkit::files::copy_dir;
+use sessiontree_testkit::home::Home;
 use sessiontree_testkit::run::stdout;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
+    sessiontree_testkit::home::import_fixtures()
 }
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// Claude Code's and Codex's folders as the agents lay them out, and an empty Pi agent dir.
+fn home() -> Home {
+    let h = Home::new(BIN);
+    copy_dir(
+        &fixtures().join("claude"),
+        &h.root.join("claude/projects/-home-dev-shop"),
+    );
+    copy_dir(
+        &fixtures().join("codex"),
+        &h.root.join("codex/sessions/2025/10/03"),
+    );
+    copy_dir(
+        &fixtures().join("codex-recorded/sessions"),
+        &h.root.join("codex/sessions"),
+    );
+    h
 }
 
-impl Home {
-    /// Claude Code's and Codex's folders as the agents lay them out, and an empty Pi agent dir.
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        copy_dir(
-            &fixtures().join("claude"),
-            &root.join("claude/projects/-home-dev-shop"),
-        );
-        copy_dir(
-            &fixtures().join("codex"),
-            &root.join("codex/sessions/2025/10/03"),
-        );
-        copy_dir(
-            &fixtures().join("codex-recorded/sessions"),
-            &root.join("codex/sessions"),
-        );
-        Home { _tmp: tmp, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
-            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
-            .env("CODEX_HOME", self.root.join("codex"))
-            .env("HOME", &self.root)
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
-
-    fn folder(&self) -> PathBuf {
-        self.root.join("agent/sessions/--home-dev-shop--")
-    }
+/// Where the imported sessions of the fixtures' project go.
+fn folder(h: &Home) -> PathBuf {
+    h.root.join("agent/sessions/--home-dev-shop--")
 }
 
 #[test]
 fn import_then_list_search_stats_and_export() {
-    let h = Home::new();
+    let h = home();
     let o = h.run(&["import", "claude"]);
     sessiontree_testkit::run::exit(&o, 0);
     let paths: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
     assert_eq!(paths.len(), 6);
     for p in &paths {
-        assert!(Path::new(p).starts_with(h.folder()), "{p}");
+        assert!(Path::new(p).starts_with(folder(&h)), "{p}");
     }
     // The malformed lines are reported with file and line, and the rest imported.
     let err = String::from_utf8_lossy(&o.stderr);
@@ -170,7 +142,7 @@ fn import_then_list_search_stats_and_export() {
     assert!(stats.contains("claude-sonnet-4-5-20250929"), "{stats}");
     assert!(stats.contains("gpt-5-codex"), "{stats}");
 
-    let basic = std::fs::read_dir(h.folder())
+    let basic = std::fs::read_dir(folder(&h))
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.to_string_lossy().contains("5d0f7c1e"))
@@ -184,9 +156,9 @@ fn import_then_list_search_stats_and_export() {
 
 #[test]
 fn import_is_idempotent_and_reports_as_json() {
-    let h = Home::new();
+    let h = home();
     let first = h.json(&["import", "codex", "--json"]);
-    let snapshot: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(h.folder())
+    let snapshot: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(folder(&h))
         .unwrap()
         .map(|e| e.unwrap().path())
         .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
@@ -219,7 +191,7 @@ fn import_is_idempotent_and_reports_as_json() {
 
 #[test]
 fn dry_run_writes_nothing_and_errors_name_the_file() {
-    let h = Home::new();
+    let h = home();
     let o = h.run(&["import", "claude", "--dry-run", "--json"]);
     assert!(o.status.success());
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -262,7 +234,7 @@ fn dry_run_writes_nothing_and_errors_name_the_file() {
 /// `parentSession`, whatever order the files are found in, and not the other way round.
 #[test]
 fn claude_resume_and_fork_copies_are_linked_to_their_original() {
-    let h = Home::new();
+    let h = home();
     copy_dir(
         &fixtures().join("claude-recorded"),
         &h.root.join("claude/projects/-home-dev-demo"),
@@ -304,7 +276,7 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
         .is_none());
 
     // A copy imported without its original: no link, and no error.
-    let alone = Home::new();
+    let alone = home();
     let only = fixtures().join("claude-recorded/cb94987c-b200-4f6e-9102-ef6dd61e0d01.jsonl");
     let v = alone.json(&["import", "claude", "--json", only.to_str().unwrap()]);
     assert_eq!(v[0]["status"], "created");
@@ -315,7 +287,7 @@ fn claude_resume_and_fork_copies_are_linked_to_their_original() {
     // resume copies) is linked to the original's file from the earlier run, as when both
     // come in one run. (A copy known only by sharing its first line with another
     // transcript is linked only within one run.)
-    let apart = Home::new();
+    let apart = home();
     let (copy, original) = (
         "claude-recorded/cb94987c-b200-4f6e-9102-ef6dd61e0d01.jsonl",
         "claude-recorded/2eb18699-69bc-4917-863b-8879884dd4b1.jsonl",
@@ -438,7 +410,7 @@ fn a_missing_agent_folder_is_nothing_found_and_says_where_it_looked() {
 /// import, and nothing is left behind under a temporary name.
 #[test]
 fn two_sources_of_one_session_in_one_run_make_one_file() {
-    let h = Home::new();
+    let h = home();
     let src = h.root.join("codex/sessions/2025/10/03");
     let copy = h.root.join("codex/sessions/copy");
     copy_dir(&src, &copy);

@@ -4,51 +4,29 @@
 
 use serde_json::Value;
 use sessiontree_testkit::files::copy_dir;
-use std::path::{Path, PathBuf};
+use sessiontree_testkit::home::Home;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
+    sessiontree_testkit::home::import_fixtures()
 }
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Home {
-    /// Gemini CLI's folder (`$GEMINI_CLI_HOME/.gemini`) with the recorded and hand-written
-    /// chats, and an empty Pi agent dir.
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        copy_dir(
-            &fixtures().join("gemini-recorded/tmp"),
-            &root.join("gh/.gemini/tmp"),
-        );
-        copy_dir(&fixtures().join("gemini/tmp"), &root.join("gh/.gemini/tmp"));
-        Home { _tmp: tmp, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
-            .env("GEMINI_CLI_HOME", self.root.join("gh"))
-            .env("HOME", &self.root)
-            .env("NO_COLOR", "1")
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let o = self.run(args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
+/// Gemini CLI's folder (`$GEMINI_CLI_HOME/.gemini`) with the recorded and hand-written
+/// chats, and an empty Pi agent dir.
+fn home() -> Home {
+    let h = Home::new(BIN);
+    copy_dir(
+        &fixtures().join("gemini-recorded/tmp"),
+        &h.root.join("gh/.gemini/tmp"),
+    );
+    copy_dir(
+        &fixtures().join("gemini/tmp"),
+        &h.root.join("gh/.gemini/tmp"),
+    );
+    h
 }
 
 fn text(o: &Output) -> String {
@@ -57,7 +35,7 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn import_gemini_then_list_search_stats_and_export() {
-    let h = Home::new();
+    let h = home();
     let report = h.json(&["import", "gemini", "--json"]);
     let rows = report.as_array().unwrap();
     let written: Vec<&Value> = rows.iter().filter(|r| r["path"].is_string()).collect();
@@ -101,7 +79,10 @@ fn import_gemini_then_list_search_stats_and_export() {
         4,
         "{plain}"
     );
-    assert!(plain.contains("G imported from"), "{plain}");
+    assert!(
+        plain.contains("G / O imported from Claude Code / Codex / Gemini CLI"),
+        "{plain}"
+    );
 
     let found = h.run(&["search", "hello-gemini"]);
     assert!(found.status.success());
@@ -127,7 +108,7 @@ fn import_gemini_then_list_search_stats_and_export() {
 
 #[test]
 fn dry_run_writes_nothing_and_a_missing_folder_is_nothing_found() {
-    let h = Home::new();
+    let h = home();
     let o = h.run(&["import", "gemini", "--dry-run", "--json"]);
     assert!(o.status.success());
     assert!(!h.root.join("agent").exists());

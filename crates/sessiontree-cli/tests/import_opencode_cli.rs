@@ -4,63 +4,33 @@
 
 use serde_json::Value;
 use sessiontree_testkit::files::copy_dir;
+use sessiontree_testkit::home::Home;
 use sessiontree_testkit::run::stdout;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
+    sessiontree_testkit::home::import_fixtures()
 }
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Home {
-    /// OpenCode's data folder (`$XDG_DATA_HOME/opencode`) with the recorded database, and
-    /// an empty Pi agent dir.
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        let data = root.join("xdg/opencode");
-        std::fs::create_dir_all(&data).unwrap();
-        std::fs::copy(
-            fixtures().join("opencode-recorded/opencode.db"),
-            data.join("opencode.db"),
-        )
-        .unwrap();
-        Home { _tmp: tmp, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
-            .env("XDG_DATA_HOME", self.root.join("xdg"))
-            .env("HOME", &self.root)
-            .env("NO_COLOR", "1")
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
+/// OpenCode's data folder (`$XDG_DATA_HOME/opencode`) with the recorded database, and
+/// an empty Pi agent dir.
+fn home() -> Home {
+    let h = Home::new(BIN);
+    let data = h.root.join("xdg/opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(
+        fixtures().join("opencode-recorded/opencode.db"),
+        data.join("opencode.db"),
+    )
+    .unwrap();
+    h
 }
 
 #[test]
 fn import_opencode_then_list_search_stats_and_export() {
-    let h = Home::new();
+    let h = home();
     let o = h.run(&["import", "opencode"]);
     assert_eq!(
         o.status.code(),
@@ -156,7 +126,7 @@ fn import_opencode_then_list_search_stats_and_export() {
 /// once (the database's); the tree alone imports too.
 #[test]
 fn the_storage_tree_imports_and_a_session_also_in_the_database_is_taken_once() {
-    let h = Home::new();
+    let h = home();
     let data = h.root.join("xdg/opencode");
     copy_dir(
         &fixtures().join("opencode-storage/storage"),
@@ -199,7 +169,7 @@ fn the_storage_tree_imports_and_a_session_also_in_the_database_is_taken_once() {
 
 #[test]
 fn no_opencode_folder_is_nothing_found_and_says_where_it_looked() {
-    let h = Home::new();
+    let h = home();
     std::fs::remove_dir_all(h.root.join("xdg")).unwrap();
     let o = h.run(&["import", "opencode"]);
     assert_eq!(o.status.code(), Some(1));

@@ -4,9 +4,9 @@
 //! `watch`, which sees the rollout before its segments exist, ends with the same file,
 //! only ever appended to.
 
-use serde_json::Value;
+use sessiontree_testkit::home::Home;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -28,81 +28,28 @@ fn thread_files() -> Vec<PathBuf> {
     files
 }
 
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
+/// Codex's and Claude Code's folders, empty.
+fn home() -> Home {
+    let h = Home::new(BIN);
+    std::fs::create_dir_all(day(&h)).unwrap();
+    std::fs::create_dir_all(h.root.join("claude/projects")).unwrap();
+    h
 }
 
-impl Home {
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        std::fs::create_dir_all(root.join("codex/sessions/2026/12/01")).unwrap();
-        std::fs::create_dir_all(root.join("claude/projects")).unwrap();
-        Home { _tmp: tmp, root }
-    }
-
-    fn day(&self) -> PathBuf {
-        self.root.join("codex/sessions/2026/12/01")
-    }
-
-    fn cmd(&self, agent_dir: &str, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .env("PI_CODING_AGENT_DIR", self.root.join(agent_dir))
-            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
-            .env("CODEX_HOME", self.root.join("codex"))
-            .env("HOME", &self.root)
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .env_remove("SESSIONTREE_ARCHIVE");
-        c
-    }
-
-    fn run(&self, agent_dir: &str, args: &[&str]) -> Output {
-        self.cmd(agent_dir, args).output().unwrap()
-    }
-
-    fn json(&self, agent_dir: &str, args: &[&str]) -> Value {
-        let o = self.run(agent_dir, args);
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
-
-    /// The Pi session files under `agent_dir`.
-    fn sessions(&self, agent_dir: &str) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        let mut stack = vec![self.root.join(agent_dir).join("sessions")];
-        while let Some(d) = stack.pop() {
-            let Ok(rd) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            for e in rd {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        out.sort();
-        out
-    }
+/// The Codex sessions folder of the recorded thread's day.
+fn day(h: &Home) -> PathBuf {
+    h.root.join("codex/sessions/2026/12/01")
 }
 
 #[test]
 fn import_makes_a_reverted_thread_one_session_whichever_file_it_is_given() {
     let files = thread_files();
     // All at once, from Codex's folder.
-    let h = Home::new();
+    let h = home();
     for f in &files {
-        std::fs::copy(f, h.day().join(f.file_name().unwrap())).unwrap();
+        std::fs::copy(f, day(&h).join(f.file_name().unwrap())).unwrap();
     }
-    let rows = h.json("agent", &["import", "codex", "--json"]);
+    let rows = h.json_in("agent", &["import", "codex", "--json"]);
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0]["status"], "created");
@@ -110,15 +57,15 @@ fn import_makes_a_reverted_thread_one_session_whichever_file_it_is_given() {
     assert_eq!(sessions.len(), 1);
     let whole = std::fs::read(&sessions[0]).unwrap();
     // Given only a segment, the import finds the rest of the thread: nothing to add.
-    let segment = h.day().join(files[2].file_name().unwrap());
-    let again = h.json(
+    let segment = day(&h).join(files[2].file_name().unwrap());
+    let again = h.json_in(
         "agent",
         &["import", "codex", "--json", segment.to_str().unwrap()],
     );
     assert_eq!(again[0]["status"], "unchanged", "{again:#}");
     assert_eq!(std::fs::read(&sessions[0]).unwrap(), whole);
     // And into a fresh agent dir, given only the newest segment: the same file.
-    let rows = h.json(
+    let rows = h.json_in(
         "fresh",
         &["import", "codex", "--json", segment.to_str().unwrap()],
     );
@@ -126,7 +73,7 @@ fn import_makes_a_reverted_thread_one_session_whichever_file_it_is_given() {
     let fresh = h.sessions("fresh");
     assert_eq!(fresh.len(), 1);
     assert_eq!(std::fs::read(&fresh[0]).unwrap(), whole);
-    let listed = h.json("agent", &["ls", "--all", "--no-index", "--json"]);
+    let listed = h.json_in("agent", &["ls", "--all", "--no-index", "--json"]);
     let listed = listed["sessions"].as_array().unwrap();
     assert_eq!(listed.len(), 1, "{listed:#?}");
     assert_eq!(listed[0]["importedFrom"], "codex");
@@ -140,20 +87,20 @@ fn kill(c: &mut Child) {
 #[test]
 fn watch_appends_each_segment_to_the_file_it_wrote_for_the_rollout() {
     let files = thread_files();
-    let h = Home::new();
+    let h = home();
     // What a one-shot import of the whole thread writes.
     let want = {
-        let one = Home::new();
+        let one = home();
         for f in &files {
-            std::fs::copy(f, one.day().join(f.file_name().unwrap())).unwrap();
+            std::fs::copy(f, day(&one).join(f.file_name().unwrap())).unwrap();
         }
-        let o = one.run("agent", &["import", "codex"]);
+        let o = one.run_in("agent", &["import", "codex"]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         std::fs::read(&one.sessions("agent")[0]).unwrap()
     };
     let log = std::fs::File::create(h.root.join("watch.log")).unwrap();
     let mut w = h
-        .cmd(
+        .cmd_in(
             "agent",
             &[
                 "watch",
@@ -201,12 +148,12 @@ fn watch_appends_each_segment_to_the_file_it_wrote_for_the_rollout() {
             }
         };
     // The rollout first, whole: its turns, the one to be reverted included.
-    std::fs::copy(&files[0], h.day().join(files[0].file_name().unwrap())).unwrap();
+    std::fs::copy(&files[0], day(&h).join(files[0].file_name().unwrap())).unwrap();
     let lines_of = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
     let rollout_only = {
-        let one = Home::new();
-        std::fs::copy(&files[0], one.day().join(files[0].file_name().unwrap())).unwrap();
-        let o = one.run("agent", &["import", "codex"]);
+        let one = home();
+        std::fs::copy(&files[0], day(&one).join(files[0].file_name().unwrap())).unwrap();
+        let o = one.run_in("agent", &["import", "codex"]);
         assert!(o.status.success());
         std::fs::read(&one.sessions("agent")[0]).unwrap()
     };
@@ -216,7 +163,7 @@ fn watch_appends_each_segment_to_the_file_it_wrote_for_the_rollout() {
     // Each segment as Codex writes it: a first part, then the rest.
     for f in &files[1..] {
         let bytes = std::fs::read(f).unwrap();
-        let target = h.day().join(f.file_name().unwrap());
+        let target = day(&h).join(f.file_name().unwrap());
         let half = bytes
             .iter()
             .enumerate()

@@ -62,50 +62,47 @@ const L: &str = "0199cccc-0000-7000-8000-00000000000c";
 /// B: imported from Claude Code. L: long (a context of many pages, one entry of 40,000
 /// characters with markers all through it).
 fn fixture(agent: &Path) -> (PathBuf, PathBuf) {
-    let mut a = String::new();
-    a += &entry(
-        "u1",
-        None,
-        1,
-        &user(
-            "The quokka simulation drifts. REDIS_URL is MARKER-a1b2c3 here.",
+    // (id, parent, minute, text; a model for an assistant's): u2-a2 is the abandoned branch,
+    // u3 the current one.
+    let turns = [
+        (
+            "u1",
+            None,
             1,
+            "The quokka simulation drifts. REDIS_URL is MARKER-a1b2c3 here.",
+            None,
         ),
-    );
-    a += &entry(
-        "a1",
-        Some("u1"),
-        2,
-        &assistant(
-            "Looking at the quokka integrator.",
-            "claude-MARKER-feed01",
+        (
+            "a1",
+            Some("u1"),
             2,
+            "Looking at the quokka integrator.",
+            Some("claude-MARKER-feed01"),
         ),
-    );
-    // The abandoned branch.
-    a += &entry(
-        "u2",
-        Some("a1"),
-        3,
-        &user("Try the quokka leapfrog variant first", 3),
-    );
-    a += &entry(
-        "a2",
-        Some("u2"),
-        4,
-        &assistant(
-            "Leapfrog tried; the quokka still drifts.",
-            "claude-MARKER-feed01",
+        (
+            "u2",
+            Some("a1"),
+            3,
+            "Try the quokka leapfrog variant first",
+            None,
+        ),
+        (
+            "a2",
+            Some("u2"),
             4,
+            "Leapfrog tried; the quokka still drifts.",
+            Some("claude-MARKER-feed01"),
         ),
-    );
-    // The current branch.
-    a += &entry(
-        "u3",
-        Some("a1"),
-        5,
-        &user("Apply the exact phrase fix now", 5),
-    );
+        ("u3", Some("a1"), 5, "Apply the exact phrase fix now", None),
+    ];
+    let mut a = String::new();
+    for (id, parent, n, text, model) in turns {
+        let body = match model {
+            Some(m) => assistant(text, m, n),
+            None => user(text, n),
+        };
+        a += &entry(id, parent, n, &body);
+    }
     a += &format!(
         "{{\"type\":\"message\",\"id\":\"t3\",\"parentId\":\"u3\",\"timestamp\":\"{}\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"c1\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"token=MARKER-0ff1ce done\"}}],\"isError\":false,\"timestamp\":1767225900000}}}}\n",
         ts(6)

@@ -2,6 +2,7 @@
 //! as it runs) ends as a one-shot `import opencode` of the database would write it.
 
 use rusqlite::Connection;
+use sessiontree_testkit::home::Home;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -10,21 +11,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 const MAIN: &str = "ses_dce73b1eeffenoobMrgAxGFH3S";
 
 fn fixture_db() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../sessiontree-import/tests/fixtures/opencode-recorded/opencode.db")
-}
-
-fn cmd(root: &Path, agent_dir: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("PI_CODING_AGENT_DIR", root.join(agent_dir))
-        .env("XDG_DATA_HOME", root.join("xdg"))
-        .env("CLAUDE_CONFIG_DIR", root.join("claude"))
-        .env("CODEX_HOME", root.join("codex"))
-        .env("HOME", root)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env_remove("SESSIONTREE_ARCHIVE");
-    c
+    sessiontree_testkit::home::import_fixtures().join("opencode-recorded/opencode.db")
 }
 
 /// The session files under `dir`, by name.
@@ -56,8 +43,8 @@ fn kill(c: &mut Child) {
 
 #[test]
 fn watching_opencode_follows_what_it_commits_to_its_wal() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
+    let h = Home::new(BIN);
+    let root = h.root.as_path();
     let data = root.join("xdg/opencode");
     std::fs::create_dir_all(&data).unwrap();
     let db = data.join("opencode.db");
@@ -86,23 +73,23 @@ fn watching_opencode_follows_what_it_commits_to_its_wal() {
     .unwrap();
     let log_path = root.join("watch.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut w = cmd(
-        root,
-        "agent",
-        &[
-            "watch",
-            "--no-claude",
-            "--no-codex",
-            "--rescan",
-            "1",
-            "--open-quiet",
-            "1",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(log)
-    .spawn()
-    .unwrap();
+    let mut w = h
+        .cmd_in(
+            "agent",
+            &[
+                "watch",
+                "--no-claude",
+                "--no-codex",
+                "--rescan",
+                "1",
+                "--open-quiet",
+                "1",
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
     let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let t = Instant::now();
     while !read_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
@@ -123,7 +110,7 @@ fn watching_opencode_follows_what_it_commits_to_its_wal() {
             > 0
     );
     let one_shot = |dir: &str| {
-        let o = cmd(root, dir, &["import", "opencode"]).output().unwrap();
+        let o = h.cmd_in(dir, &["import", "opencode"]).output().unwrap();
         assert_eq!(
             o.status.code(),
             Some(0),

@@ -290,15 +290,7 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                     }
                 }
             }
-            "toolResult" => {
-                let t: Vec<&str> = sessiontree_testkit::json::present(&m["content"], "text");
-                out.push(json!([
-                    "result",
-                    m["toolCallId"],
-                    t.join("\n"),
-                    m["isError"]
-                ]));
-            }
+            "toolResult" => out.push(sessiontree_testkit::json::tool_result_event(m)),
             r => panic!("unexpected role {r}"),
         }
     }
@@ -376,23 +368,7 @@ fn claude_events(p: &Path, side: bool) -> Vec<Value> {
                     Value::Array(a) => {
                         for b in a {
                             match b["type"].as_str().unwrap() {
-                                "tool_result" => {
-                                    let t = match &b["content"] {
-                                        Value::String(s) => s.clone(),
-                                        Value::Array(x) => x
-                                            .iter()
-                                            .filter_map(|y| y["text"].as_str())
-                                            .collect::<Vec<_>>()
-                                            .join("\n"),
-                                        _ => String::new(),
-                                    };
-                                    out.push(json!([
-                                        "result",
-                                        b["tool_use_id"],
-                                        t,
-                                        b["is_error"] == true
-                                    ]));
-                                }
+                                "tool_result" => out.push(claude_result(b)),
                                 "text" => out.push(json!(["user", b["text"]])),
                                 "image" => out.push(json!(["image", b["source"]["media_type"]])),
                                 _ => {}
@@ -1182,23 +1158,7 @@ fn request_events(messages: &Value) -> Vec<Value> {
                     }
                 }
                 ("user", "image") => out.push(json!(["image", b["source"]["media_type"]])),
-                ("user", "tool_result") => {
-                    let t = match &b["content"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(x) => x
-                            .iter()
-                            .filter_map(|y| y["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        _ => String::new(),
-                    };
-                    out.push(json!([
-                        "result",
-                        b["tool_use_id"],
-                        t,
-                        b["is_error"] == true
-                    ]));
-                }
+                ("user", "tool_result") => out.push(claude_result(&b)),
                 ("assistant", "text") => out.push(json!(["assistant", b["text"]])),
                 ("assistant", "tool_use") => {
                     out.push(json!(["call", b["id"], b["name"], b["input"]]))
@@ -2075,4 +2035,19 @@ fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
         .filter(|e| e.str_field("customType").as_deref() == Some("codex:revert"))
         .count();
     assert_eq!(reverts, 2);
+}
+
+/// A Claude Code `tool_result` block as the conversation tests compare it: `["result", id,
+/// text, is_error]` (a list of blocks is its texts, one a line).
+fn claude_result(b: &Value) -> Value {
+    let t = match &b["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(x) => x
+            .iter()
+            .filter_map(|y| y["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    json!(["result", b["tool_use_id"], t, b["is_error"] == true])
 }

@@ -146,20 +146,7 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                     }
                 }
             }
-            "toolResult" => {
-                let t: Vec<&str> = m["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|b| b["text"].as_str())
-                    .collect();
-                out.push(json!([
-                    "result",
-                    m["toolCallId"],
-                    t.join("\n"),
-                    m["isError"]
-                ]));
-            }
+            "toolResult" => out.push(sessiontree_testkit::json::tool_result_event(m)),
             r => panic!("unexpected role {r}"),
         }
     }

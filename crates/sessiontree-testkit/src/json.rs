@@ -25,3 +25,14 @@ pub fn array(v: &Value) -> &Vec<Value> {
 pub fn present<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
     array(v).iter().filter_map(|e| e[key].as_str()).collect()
 }
+
+/// A Pi `toolResult` message of a context as the conversation tests compare it:
+/// `["result", toolCallId, its texts one a line, isError]`.
+pub fn tool_result_event(m: &Value) -> Value {
+    serde_json::json!([
+        "result",
+        m["toolCallId"],
+        present(&m["content"], "text").join("\n"),
+        m["isError"]
+    ])
+}

@@ -2,7 +2,7 @@
 //!
 //! What the workspace's tests would otherwise write again per crate: temp agent dirs and
 //! session folders ([`agent`]), running the command ([`run`]), the throwaway PostgreSQL
-//! cluster ([`pg`]), a raw HTTP client for the web server ([`http`]), the seeded
+//! cluster ([`pg`]), every agent's folder in one temp home for import tests ([`home`]), a raw HTTP client for the web server ([`http`]), the seeded
 //! generators ([`Rng`] for tests, [`gen`] for realistic benchmark sessions), test sizes
 //! from the environment ([`env_or`]), the reference implementation through `interop/`
 //! ([`interop`]), headless Chromium through `export-tests/` ([`browser`]), generated
@@ -20,6 +20,7 @@ pub mod creds;
 pub mod env;
 pub mod files;
 pub mod gen;
+pub mod home;
 pub mod http;
 pub mod interop;
 pub mod json;

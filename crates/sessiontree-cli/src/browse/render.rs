@@ -711,7 +711,7 @@ fn draw_modal(f: &mut Frame, m: &Modal, area: Rect) {
             [
                 "Sessions: type to search (full text) · ↑↓ PgUp PgDn Home End",
                 "  Tab this folder / all · Enter open the tree · Ctrl+R resume · Esc quit",
-                "  marks: ⑂ fork · C/X/O imported from Claude Code/Codex/OpenCode · ↑ pushed · + changed since",
+                "  marks: ⑂ fork · C/X/G/O imported: Claude/Codex/Gemini/OpenCode · ↑ pushed · + changed since",
                 "Tree: ↑↓ move · ←→ PgUp PgDn page · Home End",
                 "  Ctrl+← fold segment / to its start / up · Ctrl+→ unfold / next segment",
                 "  Alt+↑ Alt+↓ previous / next sibling branch · Ctrl+G the leaf",

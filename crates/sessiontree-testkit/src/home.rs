@@ -1,0 +1,84 @@
+//! A throwaway home for the import and watch tests: every agent's folder inside one temp
+//! folder (Claude Code's `claude/`, Codex's `codex/`, Gemini CLI's `gh/.gemini`,
+//! OpenCode's `xdg/opencode`), Pi agent dirs beside them, and the command run with its
+//! environment pointing there and nowhere else (no session dir, no archive, no colour).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The recorded and hand-made transcripts of the import crate's tests.
+pub fn import_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
+}
+
+pub struct Home {
+    _tmp: tempfile::TempDir,
+    /// The temp folder: `HOME`, and the root of every agent's folder.
+    pub root: PathBuf,
+    bin: PathBuf,
+}
+
+impl Home {
+    /// An empty home; `bin` is the command under test (`env!("CARGO_BIN_EXE_sessiontree")`).
+    pub fn new(bin: &str) -> Home {
+        let tmp = tempfile::tempdir().unwrap();
+        Home {
+            root: tmp.path().to_path_buf(),
+            _tmp: tmp,
+            bin: PathBuf::from(bin),
+        }
+    }
+
+    /// The command with `args`, the Pi agent dir `<root>/<agent_dir>`.
+    pub fn cmd_in(&self, agent_dir: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args)
+            .env("PI_CODING_AGENT_DIR", self.root.join(agent_dir))
+            .env("CLAUDE_CONFIG_DIR", self.root.join("claude"))
+            .env("CODEX_HOME", self.root.join("codex"))
+            .env("GEMINI_CLI_HOME", self.root.join("gh"))
+            .env("XDG_DATA_HOME", self.root.join("xdg"))
+            .env("HOME", &self.root)
+            .env("NO_COLOR", "1")
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env_remove("SESSIONTREE_ARCHIVE");
+        c
+    }
+
+    pub fn run_in(&self, agent_dir: &str, args: &[&str]) -> Output {
+        self.cmd_in(agent_dir, args).output().unwrap()
+    }
+
+    /// The JSON the command prints; it must succeed.
+    pub fn json_in(&self, agent_dir: &str, args: &[&str]) -> Value {
+        let o = self.run_in(agent_dir, args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    /// [`Home::run_in`] the agent dir `agent`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.run_in("agent", args)
+    }
+
+    /// [`Home::json_in`] the agent dir `agent`.
+    pub fn json(&self, args: &[&str]) -> Value {
+        self.json_in("agent", args)
+    }
+
+    /// The Pi session files under `<root>/<agent_dir>/sessions`, sorted (none before the
+    /// first import).
+    pub fn sessions(&self, agent_dir: &str) -> Vec<PathBuf> {
+        let dir = self.root.join(agent_dir).join("sessions");
+        if dir.exists() {
+            crate::files::jsonl_under(&dir)
+        } else {
+            Vec::new()
+        }
+    }
+}
