@@ -20,20 +20,14 @@ fn fixtures() -> PathBuf {
 
 /// Claude Code's and Codex's folders as the agents lay them out, and an empty Pi agent dir.
 fn home() -> Home {
-    let h = Home::new(BIN);
-    copy_dir(
-        &fixtures().join("claude"),
-        &h.root.join("claude/projects/-home-dev-shop"),
-    );
-    copy_dir(
-        &fixtures().join("codex"),
-        &h.root.join("codex/sessions/2025/10/03"),
-    );
-    copy_dir(
-        &fixtures().join("codex-recorded/sessions"),
-        &h.root.join("codex/sessions"),
-    );
-    h
+    Home::with_fixtures(
+        BIN,
+        &[
+            ("claude", "claude/projects/-home-dev-shop"),
+            ("codex", "codex/sessions/2025/10/03"),
+            ("codex-recorded/sessions", "codex/sessions"),
+        ],
+    )
 }
 
 /// Where the imported sessions of the fixtures' project go.

@@ -3,30 +3,21 @@
 //! and `ls` (the `G` mark, `importedFrom`), `search`, `stats`, `export` on the result.
 
 use serde_json::Value;
-use sessiontree_testkit::files::copy_dir;
 use sessiontree_testkit::home::Home;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
-fn fixtures() -> PathBuf {
-    sessiontree_testkit::home::import_fixtures()
-}
-
 /// Gemini CLI's folder (`$GEMINI_CLI_HOME/.gemini`) with the recorded and hand-written
 /// chats, and an empty Pi agent dir.
 fn home() -> Home {
-    let h = Home::new(BIN);
-    copy_dir(
-        &fixtures().join("gemini-recorded/tmp"),
-        &h.root.join("gh/.gemini/tmp"),
-    );
-    copy_dir(
-        &fixtures().join("gemini/tmp"),
-        &h.root.join("gh/.gemini/tmp"),
-    );
-    h
+    Home::with_fixtures(
+        BIN,
+        &[
+            ("gemini-recorded/tmp", "gh/.gemini/tmp"),
+            ("gemini/tmp", "gh/.gemini/tmp"),
+        ],
+    )
 }
 
 fn text(o: &Output) -> String {

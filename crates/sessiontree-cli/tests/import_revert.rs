@@ -6,7 +6,7 @@
 
 use sessiontree_testkit::home::Home;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -98,23 +98,7 @@ fn watch_appends_each_segment_to_the_file_it_wrote_for_the_rollout() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         std::fs::read(&one.sessions("agent")[0]).unwrap()
     };
-    let log = std::fs::File::create(h.root.join("watch.log")).unwrap();
-    let mut w = h
-        .cmd_in(
-            "agent",
-            &[
-                "watch",
-                "--no-claude",
-                "--rescan",
-                "0.5",
-                "--open-quiet",
-                "1",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let mut w = h.spawn_watch(&["--no-claude", "--rescan", "0.5", "--open-quiet", "1"]);
     let mut seen: Vec<u8> = Vec::new();
     let mut check_appended = |h: &Home| -> Vec<u8> {
         let s = h.sessions("agent");
@@ -139,10 +123,7 @@ fn watch_appends_each_segment_to_the_file_it_wrote_for_the_rollout() {
                     return;
                 }
                 if t.elapsed() > Duration::from_secs(60) {
-                    panic!(
-                        "the watch did not catch up:\n{}",
-                        std::fs::read_to_string(h.root.join("watch.log")).unwrap_or_default()
-                    );
+                    panic!("the watch did not catch up:\n{}", h.watch_log());
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }

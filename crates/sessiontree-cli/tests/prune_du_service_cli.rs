@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use sessiontree_testkit::agent::seeded_session;
+use sessiontree_testkit::home::Home;
 use sessiontree_testkit::pg;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -149,9 +150,9 @@ fn prune_deletes_only_what_the_archive_holds_byte_for_byte() {
 fn a_pruned_copy_is_not_imported_again_until_its_transcript_grows() {
     let Some(c) = pg::archive() else { return };
     let url = c.url.clone();
-    let t = tempfile::tempdir().unwrap();
-    let agent = t.path().join("agent");
-    let claude = t.path().join("claude");
+    let h = Home::new(env!("CARGO_BIN_EXE_sessiontree"));
+    let agent = h.root.join("agent");
+    let claude = h.root.join("claude");
     let proj = claude.join("projects/-home-dev-shop");
     std::fs::create_dir_all(&proj).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(
@@ -162,15 +163,7 @@ fn a_pruned_copy_is_not_imported_again_until_its_transcript_grows() {
     let lines: Vec<&str> = all.split_inclusive('\n').collect();
     // All but the last line now; the last one later (the transcript grows).
     std::fs::write(&source, lines[..lines.len() - 1].concat()).unwrap();
-    let run = |args: &[&str]| {
-        st(&agent)
-            .args(args)
-            .env("CLAUDE_CONFIG_DIR", &claude)
-            .env("CODEX_HOME", t.path().join("codex"))
-            .env("HOME", t.path())
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| h.run(args);
     let v: Value = serde_json::from_str(&ok(&run(&["import", "claude", "--json"]))).unwrap();
     let copy = PathBuf::from(v[0]["path"].as_str().unwrap());
     let first = std::fs::read(&copy).unwrap();
@@ -196,11 +189,8 @@ fn a_pruned_copy_is_not_imported_again_until_its_transcript_grows() {
     );
     assert!(!copy.exists());
     // A watch's catch-up does not bring it back either.
-    let mut w = st(&agent)
-        .args(["watch", "--rescan", "1", "--no-codex"])
-        .env("CLAUDE_CONFIG_DIR", &claude)
-        .env("CODEX_HOME", t.path().join("codex"))
-        .env("HOME", t.path())
+    let mut w = h
+        .cmd_in("agent", &["watch", "--rescan", "1", "--no-codex"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -252,9 +242,9 @@ impl AppendLine for std::fs::File {
 
 #[test]
 fn du_shows_the_space_by_agent_and_by_project() {
-    let t = tempfile::tempdir().unwrap();
-    let agent = t.path().join("agent");
-    let claude = t.path().join("claude");
+    let h = Home::new(env!("CARGO_BIN_EXE_sessiontree"));
+    let agent = h.root.join("agent");
+    let claude = h.root.join("claude");
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../sessiontree-import/tests/fixtures/claude-inline");
     let proj = claude.join("projects/-home-dev-inline");
@@ -264,15 +254,7 @@ fn du_shows_the_space_by_agent_and_by_project() {
         std::fs::copy(&p, proj.join(p.file_name().unwrap())).unwrap();
     }
     let pi = session(&agent, 7, 3);
-    let run = |args: &[&str]| {
-        st(&agent)
-            .args(args)
-            .env("CLAUDE_CONFIG_DIR", &claude)
-            .env("CODEX_HOME", t.path().join("codex"))
-            .env("HOME", t.path())
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| h.run(args);
     ok(&run(&["import", "claude"]));
     let v: Value = serde_json::from_str(&ok(&run(&["du", "--json"]))).unwrap();
     let agents = v["agents"].as_array().unwrap();

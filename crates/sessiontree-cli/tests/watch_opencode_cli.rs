@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 use sessiontree_testkit::home::Home;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -71,26 +71,15 @@ fn watching_opencode_follows_what_it_commits_to_its_wal() {
          PRAGMA wal_autocheckpoint=0;"
     ))
     .unwrap();
-    let log_path = root.join("watch.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut w = h
-        .cmd_in(
-            "agent",
-            &[
-                "watch",
-                "--no-claude",
-                "--no-codex",
-                "--rescan",
-                "1",
-                "--open-quiet",
-                "1",
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let mut w = h.spawn_watch(&[
+        "--no-claude",
+        "--no-codex",
+        "--rescan",
+        "1",
+        "--open-quiet",
+        "1",
+    ]);
+    let read_log = || h.watch_log();
     let t = Instant::now();
     while !read_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The recorded and hand-made transcripts of the import crate's tests.
 pub fn import_fixtures() -> PathBuf {
@@ -28,6 +28,16 @@ impl Home {
             _tmp: tmp,
             bin: PathBuf::from(bin),
         }
+    }
+
+    /// A home holding copies of the import fixtures' folders: each `(from, to)` copies
+    /// `<fixtures>/<from>` to `<root>/<to>` (an agent's folder as the agent lays it out).
+    pub fn with_fixtures(bin: &str, folders: &[(&str, &str)]) -> Home {
+        let h = Home::new(bin);
+        for (from, to) in folders {
+            crate::files::copy_dir(&import_fixtures().join(from), &h.root.join(to));
+        }
+        h
     }
 
     /// The command with `args`, the Pi agent dir `<root>/<agent_dir>`.
@@ -69,6 +79,22 @@ impl Home {
     /// [`Home::json_in`] the agent dir `agent`.
     pub fn json(&self, args: &[&str]) -> Value {
         self.json_in("agent", args)
+    }
+
+    /// `sessiontree watch ARGS` in the background, agent dir `agent`; its stderr (one line
+    /// an event) goes to `<root>/watch.log`, see [`Home::watch_log`].
+    pub fn spawn_watch(&self, args: &[&str]) -> Child {
+        let log = std::fs::File::create(self.root.join("watch.log")).unwrap();
+        self.cmd_in("agent", &[&["watch"], args].concat())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    /// What the watch [`Home::spawn_watch`] started has logged so far.
+    pub fn watch_log(&self) -> String {
+        std::fs::read_to_string(self.root.join("watch.log")).unwrap_or_default()
     }
 
     /// The Pi session files under `<root>/<agent_dir>/sessions`, sorted (none before the
