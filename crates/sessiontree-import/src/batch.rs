@@ -1021,8 +1021,11 @@ mod tests {
             let codex = src.to_string_lossy().contains("codex");
             let in_gemini = src.to_string_lossy().contains("/gemini");
             let (cwd, parent) = crate::gemini::context_of(&src);
+            let in_copilot = src.to_string_lossy().contains("/copilot");
             let convert = |b: &[u8]| {
-                if in_gemini {
+                if in_copilot {
+                    vec![crate::copilot::convert(b, "fixture")]
+                } else if in_gemini {
                     vec![crate::gemini::convert(
                         b,
                         &stem,

@@ -112,7 +112,11 @@ pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
         .and_then(V::as_str)
         .map(str::to_string);
     let first_ms = time_ms(start.get("startTime"))
-        .or_else(|| records.iter().find_map(|(_, r)| time_ms(r.get("timestamp"))))
+        .or_else(|| {
+            records
+                .iter()
+                .find_map(|(_, r)| time_ms(r.get("timestamp")))
+        })
         .unwrap_or(0);
     let mut c = Converter {
         nodes: Nodes::default(),
@@ -311,7 +315,11 @@ impl<'a> Converter<'a> {
             .into_iter()
             .flatten()
         {
-            let cid = tr.get("toolCallId").and_then(V::as_str).unwrap_or("").to_string();
+            let cid = tr
+                .get("toolCallId")
+                .and_then(V::as_str)
+                .unwrap_or("")
+                .to_string();
             let name = tr.get("name").and_then(V::as_str).unwrap_or("").to_string();
             let args = match tr.get("arguments") {
                 Some(a @ V::Obj(_)) => a.clone(),
@@ -323,7 +331,9 @@ impl<'a> Converter<'a> {
                 _ => V::Obj(Obj::new()),
             };
             if !cid.is_empty() && !name.is_empty() {
-                self.tools.entry(cid.clone()).or_insert_with(|| name.clone());
+                self.tools
+                    .entry(cid.clone())
+                    .or_insert_with(|| name.clone());
             }
             calls += 1;
             content.push(obj! {"type": "toolCall", "id": cid, "name": name, "arguments": args});

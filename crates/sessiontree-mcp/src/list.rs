@@ -94,6 +94,7 @@ fn agent_of(imported: Option<&str>) -> &'static str {
     match imported {
         Some("claude-code") => "Claude Code",
         Some("codex") => "Codex",
+        Some("copilot-cli") => "GitHub Copilot CLI",
         Some(_) => "imported",
         None => "Pi",
     }

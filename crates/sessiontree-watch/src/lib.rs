@@ -115,12 +115,12 @@ pub fn default_sources() -> Vec<Source> {
         Agent::OpenCode,
         Agent::Copilot,
     ]
-        .into_iter()
-        .map(|agent| Source {
-            agent,
-            root: batch::default_root(agent),
-        })
-        .collect()
+    .into_iter()
+    .map(|agent| Source {
+        agent,
+        root: batch::default_root(agent),
+    })
+    .collect()
 }
 
 /// Control characters of a path or message shown on a terminal, escaped: file names and

@@ -123,6 +123,7 @@ fn agent_key(imported: Option<&str>) -> &'static str {
         Some("claude-code") => "claude-code",
         Some("codex") => "codex",
         Some("opencode") => "opencode",
+        Some("copilot-cli") => "copilot-cli",
         Some(_) => "imported",
         None => "pi",
     }
@@ -133,6 +134,7 @@ fn agent_name(key: &str) -> &'static str {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
         "opencode" => "OpenCode",
+        "copilot-cli" => "GitHub Copilot CLI",
         "imported" => "imported",
         _ => "Pi",
     }
@@ -546,7 +548,14 @@ pub fn list(src: &Sources, p: &ListParams, redact: &Redactor) -> Result<String, 
         };
         select(&mut h, "project", "every project", None, &projects, project);
         h.raw("<select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
-        for a in ["pi", "claude-code", "codex", "gemini-cli", "opencode"] {
+        for a in [
+            "pi",
+            "claude-code",
+            "codex",
+            "gemini-cli",
+            "opencode",
+            "copilot-cli",
+        ] {
             h.raw("<option value=\"").plain(a).raw("\"");
             if agent == Some(a) {
                 h.raw(" selected");
