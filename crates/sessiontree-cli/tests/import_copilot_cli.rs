@@ -61,7 +61,8 @@ fn import_copilot_then_list_search_stats_and_export() {
     let h = Home::new();
     let report = h.json(&["import", "copilot", "--json"]);
     let rows = report.as_array().unwrap();
-    assert_eq!(rows.len(), 2, "{report:#}");
+    // The recorded session, its subagent, the hand-written one.
+    assert_eq!(rows.len(), 3, "{report:#}");
     for r in rows {
         assert_eq!(r["status"], "created", "{r:#}");
         assert!(r["source"].as_str().unwrap().ends_with("/events.jsonl"));
@@ -70,6 +71,8 @@ fn import_copilot_then_list_search_stats_and_export() {
             .unwrap()
             .contains("/agent/sessions/--home-dev-demo--/"));
     }
+    let sub = rows.iter().find(|r| r["kind"] == "sidechain").unwrap();
+    assert!(sub["parentSession"].is_string(), "{sub:#}");
     let bad = rows
         .iter()
         .find(|r| r["problems"].as_array().is_some_and(|p| !p.is_empty()))
@@ -84,12 +87,12 @@ fn import_copilot_then_list_search_stats_and_export() {
 
     let ls = h.json(&["ls", "--all", "--json"]);
     let sessions = ls["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions.len(), 3);
     assert!(sessions.iter().all(|s| s["importedFrom"] == "copilot-cli"));
     let plain = text(&h.run(&["ls", "--all"]));
     assert_eq!(
         plain.lines().filter(|l| l.contains("H  ")).count(),
-        2,
+        3,
         "{plain}"
     );
     assert!(plain.contains("H imported from"), "{plain}");

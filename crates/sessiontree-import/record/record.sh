@@ -280,7 +280,7 @@ echo "transcripts under $OUT/cc/.claude/projects, $OUT/{cx,cxc,cxr,cxv}/home/.co
 
 if want copilot; then
 # GitHub Copilot CLI, offline against the scripted chat endpoint (no account): a single
-# turn, a tool call in a resumed run, a question in another resumed run.
+# turn, a tool call in a resumed run, a question in another, a `task` subagent in a last one.
 [ -x node_modules/.bin/copilot ] || npm install --no-audit --no-fund --loglevel=error "@github/copilot@${COPILOT_VERSION:-1.0.102}"
 mkdir -p gh/proj gh/home && (cd gh/proj && git init -q .)
 python3 "$HERE/scripted_chat.py" 18451 "$OUT/gh/requests.jsonl" & S7=$!
@@ -292,6 +292,7 @@ gh -p "Hello there" >/dev/null
 SID=$(ls "$OUT/gh/home/.copilot/session-state" | head -1)
 gh -p "Please RUN the echo command" --resume="$SID" >/dev/null
 gh -p "What did it print?" --resume="$SID" >/dev/null
+gh -p "Please DELEGATE this" --resume="$SID" >/dev/null
 kill $S7
 "$OUT/node_modules/.bin/copilot" --version > gh/copilot-version
 fi

@@ -448,7 +448,7 @@ fn convert_file(
             (vec![conv], path.to_path_buf(), false)
         }
         Agent::Copilot => (
-            vec![copilot::convert(bytes, &copilot::folder_id(path))],
+            copilot::convert_all(bytes, &copilot::folder_id(path)),
             path.to_path_buf(),
             false,
         ),
@@ -1024,7 +1024,7 @@ mod tests {
             let in_copilot = src.to_string_lossy().contains("/copilot");
             let convert = |b: &[u8]| {
                 if in_copilot {
-                    vec![crate::copilot::convert(b, "fixture")]
+                    crate::copilot::convert_all(b, "fixture")
                 } else if in_gemini {
                     vec![crate::gemini::convert(
                         b,

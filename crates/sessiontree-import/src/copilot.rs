@@ -89,9 +89,16 @@ struct Converter<'a> {
     conversation: bool,
 }
 
-/// Converts one session's `events.jsonl`. `folder_id`: the session id its folder names
-/// (used when the log has no `session.start`).
-pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
+/// Converts one session's `events.jsonl`: the main session (first), then one session per
+/// subagent. `folder_id`: the session id its folder names (used when the log has no
+/// `session.start`).
+///
+/// A subagent's events (from its `subagent.started` to its `subagent.completed` /
+/// `subagent.failed`, and every event whose `parentToolCallId` names its `task` call; not
+/// the call's own `tool.execution_*`) are
+/// in the same chain as the main session's; they become a session of their own, linked to
+/// the main one, and the main session continues from the `task` call to its result.
+pub fn convert_all(bytes: &[u8], folder_id: &str) -> Vec<Conversion> {
     let mut problems = Vec::new();
     let records: Vec<(usize, Obj<'_>)> = Lines::new(bytes).with(&mut problems).collect();
     let start = records
@@ -118,6 +125,92 @@ pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
                 .find_map(|(_, r)| time_ms(r.get("timestamp")))
         })
         .unwrap_or(0);
+    // Which events are a subagent's: by the `task` call id.
+    let mut main = Vec::with_capacity(records.len());
+    let mut subs: Vec<(String, Vec<(usize, Obj<'_>)>)> = Vec::new();
+    let mut open: Vec<String> = Vec::new();
+    for (line, r) in records {
+        let ty = r.get("type").and_then(V::as_str).unwrap_or("");
+        let data = r.get("data");
+        let call = |k: &str| {
+            data.and_then(|d| d.get(k))
+                .and_then(V::as_str)
+                .map(str::to_string)
+        };
+        let owner = match ty {
+            "subagent.started" => {
+                if let Some(c) = call("toolCallId") {
+                    open.push(c);
+                }
+                None
+            }
+            "subagent.completed" | "subagent.failed" => {
+                if let Some(c) = call("toolCallId") {
+                    open.retain(|o| *o != c);
+                }
+                None
+            }
+            // The `task` call's own result (written before or after `subagent.completed`).
+            _ if call("toolCallId").is_some_and(|c| open.contains(&c)) => None,
+            _ => call("parentToolCallId").or_else(|| open.last().cloned()),
+        };
+        match owner {
+            Some(c) => match subs.iter_mut().find(|(id, _)| *id == c) {
+                Some((_, v)) => v.push((line, r)),
+                None => subs.push((c, vec![(line, r)])),
+            },
+            None => main.push((line, r)),
+        }
+    }
+    let mut out = vec![convert_events(
+        main,
+        Agent::Copilot,
+        session_id.clone(),
+        session_id.clone(),
+        cwd.clone(),
+        None,
+        first_ms,
+        problems,
+    )];
+    for (call, events) in subs {
+        let source = format!("{session_id}:{call}");
+        let ms = events
+            .iter()
+            .find_map(|(_, r)| time_ms(r.get("timestamp")))
+            .unwrap_or(first_ms);
+        out.push(convert_events(
+            events,
+            Agent::Copilot,
+            crate::derived_uuid(&source),
+            source,
+            cwd.clone(),
+            Some(session_id.clone()),
+            ms,
+            Vec::new(),
+        ));
+    }
+    out
+}
+
+/// The main session of a log ([`convert_all`]'s first).
+pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
+    convert_all(bytes, folder_id)
+        .into_iter()
+        .next()
+        .expect("a main session")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn convert_events<'a>(
+    records: Vec<(usize, Obj<'a>)>,
+    agent: Agent,
+    session_id: String,
+    source_session_id: String,
+    cwd: Option<String>,
+    parent: Option<String>,
+    first_ms: i64,
+    mut problems: Vec<Problem>,
+) -> Conversion {
     let mut c = Converter {
         nodes: Nodes::default(),
         at: HashMap::with_capacity(records.len()),
@@ -137,7 +230,11 @@ pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
     }
     let conversation = c.conversation;
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(first_ms);
-    let (lines, body) = c.nodes.finish("copilot-cli");
+    let (lines, body) = c.nodes.finish(if parent.is_some() {
+        "copilot-cli/subagent"
+    } else {
+        "copilot-cli"
+    });
     let (lines, body) = if conversation {
         (lines, body)
     } else {
@@ -147,13 +244,17 @@ pub fn convert(bytes: &[u8], folder_id: &str) -> Conversion {
     problems.extend(c.problems);
     problems.sort_by_key(|p| p.line);
     Conversion {
-        agent: Agent::Copilot,
-        session_id: session_id.clone(),
-        source_session_id: session_id,
+        agent,
+        session_id,
+        source_session_id,
         timestamp: sessiontree::date::iso_from_ms(first_ms),
         cwd,
-        parent_source: None,
-        kind: "main",
+        kind: if parent.is_some() {
+            "sidechain"
+        } else {
+            "main"
+        },
+        parent_source: parent,
         last_ms,
         copied: false,
         settled: lines.len(),

@@ -209,7 +209,7 @@ fn gemini_converter_survives_generated_chats() {
 fn copilot_converter_survives_generated_event_logs() {
     let lines = fixture_lines(&["copilot", "copilot-recorded"]);
     run("copilot", &lines, 0x5EED_C0B1_0000_0005, &|b| {
-        vec![copilot::convert(b, "fuzz")]
+        copilot::convert_all(b, "fuzz")
     });
 }
 

@@ -45,15 +45,25 @@ struct Imported {
 fn import_folder(folder: &Path, dir: &Path) -> Vec<Imported> {
     let mut out = Vec::new();
     for f in logs(folder) {
-        let conv = convert(&f);
-        assert!(!conv.lines.is_empty(), "{}", f.display());
-        let o = write(&conv, dir, None, false).unwrap();
-        assert_eq!(o.status, Status::Created, "{}", f.display());
-        out.push(Imported {
-            source: f,
-            conv,
-            path: o.path,
-        });
+        let mut main_path = None;
+        // The main session first, then its subagents, linked to it.
+        for conv in copilot::convert_all(&std::fs::read(&f).unwrap(), &copilot::folder_id(&f)) {
+            assert!(!conv.lines.is_empty(), "{}", f.display());
+            let parent = conv
+                .parent_source
+                .as_ref()
+                .map(|_| main_path.clone().expect("the main session first"));
+            let o = write(&conv, dir, parent.as_deref(), false).unwrap();
+            assert_eq!(o.status, Status::Created, "{}", f.display());
+            if conv.parent_source.is_none() {
+                main_path = Some(o.path.to_string_lossy().into_owned());
+            }
+            out.push(Imported {
+                source: f.clone(),
+                conv,
+                path: o.path,
+            });
+        }
     }
     out
 }
@@ -161,8 +171,13 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
     let text = std::fs::read_to_string(&src).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
+    // The main session and the subagent's.
+    let whole = copilot::convert_all(text.as_bytes(), "x");
+    assert_eq!(whole.len(), 2);
     for (n, r) in requests.as_array().unwrap().iter().enumerate() {
         let mut expected = request_events(&r["messages"]);
+        // Whose request: the session holding the prompt (the last: the main one).
+        let mut owner = whole[0].session_id.clone();
         let cut_text = if r["last"] == true {
             text.clone()
         } else {
@@ -181,6 +196,15 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
                 Some(json!(["user", prompt])),
                 "the request ends with the prompt"
             );
+            let v: Value = serde_json::from_str(lines[cut]).unwrap();
+            owner = whole
+                .iter()
+                .find(|c| {
+                    c.body
+                        .contains(&format!("\"copilotCli\":{{\"id\":{}", v["id"]))
+                })
+                .map(|c| c.session_id.clone())
+                .unwrap();
             lines[..cut].iter().map(|l| format!("{l}\n")).collect()
         };
         let cut_src = tmp
@@ -189,7 +213,15 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
             .join("events.jsonl");
         std::fs::create_dir_all(cut_src.parent().unwrap()).unwrap();
         std::fs::write(&cut_src, cut_text).unwrap();
-        let conv = convert(&cut_src);
+        let conv = copilot::convert_all(&std::fs::read(&cut_src).unwrap(), "x")
+            .into_iter()
+            .find(|c| c.session_id == owner);
+        let Some(conv) = conv.filter(|c| !c.lines.is_empty()) else {
+            // Before the session's first prompt: nothing sent yet.
+            assert!(expected.is_empty(), "{expected:?}");
+            checked += 1;
+            continue;
+        };
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
         if conv.lines.is_empty() {
             // Before the first prompt: nothing sent yet.
@@ -212,13 +244,29 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
         );
         checked += 1;
     }
-    assert!(checked >= 4, "{checked}");
+    assert!(checked >= 6, "{checked}");
     // The recording holds a tool call and its result, across resumes.
     let all = import_folder(&dir, &tmp.path().join("all"));
     let ev = pi_events(&our_context(&all[0].path));
     assert!(ev.iter().any(|e| e[0] == "call"), "{ev:?}");
     assert!(ev.iter().any(|e| e[0] == "result"), "{ev:?}");
-    assert_eq!(ev.iter().filter(|e| e[0] == "user").count(), 3, "{ev:?}");
+    assert_eq!(ev.iter().filter(|e| e[0] == "user").count(), 4, "{ev:?}");
+    // The subagent: its own session, linked to the main one; its answer is the main
+    // session's task result.
+    let sub = &whole[1];
+    assert_eq!(sub.kind, "sidechain");
+    assert_eq!(
+        sub.parent_source.as_deref(),
+        Some(whole[0].session_id.as_str())
+    );
+    let o = write(sub, &tmp.path().join("sub"), Some("/main.jsonl"), false).unwrap();
+    let sev = pi_events(&our_context(&o.path));
+    let answer = sev.last().unwrap();
+    assert_eq!(answer[0], "model");
+    assert!(
+        ev.iter().any(|e| e[0] == "result" && e[2] == answer[1]),
+        "{ev:?} {sev:?}"
+    );
 }
 
 fn entries(path: &Path) -> Vec<Value> {
@@ -295,12 +343,15 @@ fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
     let b = tempfile::tempdir().unwrap();
     let first = import_all(a.path());
     let second = import_all(b.path());
-    assert_eq!(first.len(), 2);
+    // The recorded session, its subagent, the hand-written one.
+    assert_eq!(first.len(), 3);
     for (x, y) in first.iter().zip(&second) {
-        assert_eq!(
-            std::fs::read(&x.path).unwrap(),
-            std::fs::read(&y.path).unwrap()
-        );
+        let strip = |p: &Path, dir: &Path| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .replace(dir.to_str().unwrap(), "DIR")
+        };
+        assert_eq!(strip(&x.path, a.path()), strip(&y.path, b.path()));
         let l = sessiontree::load(&x.path).unwrap();
         assert!(
             l.tree.diagnostics().is_empty(),
@@ -320,7 +371,12 @@ fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
     }
     for i in &first {
         let before = std::fs::read(&i.path).unwrap();
-        let o = write(&i.conv, a.path(), None, false).unwrap();
+        let parent = sessiontree::load(&i.path)
+            .unwrap()
+            .tree
+            .header()
+            .parent_session();
+        let o = write(&i.conv, a.path(), parent.as_deref(), false).unwrap();
         assert_eq!(o.status, Status::Unchanged, "{}", i.source.display());
         assert_eq!(std::fs::read(&i.path).unwrap(), before);
     }
