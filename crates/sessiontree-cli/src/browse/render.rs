@@ -713,7 +713,7 @@ fn draw_modal(f: &mut Frame, m: &Modal, area: Rect) {
             [
                 "Sessions: type to search (full text) · ↑↓ PgUp PgDn Home End",
                 "  Tab this folder / all · Enter open the tree · Ctrl+R resume · Esc quit",
-                "  marks: ⑂ fork · C/X/G/O/H imported from Claude Code/Codex/Gemini CLI/OpenCode/GitHub Copilot CLI · ↑ pushed · + changed since",
+                "  marks: ⑂ fork · C/X/G/O/H imported (Claude Code/Codex/Gemini/OpenCode/Copilot) · ↑ pushed · + changed since",
                 "Tree: ↑↓ move · ←→ PgUp PgDn page · Home End",
                 "  Ctrl+← fold segment / to its start / up · Ctrl+→ unfold / next segment",
                 "  Alt+↑ Alt+↓ previous / next sibling branch · Ctrl+G the leaf",
