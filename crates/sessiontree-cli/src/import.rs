@@ -1,5 +1,6 @@
-//! `sessiontree import claude|codex|gemini|opencode [PATH...]`: Claude Code transcripts,
-//! Codex CLI rollouts, Gemini CLI chats and OpenCode sessions as Pi sessions, in the session
+//! `sessiontree import claude|codex|gemini|opencode|copilot [PATH...]`: Claude Code
+//! transcripts, Codex CLI rollouts, Gemini CLI chats, OpenCode and GitHub Copilot CLI
+//! sessions as Pi sessions, in the session
 //! folder of each one's cwd (or `--session-dir`).
 
 use crate::out::Out;
@@ -22,12 +23,14 @@ pub enum AgentArg {
     /// OpenCode (`$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`: `opencode.db`
     /// and the `storage/` tree of older releases).
     Opencode,
+    /// GitHub Copilot CLI (`$COPILOT_HOME/session-state`, else `~/.copilot/session-state`).
+    Copilot,
 }
 
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Whose transcripts: claude (Claude Code), codex (Codex CLI), gemini (Gemini CLI) or
-    /// opencode (OpenCode).
+    /// Whose transcripts: claude (Claude Code), codex (Codex CLI), gemini (Gemini CLI),
+    /// opencode (OpenCode) or copilot (GitHub Copilot CLI).
     #[arg(value_enum)]
     pub agent: AgentArg,
     /// Transcript files or folders of them (default: the agent's own folder).
@@ -54,6 +57,7 @@ impl AgentArg {
             AgentArg::Codex => Agent::Codex,
             AgentArg::Gemini => Agent::Gemini,
             AgentArg::Opencode => Agent::OpenCode,
+            AgentArg::Copilot => Agent::Copilot,
         }
     }
 }
@@ -206,6 +210,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
         AgentArg::Codex => "Codex",
         AgentArg::Gemini => "Gemini CLI",
         AgentArg::Opencode => "OpenCode",
+        AgentArg::Copilot => "GitHub Copilot CLI",
     };
     if no_default_folder && !any {
         let (var, home) = match a.agent {
@@ -213,6 +218,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
             AgentArg::Codex => ("$CODEX_HOME/sessions", "~/.codex/sessions"),
             AgentArg::Gemini => ("$GEMINI_CLI_HOME/.gemini", "~/.gemini"),
             AgentArg::Opencode => ("$XDG_DATA_HOME/opencode", "~/.local/share/opencode"),
+            AgentArg::Copilot => ("$COPILOT_HOME/session-state", "~/.copilot/session-state"),
         };
         eprintln!(
             "sessiontree: no {agent_name} transcripts: {} does not exist ({agent_name}'s folder is {var}, else {home}; or give the transcripts' PATH)",

@@ -277,7 +277,7 @@ pub enum Cmd {
     Browse(browse::Args),
     /// A read-only web UI: every session, search as you type, trees, what the model saw at any entry.
     Serve(serve::ServeArgs),
-    /// Import Claude Code transcripts, Codex rollouts or OpenCode sessions as Pi sessions, every branch kept; prints the written paths.
+    /// Import Claude Code transcripts, Codex rollouts, Gemini CLI chats, OpenCode or GitHub Copilot CLI sessions as Pi sessions, every branch kept; prints the written paths.
     Import(import::ImportArgs),
     /// Credentials in sessions (every branch, every text field): FILE#ID, kind, field, masked preview. Exit 0 none, 1 found, 2 error.
     Secrets(secrets::Args),

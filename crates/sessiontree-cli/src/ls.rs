@@ -419,6 +419,7 @@ fn table(
                 Some("codex") => "X",
                 Some("gemini-cli") => "G",
                 Some("opencode") => "O",
+                Some("copilot-cli") => "H",
                 Some(_) => "I",
                 None => " ",
             };
@@ -484,7 +485,7 @@ fn table(
     if any_imported {
         out.line(&out.paint(
             "2",
-            "C / X / G / O imported from Claude Code / Codex / Gemini CLI / OpenCode (sessiontree import)",
+            "C / X / G / O / H imported from Claude Code / Codex / Gemini CLI / OpenCode / GitHub Copilot CLI (sessiontree import)",
         ))?;
     }
     Ok(())

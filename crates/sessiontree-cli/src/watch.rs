@@ -25,6 +25,10 @@ pub struct WatchArgs {
     /// Another OpenCode data folder to follow (repeatable).
     #[arg(long, value_name = "DIR")]
     pub opencode: Vec<PathBuf>,
+    /// Another GitHub Copilot CLI folder (`session-state` or part of it) to follow
+    /// (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub copilot: Vec<PathBuf>,
     /// Leave Claude Code's own folder out.
     #[arg(long)]
     pub no_claude: bool,
@@ -37,6 +41,9 @@ pub struct WatchArgs {
     /// Leave OpenCode's own folder out.
     #[arg(long)]
     pub no_opencode: bool,
+    /// Leave GitHub Copilot CLI's own folder out.
+    #[arg(long)]
+    pub no_copilot: bool,
     /// Write every copy into this folder instead of Pi's folder for its cwd.
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<String>,
@@ -64,6 +71,7 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
             Agent::Codex => a.no_codex,
             Agent::Gemini => a.no_gemini,
             Agent::OpenCode => a.no_opencode,
+            Agent::Copilot => a.no_copilot,
         };
         if !left_out {
             out.push(s);
@@ -75,7 +83,8 @@ fn sources(a: &WatchArgs) -> Vec<Source> {
         .map(|d| (Agent::Claude, d))
         .chain(a.codex.iter().map(|d| (Agent::Codex, d)))
         .chain(a.gemini.iter().map(|d| (Agent::Gemini, d)))
-        .chain(a.opencode.iter().map(|d| (Agent::OpenCode, d)));
+        .chain(a.opencode.iter().map(|d| (Agent::OpenCode, d)))
+        .chain(a.copilot.iter().map(|d| (Agent::Copilot, d)));
     for (agent, d) in named {
         let root = std::path::absolute(d).unwrap_or_else(|_| d.clone());
         let s = Source { agent, root };

@@ -111,7 +111,7 @@ fn import_then_list_search_stats_and_export() {
     assert_eq!(counts('C'), 6, "{text}");
     assert_eq!(counts('X'), 8, "{text}");
     assert!(
-        text.contains("C / X / G / O imported from Claude Code / Codex / Gemini CLI / OpenCode"),
+        text.contains("C / X / G / O / H imported from Claude Code / Codex / Gemini CLI / OpenCode / GitHub Copilot CLI"),
         "{text}"
     );
     let forked = sessions

@@ -70,10 +70,9 @@ fn import_gemini_then_list_search_stats_and_export() {
         4,
         "{plain}"
     );
-    assert!(
-        plain.contains("G / O imported from Claude Code / Codex / Gemini CLI"),
-        "{plain}"
-    );
+    assert!(plain.contains(" G / "), "{plain}");
+    assert!(plain.contains("imported from"), "{plain}");
+    assert!(plain.contains("Gemini CLI"), "{plain}");
 
     let found = h.run(&["search", "hello-gemini"]);
     assert!(found.status.success());

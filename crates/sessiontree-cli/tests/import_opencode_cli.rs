@@ -82,7 +82,10 @@ fn import_opencode_then_list_search_stats_and_export() {
         assert_eq!(linked, 2);
     }
     let table = stdout(&h.run(&["ls", "--all"]));
-    assert!(table.contains("O imported from"), "{table}");
+    assert!(
+        table.contains(" O / ") && table.contains("imported from") && table.contains("OpenCode"),
+        "{table}"
+    );
     let marked = table
         .lines()
         .skip(1)

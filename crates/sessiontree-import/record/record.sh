@@ -3,12 +3,13 @@
 # claude-forks,codex-recorded,codex-revert}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini|opencode]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini|opencode|copilot]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
-#   CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION / OPENCODE_VERSION choose other
+#   CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION / OPENCODE_VERSION / COPILOT_VERSION choose other
 #   releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197, Codex CLI 0.171.0, Gemini CLI
-# 0.61.0 and OpenCode 1.18.33 (codex-revert: record/codex_revert.py drives `codex app-server`
+# 0.61.0, OpenCode 1.18.33 and GitHub Copilot CLI 1.0.102 (Copilot:
+# `copilot_fixture.py OUT_DIR/gh ../tests/fixtures/copilot-recorded`; codex-revert: record/codex_revert.py drives `codex app-server`
 # to revert turns; then `codex_fixture.py OUT_DIR/cxv ../tests/fixtures/codex-revert`;
 # claude-forks: `claude_fixture.py OUT_DIR/cf ../tests/fixtures/claude-forks`; OpenCode:
 # `opencode_fixture.py OUT_DIR/oc ../tests/fixtures/opencode-recorded ../tests/fixtures/opencode-storage`).
@@ -276,3 +277,22 @@ kill $S5 $S4
 "$OC" --version > oc/opencode-version
 fi
 echo "transcripts under $OUT/cc/.claude/projects, $OUT/{cx,cxc,cxr,cxv}/home/.codex/sessions, $OUT/gm/home/.gemini/tmp and $OUT/oc/home/.local/share/opencode; requests in $OUT/*/requests.jsonl"
+
+if want copilot; then
+# GitHub Copilot CLI, offline against the scripted chat endpoint (no account): a single
+# turn, a tool call in a resumed run, a question in another, a `task` subagent in a last one.
+[ -x node_modules/.bin/copilot ] || npm install --no-audit --no-fund --loglevel=error "@github/copilot@${COPILOT_VERSION:-1.0.102}"
+mkdir -p gh/proj gh/home && (cd gh/proj && git init -q .)
+python3 "$HERE/scripted_chat.py" 18451 "$OUT/gh/requests.jsonl" & S7=$!
+sleep 1
+gh() { (cd "$OUT/gh/proj" && HOME=$OUT/gh/home COPILOT_HOME=$OUT/gh/home/.copilot COPILOT_OFFLINE=true \
+  COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:18451/v1 COPILOT_PROVIDER_API_KEY=scripted COPILOT_MODEL=gpt-4o \
+  "$OUT/node_modules/.bin/copilot" --allow-all-tools --disable-client-telemetry "$@"); }
+gh -p "Hello there" >/dev/null
+SID=$(ls "$OUT/gh/home/.copilot/session-state" | head -1)
+gh -p "Please RUN the echo command" --resume="$SID" >/dev/null
+gh -p "What did it print?" --resume="$SID" >/dev/null
+gh -p "Please DELEGATE this" --resume="$SID" >/dev/null
+kill $S7
+"$OUT/node_modules/.bin/copilot" --version > gh/copilot-version
+fi

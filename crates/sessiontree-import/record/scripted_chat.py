@@ -47,6 +47,12 @@ def respond(body):
         return reasoning, None, [("bash", args)]
     if "DELEGATE" in last_user and "task" in tools:
         args = {"description": "Look around", "prompt": "Say what the project holds.", "subagent_type": "general"}
+        params = next((t.get("function", {}).get("parameters", {}) for t in body.get("tools", [])
+                       if t.get("function", {}).get("name") == "task"), {})
+        if "agent_type" in params.get("properties", {}):
+            # Copilot CLI's task tool.
+            args = {"description": "Look around", "prompt": "Say what the project holds.",
+                    "agent_type": "explore", "name": "looker"}
         return reasoning, None, [("task", args)]
     if "EDIT" in last_user and "write" in tools:
         args = {"filePath": "notes.txt", "content": f"note {n}\n"}

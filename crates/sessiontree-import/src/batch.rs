@@ -6,7 +6,7 @@
 //! new files are written aside and named after one sync per file system; what a killed
 //! earlier import left aside is removed.
 
-use crate::{claude, codex, copies, gemini, opencode, Agent, Conversion, Outcome, Staged};
+use crate::{claude, codex, copies, copilot, gemini, opencode, Agent, Conversion, Outcome, Staged};
 use sessiontree::dirs;
 use sessiontree::store::Aside;
 use std::collections::{HashMap, HashSet};
@@ -46,6 +46,7 @@ pub fn default_root(agent: Agent) -> PathBuf {
             .unwrap_or_else(dirs::home_dir)
             .join(".gemini"),
         Agent::OpenCode => opencode::default_root(),
+        Agent::Copilot => copilot::default_root().join("session-state"),
     }
 }
 
@@ -56,6 +57,7 @@ pub fn collect_for(agent: Agent, root: &Path, out: &mut Vec<PathBuf>) -> std::io
     match agent {
         Agent::Gemini => {}
         Agent::OpenCode => return crate::opencode::collect(root, out),
+        Agent::Copilot => return copilot::collect(root, out),
         Agent::Claude | Agent::Codex => return collect(root, out),
     }
     let start = out.len();
@@ -445,6 +447,11 @@ fn convert_file(
             let conv = gemini::convert(bytes, &stem, cwd.as_deref(), parent.as_deref());
             (vec![conv], path.to_path_buf(), false)
         }
+        Agent::Copilot => (
+            copilot::convert_all(bytes, &copilot::folder_id(path)),
+            path.to_path_buf(),
+            false,
+        ),
         // Read above, from the database or the JSON tree.
         Agent::OpenCode => (Vec::new(), path.to_path_buf(), false),
     };
@@ -1014,8 +1021,11 @@ mod tests {
             let codex = src.to_string_lossy().contains("codex");
             let in_gemini = src.to_string_lossy().contains("/gemini");
             let (cwd, parent) = crate::gemini::context_of(&src);
+            let in_copilot = src.to_string_lossy().contains("/copilot");
             let convert = |b: &[u8]| {
-                if in_gemini {
+                if in_copilot {
+                    crate::copilot::convert_all(b, "fixture")
+                } else if in_gemini {
                     vec![crate::gemini::convert(
                         b,
                         &stem,

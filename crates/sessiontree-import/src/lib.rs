@@ -8,7 +8,9 @@
 //! * [`codex`]: Codex CLI's `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` (a linear log of
 //!   `{timestamp, type, payload}` lines that forks into new files and rolls turns back);
 //! * [`gemini`]: Gemini CLI's `~/.gemini/tmp/<project>/chats/session-*.jsonl` (a list of
-//!   messages rewritten by resumes, rewinds and compressions, one change a line).
+//!   messages rewritten by resumes, rewinds and compressions, one change a line);
+//! * [`copilot`]: GitHub Copilot CLI's `~/.copilot/session-state/<id>/events.jsonl` (a
+//!   chain of events linked by `id` / `parentId`, resumes appended to it).
 //!
 //! The converters are pure: source bytes in, a [`Conversion`] (header fields, Pi entry
 //! lines, problems) out. Ids are derived from the source's own identities, so the same
@@ -22,6 +24,7 @@ pub mod batch;
 pub mod claude;
 pub mod codex;
 pub mod copies;
+pub mod copilot;
 pub mod gemini;
 mod jv;
 mod node;
@@ -39,6 +42,7 @@ pub enum Agent {
     Codex,
     Gemini,
     OpenCode,
+    Copilot,
 }
 
 impl Agent {
@@ -48,6 +52,7 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::Gemini => "gemini",
             Agent::OpenCode => "opencode",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -58,6 +63,7 @@ impl Agent {
             Agent::Codex => "codex",
             Agent::Gemini => "gemini-cli",
             Agent::OpenCode => "opencode",
+            Agent::Copilot => "copilot-cli",
         }
     }
 }

@@ -12,7 +12,7 @@ use sessiontree_testkit::rng as xorshift;
 
 use sessiontree::parse::{backing, parse};
 use sessiontree::{build_context, LeafArg, SessionTree};
-use sessiontree_import::{claude, codex, gemini, opencode, Conversion};
+use sessiontree_import::{claude, codex, copilot, gemini, opencode, Conversion};
 use std::collections::HashSet;
 use std::path::Path;
 use xorshift::Rng;
@@ -202,6 +202,14 @@ fn gemini_converter_survives_generated_chats() {
             gemini::convert(b, "fuzz", Some("/home/dev/demo"), None),
             gemini::convert(b, "fuzz-sub", None, Some("parent")),
         ]
+    });
+}
+
+#[test]
+fn copilot_converter_survives_generated_event_logs() {
+    let lines = fixture_lines(&["copilot", "copilot-recorded"]);
+    run("copilot", &lines, 0x5EED_C0B1_0000_0005, &|b| {
+        copilot::convert_all(b, "fuzz")
     });
 }
 

@@ -94,6 +94,9 @@ fn agent_of(imported: Option<&str>) -> &'static str {
     match imported {
         Some("claude-code") => "Claude Code",
         Some("codex") => "Codex",
+        Some("gemini-cli") => "Gemini CLI",
+        Some("opencode") => "OpenCode",
+        Some("copilot-cli") => "GitHub Copilot CLI",
         Some(_) => "imported",
         None => "Pi",
     }

@@ -167,6 +167,7 @@ pub fn copies_by_agent(sources_file: &Path) -> HashMap<PathBuf, String> {
             Some("codex") => "codex",
             Some("gemini") => "gemini-cli",
             Some("opencode") => "opencode",
+            Some("copilot") => "copilot-cli",
             _ => continue,
         };
         if let Some(c) = v.get("copy").and_then(|c| c.as_str()) {

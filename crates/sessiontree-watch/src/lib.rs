@@ -105,15 +105,22 @@ impl Config {
     }
 }
 
-/// The agents' own folders: Claude Code's, Codex's, Gemini CLI's and OpenCode's.
+/// The agents' own folders: Claude Code's, Codex's, Gemini CLI's, OpenCode's and GitHub
+/// Copilot CLI's.
 pub fn default_sources() -> Vec<Source> {
-    [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::OpenCode]
-        .into_iter()
-        .map(|agent| Source {
-            agent,
-            root: batch::default_root(agent),
-        })
-        .collect()
+    [
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::OpenCode,
+        Agent::Copilot,
+    ]
+    .into_iter()
+    .map(|agent| Source {
+        agent,
+        root: batch::default_root(agent),
+    })
+    .collect()
 }
 
 /// Control characters of a path or message shown on a terminal, escaped: file names and

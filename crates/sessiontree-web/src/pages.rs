@@ -122,7 +122,9 @@ fn agent_key(imported: Option<&str>) -> &'static str {
     match imported {
         Some("claude-code") => "claude-code",
         Some("codex") => "codex",
+        Some("gemini-cli") => "gemini-cli",
         Some("opencode") => "opencode",
+        Some("copilot-cli") => "copilot-cli",
         Some(_) => "imported",
         None => "pi",
     }
@@ -132,7 +134,9 @@ fn agent_name(key: &str) -> &'static str {
     match key {
         "claude-code" => "Claude Code",
         "codex" => "Codex",
+        "gemini-cli" => "Gemini CLI",
         "opencode" => "OpenCode",
+        "copilot-cli" => "GitHub Copilot CLI",
         "imported" => "imported",
         _ => "Pi",
     }
@@ -546,7 +550,14 @@ pub fn list(src: &Sources, p: &ListParams, redact: &Redactor) -> Result<String, 
         };
         select(&mut h, "project", "every project", None, &projects, project);
         h.raw("<select name=\"agent\" id=\"agent\" aria-label=\"agent\"><option value=\"\">every agent</option>");
-        for a in ["pi", "claude-code", "codex", "gemini-cli", "opencode"] {
+        for a in [
+            "pi",
+            "claude-code",
+            "codex",
+            "gemini-cli",
+            "opencode",
+            "copilot-cli",
+        ] {
             h.raw("<option value=\"").plain(a).raw("\"");
             if agent == Some(a) {
                 h.raw(" selected");

@@ -68,6 +68,7 @@ pub fn imported_mark(
         "codex" => Some("codex"),
         "gemini-cli" => Some("gemini-cli"),
         "opencode" => Some("opencode"),
+        "copilot-cli" => Some("copilot-cli"),
         _ => None,
     };
     if let Some(ct) = custom_type {
@@ -78,6 +79,7 @@ pub fn imported_mark(
         Some("codex") => Some("codex"),
         Some("geminiCli") => Some("gemini-cli"),
         Some("opencode") => Some("opencode"),
+        Some("copilotCli") => Some("copilot-cli"),
         _ => source.and_then(by_name),
     }
 }
@@ -469,6 +471,8 @@ impl Acc {
             Some("geminiCli")
         } else if line.inner("message", "opencode").is_some() {
             Some("opencode")
+        } else if line.inner("message", "copilotCli").is_some() {
+            Some("copilotCli")
         } else {
             None
         };

@@ -271,7 +271,7 @@ fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
 const GONE: &str = "(source gone)";
 
 /// The two badge cells of a list row: where an imported session came from (`C` Claude
-/// Code, `X` Codex, `G` Gemini CLI, `O` OpenCode) and whether it is in an archive (`↑` pushed and unchanged since, `+`
+/// Code, `X` Codex, `G` Gemini CLI, `O` OpenCode, `H` GitHub Copilot CLI) and whether it is in an archive (`↑` pushed and unchanged since, `+`
 /// pushed and changed since).
 fn badges(s: &SessionInfo, a: Option<&Archived>) -> (Span<'static>, Span<'static>) {
     let imp = match s.imported.as_deref() {
@@ -279,6 +279,7 @@ fn badges(s: &SessionInfo, a: Option<&Archived>) -> (Span<'static>, Span<'static
         Some("codex") => Span::styled("X", Style::default().fg(Color::Magenta)),
         Some("gemini-cli") => Span::styled("G", Style::default().fg(Color::Magenta)),
         Some("opencode") => Span::styled("O", Style::default().fg(Color::Magenta)),
+        Some("copilot-cli") => Span::styled("H", Style::default().fg(Color::Magenta)),
         Some(_) => Span::styled("I", Style::default().fg(Color::Magenta)),
         None => Span::raw(" "),
     };
@@ -297,6 +298,7 @@ fn agent_name(a: &str) -> &str {
         "codex" => "Codex",
         "gemini-cli" => "Gemini CLI",
         "opencode" => "OpenCode",
+        "copilot-cli" => "GitHub Copilot CLI",
         other => other,
     }
 }
@@ -711,7 +713,7 @@ fn draw_modal(f: &mut Frame, m: &Modal, area: Rect) {
             [
                 "Sessions: type to search (full text) · ↑↓ PgUp PgDn Home End",
                 "  Tab this folder / all · Enter open the tree · Ctrl+R resume · Esc quit",
-                "  marks: ⑂ fork · C/X/G/O imported: Claude/Codex/Gemini/OpenCode · ↑ pushed · + changed since",
+                "  marks: ⑂ fork · C/X/G/O/H imported (Claude Code/Codex/Gemini/OpenCode/Copilot) · ↑ pushed · + changed since",
                 "Tree: ↑↓ move · ←→ PgUp PgDn page · Home End",
                 "  Ctrl+← fold segment / to its start / up · Ctrl+→ unfold / next segment",
                 "  Alt+↑ Alt+↓ previous / next sibling branch · Ctrl+G the leaf",

@@ -1,0 +1,468 @@
+//! GitHub Copilot CLI sessions: the recorded fixture (`tests/fixtures/copilot-recorded`,
+//! Copilot CLI 1.0.102 driven by `record/record.sh copilot`, offline against the scripted
+//! chat endpoint: a single turn, then a tool call and a question, each in a resumed run)
+//! and a hand-written one (`tests/fixtures/copilot`, written for these tests, not by the
+//! CLI: a failed tool call, a `session.snapshot_rewind`, a title, lines that cannot be
+//! read). Checked:
+//!
+//! * the conversation in sessiontree's context is what Copilot CLI sent to the model: for
+//!   every prompt, the log cut before that prompt imports to the messages the CLI sent with
+//!   it (less the prompt), and the whole log to its last request;
+//! * a rewind leaves a branch, a failed call is an error result, bad lines are problems
+//!   naming their line and the rest imports;
+//! * every line is canonical, importing twice gives the same bytes, a grown log is
+//!   completed by appending;
+//! * Pi 1.6.0 opens every result with no rewrite and its `buildSessionContext()` equals
+//!   sessiontree's at every leaf (needs node and `interop/node_modules`).
+
+use serde_json::{json, Value};
+use sessiontree::{build_context, LeafArg};
+use sessiontree_import::{copilot, write, Agent, Conversion, Status};
+use sessiontree_testkit::interop;
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn logs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    sessiontree_import::batch::collect_for(Agent::Copilot, dir, &mut out).unwrap();
+    out.sort();
+    out
+}
+
+fn convert(p: &Path) -> Conversion {
+    copilot::convert(&std::fs::read(p).unwrap(), &copilot::folder_id(p))
+}
+
+struct Imported {
+    source: PathBuf,
+    conv: Conversion,
+    path: PathBuf,
+}
+
+fn import_folder(folder: &Path, dir: &Path) -> Vec<Imported> {
+    let mut out = Vec::new();
+    for f in logs(folder) {
+        let mut main_path = None;
+        // The main session first, then its subagents, linked to it.
+        for conv in copilot::convert_all(&std::fs::read(&f).unwrap(), &copilot::folder_id(&f)) {
+            assert!(!conv.lines.is_empty(), "{}", f.display());
+            let parent = conv
+                .parent_source
+                .as_ref()
+                .map(|_| main_path.clone().expect("the main session first"));
+            let o = write(&conv, dir, parent.as_deref(), false).unwrap();
+            assert_eq!(o.status, Status::Created, "{}", f.display());
+            if conv.parent_source.is_none() {
+                main_path = Some(o.path.to_string_lossy().into_owned());
+            }
+            out.push(Imported {
+                source: f.clone(),
+                conv,
+                path: o.path,
+            });
+        }
+    }
+    out
+}
+
+fn import_all(dir: &Path) -> Vec<Imported> {
+    let mut all = import_folder(&fixtures().join("copilot-recorded"), dir);
+    all.extend(import_folder(&fixtures().join("copilot"), dir));
+    all
+}
+
+/// Every number as f64, for comparing our JSON with Node's.
+fn norm(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
+        o => o.clone(),
+    }
+}
+
+fn context_at(path: &Path, leaf: Option<&str>) -> Value {
+    let l = sessiontree::load(path).unwrap();
+    let leaf = match leaf {
+        Some(id) => LeafArg::Id(id),
+        None => l.tree.leaf_id().map_or(LeafArg::Null, LeafArg::Id),
+    };
+    serde_json::from_str(&build_context(&l.tree, leaf).to_json()).unwrap()
+}
+
+fn our_context(path: &Path) -> Value {
+    context_at(path, None)
+}
+
+/// The conversation of a Pi context as events: user texts, assistant texts and tool
+/// calls, tool results (thinking is not compared: Copilot CLI does not send the model's
+/// reasoning back).
+fn pi_events(ctx: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in ctx["messages"].as_array().unwrap() {
+        match m["role"].as_str().unwrap() {
+            "user" => {
+                for b in m["content"].as_array().unwrap() {
+                    if b["type"] == "text" {
+                        out.push(json!(["user", b["text"]]));
+                    }
+                }
+            }
+            "assistant" => {
+                for b in m["content"].as_array().unwrap() {
+                    match b["type"].as_str() {
+                        Some("text") => out.push(json!(["model", b["text"]])),
+                        Some("toolCall") => {
+                            out.push(json!(["call", b["id"], b["name"], b["arguments"]]))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "toolResult" => {
+                let t: Vec<&str> = m["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .collect();
+                out.push(json!(["result", m["toolCallId"], t.join("\n")]));
+            }
+            r => panic!("unexpected role {r}"),
+        }
+    }
+    out
+}
+
+/// The chat messages Copilot CLI sent (the system prompt already left out by the
+/// recording), as the same events.
+fn request_events(messages: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in messages.as_array().unwrap() {
+        match m["role"].as_str().unwrap() {
+            "user" => out.push(json!(["user", m["content"]])),
+            "assistant" => {
+                if let Some(t) = m["content"].as_str().filter(|t| !t.is_empty()) {
+                    out.push(json!(["model", t]));
+                }
+                for c in m["tool_calls"].as_array().into_iter().flatten() {
+                    let args: Value =
+                        serde_json::from_str(c["function"]["arguments"].as_str().unwrap()).unwrap();
+                    out.push(json!(["call", c["id"], c["function"]["name"], args]));
+                }
+            }
+            "tool" => out.push(json!(["result", m["tool_call_id"], m["content"]])),
+            r => panic!("unexpected role {r} in a Copilot CLI request"),
+        }
+    }
+    out
+}
+
+#[test]
+fn recorded_sessions_hold_what_copilot_cli_sent() {
+    let dir = fixtures().join("copilot-recorded");
+    let requests: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
+            .unwrap();
+    let src = logs(&dir).pop().expect("the recorded session");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    // The main session and the subagent's.
+    let whole = copilot::convert_all(text.as_bytes(), "x");
+    assert_eq!(whole.len(), 2);
+    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+        let mut expected = request_events(&r["messages"]);
+        // Whose request: the session holding the prompt (the last: the main one).
+        let mut owner = whole[0].session_id.clone();
+        let cut_text = if r["last"] == true {
+            text.clone()
+        } else {
+            // The log as it was when the prompt was sent: up to its user message.
+            let prompt = r["prompt"].as_str().unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let cut = lines
+                .iter()
+                .position(|l| {
+                    let v: Value = serde_json::from_str(l).unwrap();
+                    v["type"] == "user.message" && v["data"]["transformedContent"] == prompt
+                })
+                .unwrap_or_else(|| panic!("no prompt {prompt:?}"));
+            assert_eq!(
+                expected.pop(),
+                Some(json!(["user", prompt])),
+                "the request ends with the prompt"
+            );
+            let v: Value = serde_json::from_str(lines[cut]).unwrap();
+            owner = whole
+                .iter()
+                .find(|c| {
+                    c.body
+                        .contains(&format!("\"copilotCli\":{{\"id\":{}", v["id"]))
+                })
+                .map(|c| c.session_id.clone())
+                .unwrap();
+            lines[..cut].iter().map(|l| format!("{l}\n")).collect()
+        };
+        let cut_src = tmp
+            .path()
+            .join(format!("p{n}/session-state/{}", copilot::folder_id(&src)))
+            .join("events.jsonl");
+        std::fs::create_dir_all(cut_src.parent().unwrap()).unwrap();
+        std::fs::write(&cut_src, cut_text).unwrap();
+        let conv = copilot::convert_all(&std::fs::read(&cut_src).unwrap(), "x")
+            .into_iter()
+            .find(|c| c.session_id == owner);
+        let Some(conv) = conv.filter(|c| !c.lines.is_empty()) else {
+            // Before the session's first prompt: nothing sent yet.
+            assert!(expected.is_empty(), "{expected:?}");
+            checked += 1;
+            continue;
+        };
+        assert!(conv.problems.is_empty(), "{:?}", conv.problems);
+        if conv.lines.is_empty() {
+            // Before the first prompt: nothing sent yet.
+            assert!(expected.is_empty(), "{expected:?}");
+            checked += 1;
+            continue;
+        }
+        assert_eq!(conv.cwd.as_deref(), Some("/home/dev/demo"));
+        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
+        let mut got = pi_events(&our_context(&o.path));
+        if r["last"] == true {
+            // The whole log also holds the answer to its last request.
+            assert_eq!(got.pop().unwrap()[0], "model");
+        }
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap(),
+            "before {:?}",
+            r["prompt"]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "{checked}");
+    // The recording holds a tool call and its result, across resumes.
+    let all = import_folder(&dir, &tmp.path().join("all"));
+    let ev = pi_events(&our_context(&all[0].path));
+    assert!(ev.iter().any(|e| e[0] == "call"), "{ev:?}");
+    assert!(ev.iter().any(|e| e[0] == "result"), "{ev:?}");
+    assert_eq!(ev.iter().filter(|e| e[0] == "user").count(), 4, "{ev:?}");
+    // The subagent: its own session, linked to the main one; its answer is the main
+    // session's task result.
+    let sub = &whole[1];
+    assert_eq!(sub.kind, "sidechain");
+    assert_eq!(
+        sub.parent_source.as_deref(),
+        Some(whole[0].session_id.as_str())
+    );
+    let o = write(sub, &tmp.path().join("sub"), Some("/main.jsonl"), false).unwrap();
+    let sev = pi_events(&our_context(&o.path));
+    let answer = sev.last().unwrap();
+    assert_eq!(answer[0], "model");
+    assert!(
+        ev.iter().any(|e| e[0] == "result" && e[2] == answer[1]),
+        "{ev:?} {sev:?}"
+    );
+}
+
+fn entries(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_rewind_branches_a_failed_call_is_an_error_and_bad_lines_are_problems() {
+    let tmp = tempfile::tempdir().unwrap();
+    let all = import_folder(&fixtures().join("copilot"), tmp.path());
+    let i = &all[0];
+    let lines: Vec<usize> = i.conv.problems.iter().map(|p| p.line).collect();
+    assert_eq!(lines, vec![7, 11], "{:?}", i.conv.problems);
+    assert_eq!(i.conv.name.as_deref(), Some("Files"));
+    assert_eq!(
+        pi_events(&our_context(&i.path)),
+        vec![
+            json!(["user", "List the files"]),
+            json!(["call", "call_1", "bash", {"command": "ls /nope"}]),
+            json!(["result", "call_1", "ls: cannot access '/nope'"]),
+            json!(["model", "There is no such folder."]),
+            json!(["user", "A new question after the rewind"]),
+            json!(["model", "A new answer."]),
+        ]
+    );
+    let es = entries(&i.path);
+    let result = es
+        .iter()
+        .find(|e| e["message"]["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(result["message"]["isError"], true);
+    assert_eq!(result["message"]["toolName"], "bash");
+    // The rewound turn stays in the file, off the active path, under a mark.
+    assert!(es
+        .iter()
+        .any(|e| e["message"]["content"][0]["text"] == "Try again"));
+    let mark = es
+        .iter()
+        .find(|e| e["customType"] == "copilot-cli:rewind")
+        .unwrap();
+    let answer = es
+        .iter()
+        .find(|e| e["message"]["content"][0]["text"] == "There is no such folder.")
+        .unwrap();
+    assert_eq!(mark["parentId"], answer["id"]);
+    // Usage from the record before the response.
+    let first = es
+        .iter()
+        .find(|e| e["message"]["role"] == "assistant")
+        .unwrap();
+    assert_eq!(first["message"]["usage"]["input"], 400);
+    assert_eq!(first["message"]["usage"]["cacheRead"], 100);
+    assert_eq!(first["message"]["content"][0]["thinking"], "Look first");
+    let head: Value = serde_json::from_str(
+        std::fs::read_to_string(&i.path)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(head["importedFrom"]["agent"], "copilot-cli");
+    assert_eq!(head["cwd"], "/home/dev/demo");
+}
+
+#[test]
+fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let first = import_all(a.path());
+    let second = import_all(b.path());
+    // The recorded session, its subagent, the hand-written one.
+    assert_eq!(first.len(), 3);
+    for (x, y) in first.iter().zip(&second) {
+        let strip = |p: &Path, dir: &Path| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .replace(dir.to_str().unwrap(), "DIR")
+        };
+        assert_eq!(strip(&x.path, a.path()), strip(&y.path, b.path()));
+        let l = sessiontree::load(&x.path).unwrap();
+        assert!(
+            l.tree.diagnostics().is_empty(),
+            "{:?}",
+            l.tree.diagnostics()
+        );
+        assert_eq!(
+            l.tree.leaf_id(),
+            Some(x.conv.lines.last().unwrap().id.as_str())
+        );
+        for line in std::fs::read_to_string(&x.path).unwrap().lines() {
+            assert_eq!(
+                sessiontree::json::canonicalize(line.as_bytes()).unwrap(),
+                line
+            );
+        }
+    }
+    for i in &first {
+        let before = std::fs::read(&i.path).unwrap();
+        let parent = sessiontree::load(&i.path)
+            .unwrap()
+            .tree
+            .header()
+            .parent_session();
+        let o = write(&i.conv, a.path(), parent.as_deref(), false).unwrap();
+        assert_eq!(o.status, Status::Unchanged, "{}", i.source.display());
+        assert_eq!(std::fs::read(&i.path).unwrap(), before);
+    }
+}
+
+/// The recorded log cut at several lines (the last one torn), imported, then the whole
+/// one: only appended to, and the result reads as a fresh import's.
+#[test]
+fn a_grown_log_is_completed_by_appending() {
+    let src = logs(&fixtures().join("copilot-recorded")).pop().unwrap();
+    let text = std::fs::read_to_string(&src).unwrap();
+    let n = text.lines().count();
+    let mut appended = 0;
+    for cut in [3, n / 3, n / 2, 2 * n / 3, n - 2] {
+        let tmp = tempfile::tempdir().unwrap();
+        let part = tmp.path().join("s/events.jsonl");
+        std::fs::create_dir_all(part.parent().unwrap()).unwrap();
+        let head: String = text.lines().take(cut).map(|l| format!("{l}\n")).collect();
+        let torn = &text.lines().nth(cut).unwrap()[..20];
+        std::fs::write(&part, format!("{head}{torn}")).unwrap();
+        let out = tmp.path().join("out");
+        let c1 = convert(&part);
+        assert!(
+            c1.problems.is_empty(),
+            "a torn last line is not a problem yet"
+        );
+        if c1.lines.is_empty() {
+            continue;
+        }
+        let o1 = write(&c1, &out, None, false).unwrap();
+        std::fs::write(&part, &text).unwrap();
+        let c2 = convert(&part);
+        let o2 = write(&c2, &out, None, false).unwrap();
+        assert_eq!(o2.path, o1.path);
+        let grown = std::fs::read_to_string(&o2.path).unwrap();
+        assert!(grown.starts_with(&String::from_utf8(c1.to_bytes(None)).unwrap()));
+        if o2.status == Status::Appended {
+            appended += 1;
+        }
+        let fresh = write(&c2, &tmp.path().join("fresh"), None, false).unwrap();
+        assert_eq!(
+            std::fs::read(&o2.path).unwrap(),
+            std::fs::read(&fresh.path).unwrap(),
+            "cut at line {cut}"
+        );
+    }
+    assert!(appended >= 3, "{appended}");
+}
+
+#[test]
+fn pi_opens_every_import_and_builds_the_same_context() {
+    if !interop::available() {
+        interop::say_skipped("pi_opens_every_import_and_builds_the_same_context (copilot)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let all = import_all(&tmp.path().join("sessions"));
+    let paths: Vec<&Path> = all.iter().map(|i| i.path.as_path()).collect();
+    let dump = interop::oracle_dump(&paths, &tmp.path().join("oracle.json"), &[]);
+    let v: Value = serde_json::from_slice(&dump).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), all.len());
+    for (i, r) in all.iter().zip(results) {
+        let file = i.source.display();
+        assert!(r["error"].is_null(), "{file}: {}", r["error"]);
+        assert_eq!(r["fileChange"], "none", "{file}: Pi rewrote it");
+        assert_eq!(r["nonCanonicalLines"], json!([]), "{file}");
+        assert_eq!(
+            r["leafId"],
+            json!(i.conv.lines.last().unwrap().id),
+            "{file}"
+        );
+        let mut compared = 0;
+        for c in r["contexts"].as_array().unwrap() {
+            let leaf = match c["kind"].as_str() {
+                Some("default") => None,
+                Some("id") => c["leaf"].as_str(),
+                _ => continue,
+            };
+            assert_eq!(
+                norm(&c["context"]),
+                norm(&context_at(&i.path, leaf)),
+                "{file}: context at {leaf:?}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 0, "{file}");
+    }
+}
