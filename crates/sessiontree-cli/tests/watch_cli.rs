@@ -4,6 +4,7 @@
 //! copy must be byte for byte what a one-shot `sessiontree import` of the final sources
 //! writes. `SESSIONTREE_WATCH_KILLS` sets how many kills (default 10).
 
+use sessiontree_testkit::home::kill;
 use sessiontree_testkit::{env, rng as xorshift};
 
 use std::collections::BTreeMap;
@@ -372,12 +373,6 @@ impl Grower {
         }
         true
     }
-}
-
-/// Ends a watch that was started for the test (kill -9: nothing is left to clean up).
-fn kill(c: &mut Child) {
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 #[test]

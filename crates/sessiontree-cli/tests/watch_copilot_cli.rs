@@ -2,8 +2,8 @@
 //! `events.jsonl` growing (a resumed run appending to it) ends as a one-shot
 //! `import copilot` writes it, the main session's file only appended to.
 
+use sessiontree_testkit::home::{copies, kill, Home};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -20,57 +20,15 @@ fn recorded_log() -> PathBuf {
     session.join("events.jsonl")
 }
 
-fn cmd(root: &Path, agent_dir: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("PI_CODING_AGENT_DIR", root.join(agent_dir))
-        .env("COPILOT_HOME", root.join("gh"))
-        .env("XDG_DATA_HOME", root.join("xdg"))
-        .env("CLAUDE_CONFIG_DIR", root.join("claude"))
-        .env("CODEX_HOME", root.join("codex"))
-        .env("GEMINI_CLI_HOME", root.join("gemini"))
-        .env("HOME", root)
-        .env_remove("PI_CODING_AGENT_SESSION_DIR")
-        .env_remove("SESSIONTREE_ARCHIVE");
-    c
-}
-
-/// The session files under `dir`, by name, with `dir` itself renamed.
-fn copies(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Ok(folders) = std::fs::read_dir(dir.join("sessions")) else {
-        return out;
-    };
-    for f in folders {
-        for e in std::fs::read_dir(f.unwrap().path()).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                out.push((
-                    p.file_name().unwrap().to_string_lossy().into_owned(),
-                    text.replace(dir.to_str().unwrap(), "AGENT"),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn kill(c: &mut Child) {
-    let _ = c.kill();
-    let _ = c.wait();
-}
-
 #[test]
 fn watching_copilot_follows_a_growing_event_log() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
+    let h = Home::new(BIN);
+    let root = h.root.as_path();
     let src = recorded_log();
     let text = std::fs::read_to_string(&src).unwrap();
     let session = src.parent().unwrap().file_name().unwrap().to_owned();
     let log = root
-        .join("gh/session-state")
+        .join("copilot/session-state")
         .join(session)
         .join("events.jsonl");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
@@ -83,26 +41,15 @@ fn watching_copilot_follows_a_growing_event_log() {
     let head: String = lines[..cut].iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&log, &head).unwrap();
 
-    let log_path = root.join("watch.log");
-    let wlog = std::fs::File::create(&log_path).unwrap();
-    let mut w = cmd(
-        root,
-        "agent",
-        &[
-            "watch",
-            "--no-claude",
-            "--no-codex",
-            "--no-gemini",
-            "--no-opencode",
-            "--rescan",
-            "1",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(wlog)
-    .spawn()
-    .unwrap();
-    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let mut w = h.spawn_watch(&[
+        "--no-claude",
+        "--no-codex",
+        "--no-gemini",
+        "--no-opencode",
+        "--rescan",
+        "1",
+    ]);
+    let read_log = || h.watch_log();
     let t = Instant::now();
     while !read_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
@@ -118,9 +65,7 @@ fn watching_copilot_follows_a_growing_event_log() {
     assert_eq!(before.len(), 1, "{}", read_log());
     // Copilot CLI resumes the session: the rest of the log appended.
     std::fs::write(&log, &text).unwrap();
-    let o = cmd(root, "oneshot", &["import", "copilot"])
-        .output()
-        .unwrap();
+    let o = h.run_in("oneshot", &["import", "copilot"]);
     assert_eq!(
         o.status.code(),
         Some(0),

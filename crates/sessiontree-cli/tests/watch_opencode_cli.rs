@@ -2,9 +2,9 @@
 //! as it runs) ends as a one-shot `import opencode` of the database would write it.
 
 use rusqlite::Connection;
-use sessiontree_testkit::home::Home;
+use sessiontree_testkit::home::{copies, kill, Home};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -12,33 +12,6 @@ const MAIN: &str = "ses_dce73b1eeffenoobMrgAxGFH3S";
 
 fn fixture_db() -> PathBuf {
     sessiontree_testkit::home::import_fixtures().join("opencode-recorded/opencode.db")
-}
-
-/// The session files under `dir`, by name.
-fn copies(dir: &Path) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Ok(folders) = std::fs::read_dir(dir.join("sessions")) else {
-        return out;
-    };
-    for f in folders {
-        for e in std::fs::read_dir(f.unwrap().path()).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "jsonl") {
-                let text = std::fs::read_to_string(&p).unwrap();
-                out.push((
-                    p.file_name().unwrap().to_string_lossy().into_owned(),
-                    text.replace(dir.to_str().unwrap(), "AGENT"),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn kill(c: &mut Child) {
-    let _ = c.kill();
-    let _ = c.wait();
 }
 
 #[test]

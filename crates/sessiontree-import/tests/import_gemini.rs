@@ -15,15 +15,13 @@
 //!   sessiontree's at every leaf (needs node and `interop/node_modules`).
 
 use serde_json::{json, Value};
-use sessiontree::{build_context, LeafArg};
 use sessiontree_import::{gemini, write, Conversion, Status};
 use sessiontree_testkit::interop;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+mod common;
+use common::{context_at, fixtures, norm, our_context, Imported};
 
 fn chats(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -42,12 +40,6 @@ fn convert(p: &Path) -> Conversion {
         cwd.as_deref(),
         parent.as_deref(),
     )
-}
-
-struct Imported {
-    source: PathBuf,
-    conv: Conversion,
-    path: PathBuf,
 }
 
 /// Imports every chat of `folder` into `dir`, subagents after their parents.
@@ -91,29 +83,6 @@ fn import_all(dir: &Path) -> Vec<Imported> {
     let mut all = import_folder(&fixtures().join("gemini-recorded"), dir);
     all.extend(import_folder(&fixtures().join("gemini"), dir));
     all
-}
-
-/// Every number as f64, for comparing our JSON with Node's.
-fn norm(v: &Value) -> Value {
-    match v {
-        Value::Number(n) => json!(n.as_f64().unwrap()),
-        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
-        o => o.clone(),
-    }
-}
-
-fn context_at(path: &Path, leaf: Option<&str>) -> Value {
-    let l = sessiontree::load(path).unwrap();
-    let leaf = match leaf {
-        Some(id) => LeafArg::Id(id),
-        None => l.tree.leaf_id().map_or(LeafArg::Null, LeafArg::Id),
-    };
-    serde_json::from_str(&build_context(&l.tree, leaf).to_json()).unwrap()
-}
-
-fn our_context(path: &Path) -> Value {
-    context_at(path, None)
 }
 
 /// The conversation of a Pi context as events: user texts, the compaction summary,

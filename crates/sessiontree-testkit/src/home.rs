@@ -1,6 +1,6 @@
 //! A throwaway home for the import and watch tests: every agent's folder inside one temp
 //! folder (Claude Code's `claude/`, Codex's `codex/`, Gemini CLI's `gh/.gemini`,
-//! OpenCode's `xdg/opencode`), Pi agent dirs beside them, and the command run with its
+//! OpenCode's `xdg/opencode`, GitHub Copilot CLI's `copilot/`), Pi agent dirs beside them, and the command run with its
 //! environment pointing there and nowhere else (no session dir, no archive, no colour).
 
 use serde_json::Value;
@@ -49,6 +49,7 @@ impl Home {
             .env("CODEX_HOME", self.root.join("codex"))
             .env("GEMINI_CLI_HOME", self.root.join("gh"))
             .env("XDG_DATA_HOME", self.root.join("xdg"))
+            .env("COPILOT_HOME", self.root.join("copilot"))
             .env("HOME", &self.root)
             .env("NO_COLOR", "1")
             .env_remove("PI_CODING_AGENT_SESSION_DIR")
@@ -107,4 +108,34 @@ impl Home {
             Vec::new()
         }
     }
+}
+
+/// The session files under the agent dir `dir`, by name, with `dir` itself written
+/// `AGENT` (two agent dirs' copies compare equal): what a watch and a one-shot import
+/// are compared by.
+pub fn copies(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Ok(folders) = std::fs::read_dir(dir.join("sessions")) else {
+        return out;
+    };
+    for f in folders {
+        for e in std::fs::read_dir(f.unwrap().path()).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                out.push((
+                    p.file_name().unwrap().to_string_lossy().into_owned(),
+                    text.replace(dir.to_str().unwrap(), "AGENT"),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Ends a process the test started (kill -9: nothing is left to clean up).
+pub fn kill(c: &mut Child) {
+    let _ = c.kill();
+    let _ = c.wait();
 }
