@@ -310,41 +310,7 @@ fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
     let first = import_all(a.path());
     let second = import_all(b.path());
     assert!(first.len() >= 4, "{}", first.len());
-    for (x, y) in first.iter().zip(&second) {
-        let strip = |p: &Path, dir: &Path| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .replace(dir.to_str().unwrap(), "DIR")
-        };
-        assert_eq!(strip(&x.path, a.path()), strip(&y.path, b.path()));
-        let l = sessiontree::load(&x.path).unwrap();
-        assert!(
-            l.tree.diagnostics().is_empty(),
-            "{:?}",
-            l.tree.diagnostics()
-        );
-        assert_eq!(
-            l.tree.leaf_id(),
-            Some(x.conv.lines.last().unwrap().id.as_str())
-        );
-        for line in std::fs::read_to_string(&x.path).unwrap().lines() {
-            assert_eq!(
-                sessiontree::json::canonicalize(line.as_bytes()).unwrap(),
-                line
-            );
-        }
-    }
-    for i in &first {
-        let before = std::fs::read(&i.path).unwrap();
-        let parent = sessiontree::load(&i.path)
-            .unwrap()
-            .tree
-            .header()
-            .parent_session();
-        let o = write(&i.conv, a.path(), parent.as_deref(), false).unwrap();
-        assert_eq!(o.status, Status::Unchanged, "{}", i.source.display());
-        assert_eq!(std::fs::read(&i.path).unwrap(), before);
-    }
+    common::check_canonical_and_idempotent(&first, &second, a.path(), b.path());
 }
 
 /// A chat cut at every line, imported, then the whole one: only appended to, and the

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 use sessiontree::{build_context, LeafArg};
-use sessiontree_import::Conversion;
+use sessiontree_import::{write, Conversion, Status};
 use std::path::{Path, PathBuf};
 
 pub fn fixtures() -> PathBuf {
@@ -40,4 +40,46 @@ pub fn context_at(path: &Path, leaf: Option<&str>) -> Value {
 
 pub fn our_context(path: &Path) -> Value {
     context_at(path, None)
+}
+
+/// Two imports of the same sources into the folders `a` and `b` (`first`, `second`):
+/// the same bytes but for the folder, every line canonical, loaded without a diagnostic,
+/// the leaf the conversion's last line; and writing each again into `a` adds nothing.
+pub fn check_canonical_and_idempotent(first: &[Imported], second: &[Imported], a: &Path, b: &Path) {
+    assert_eq!(first.len(), second.len());
+    for (x, y) in first.iter().zip(second) {
+        let strip = |p: &Path, dir: &Path| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .replace(dir.to_str().unwrap(), "DIR")
+        };
+        assert_eq!(strip(&x.path, a), strip(&y.path, b));
+        let l = sessiontree::load(&x.path).unwrap();
+        assert!(
+            l.tree.diagnostics().is_empty(),
+            "{:?}",
+            l.tree.diagnostics()
+        );
+        assert_eq!(
+            l.tree.leaf_id(),
+            Some(x.conv.lines.last().unwrap().id.as_str())
+        );
+        for line in std::fs::read_to_string(&x.path).unwrap().lines() {
+            assert_eq!(
+                sessiontree::json::canonicalize(line.as_bytes()).unwrap(),
+                line
+            );
+        }
+    }
+    for i in first {
+        let before = std::fs::read(&i.path).unwrap();
+        let parent = sessiontree::load(&i.path)
+            .unwrap()
+            .tree
+            .header()
+            .parent_session();
+        let o = write(&i.conv, a, parent.as_deref(), false).unwrap();
+        assert_eq!(o.status, Status::Unchanged, "{}", i.source.display());
+        assert_eq!(std::fs::read(&i.path).unwrap(), before);
+    }
 }
