@@ -22,9 +22,8 @@ use std::path::{Path, PathBuf};
 
 use sessiontree_testkit::interop;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+mod common;
+use common::{fixtures, norm};
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut out = sessiontree_testkit::files::jsonl_under(dir);
@@ -208,16 +207,6 @@ fn ours(raw: Raw<'_>) -> Value {
     }
 }
 
-/// Every number as f64, for comparing our JSON with Node's.
-fn norm(v: &Value) -> Value {
-    match v {
-        Value::Number(n) => json!(n.as_f64().unwrap()),
-        Value::Array(a) => Value::Array(a.iter().map(norm).collect()),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), norm(v))).collect()),
-        o => o.clone(),
-    }
-}
-
 fn our_context(path: &Path) -> Value {
     let l = sessiontree::load(path).unwrap();
     let leaf = l.tree.leaf_id().map_or(LeafArg::Null, LeafArg::Id);
@@ -240,7 +229,7 @@ fn texts(c: &Value) -> Vec<Value> {
     }
 }
 
-/// A system message's text (a string, or text blocks joined by "\n").
+/// A system message's text, or any content's (a string, or text blocks joined by "\n").
 fn system_text(c: &Value) -> String {
     match c {
         Value::String(s) => s.clone(),
@@ -585,25 +574,7 @@ fn imported_sessions_are_the_conversation_the_agent_would_resume() {
         "recorded: 3 sessions, 1 subagent; the same in a storage tree"
     );
     for i in &all {
-        let l = sessiontree::load(&i.path).unwrap();
-        assert!(
-            l.tree.diagnostics().is_empty(),
-            "{}: {:?}",
-            i.path.display(),
-            l.tree.diagnostics()
-        );
-        // Pi's rule: the last line is the leaf; it must be the source's active leaf.
-        assert_eq!(
-            l.tree.leaf_id(),
-            Some(i.conv.lines.last().unwrap().id.as_str())
-        );
-        for line in std::fs::read_to_string(&i.path).unwrap().lines() {
-            assert_eq!(
-                sessiontree::json::canonicalize(line.as_bytes()).unwrap(),
-                line,
-                "not canonical"
-            );
-        }
+        common::check_loads_clean(&i.path, &i.conv);
         let mut got = pi_events(&our_context(&i.path));
         let expected = match i.agent {
             "claude" => claude_events(&i.source, i.conv.kind == "sidechain"),
@@ -667,15 +638,7 @@ fn opencode_request_events(messages: &Value, summaries: &[String], thinking: boo
     let mut i = 0;
     while i < ms.len() {
         let m = &ms[i];
-        let text = |m: &Value| match &m["content"] {
-            Value::String(s) => s.clone(),
-            Value::Array(a) => a
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        };
+        let text = |m: &Value| system_text(&m["content"]);
         match m["role"].as_str().unwrap() {
             "user" => {
                 let next = ms.get(i + 1);
@@ -869,11 +832,7 @@ fn what_each_kind_of_line_becomes() {
         .unwrap();
     assert_eq!(bash["isError"], true);
     // System lines stay in the tree as custom entries, outside the context.
-    let customs: Vec<String> = l
-        .tree
-        .entries()
-        .iter()
-        .filter(|e| e.str_field("type").as_deref() == Some("custom"))
+    let customs: Vec<String> = entries_where(&l, "type", "custom")
         .map(|e| e.id().unwrap().to_string())
         .collect();
     assert_eq!(customs.len(), 2);
@@ -895,12 +854,7 @@ fn what_each_kind_of_line_becomes() {
     assert_eq!(ctx["messages"][0]["role"], "compactionSummary");
     assert_eq!(ctx["messages"][0]["tokensBefore"], 48213.0);
     let l = sessiontree::load(&compact.path).unwrap();
-    let c = l
-        .tree
-        .entries()
-        .iter()
-        .find(|e| e.str_field("type").as_deref() == Some("compaction"))
-        .unwrap();
+    let c = entries_where(&l, "type", "compaction").next().unwrap();
     // Its parent is the message before the boundary: the tree stays one tree.
     assert!(matches!(&c.parent, sessiontree::Parent::Id(p) if **p == *compact.conv.lines[5].id));
 
@@ -959,10 +913,7 @@ fn what_each_kind_of_line_becomes() {
 
 #[test]
 fn importing_again_gives_the_same_bytes_and_adds_nothing() {
-    let a = tempfile::tempdir().unwrap();
-    let b = tempfile::tempdir().unwrap();
-    let first = import_all(a.path());
-    let second = import_all(b.path());
+    let (a, b, first, second) = common::import_twice(import_all);
     for (x, y) in first.iter().zip(&second) {
         assert_eq!(x.path.file_name(), y.path.file_name());
         let (bx, by) = (
@@ -983,15 +934,7 @@ fn importing_again_gives_the_same_bytes_and_adds_nothing() {
         );
     }
     for i in &first {
-        let before = std::fs::read(&i.path).unwrap();
-        let parent = sessiontree::load(&i.path)
-            .unwrap()
-            .tree
-            .header()
-            .parent_session();
-        let o = write(&i.conv, i.path.parent().unwrap(), parent.as_deref(), false).unwrap();
-        assert_eq!(o.status, Status::Unchanged);
-        assert_eq!(std::fs::read(&i.path).unwrap(), before);
+        common::check_writing_again_adds_nothing(&i.path, &i.conv, i.path.parent().unwrap());
     }
 }
 
@@ -1059,31 +1002,14 @@ fn a_grown_source_is_completed_by_appending() {
 
 #[test]
 fn pi_opens_every_import_and_builds_the_same_context() {
-    if !interop::available() {
-        eprintln!("SKIPPED: pi_opens_every_import_and_builds_the_same_context");
+    let test = "pi_opens_every_import_and_builds_the_same_context";
+    let Some((_tmp, all, results)) = common::pi_opens_all(test, import_all, |i| {
+        (i.source.as_path(), i.path.as_path(), &i.conv)
+    }) else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let all = import_all(&tmp.path().join("sessions"));
-    let paths: Vec<&Path> = all.iter().map(|i| i.path.as_path()).collect();
-    let dump = interop::oracle_dump(&paths, &tmp.path().join("oracle.json"), &[]);
-    let v: Value = serde_json::from_slice(&dump).unwrap();
-    let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), all.len());
-    for (i, r) in all.iter().zip(results) {
+    };
+    for (i, r) in all.iter().zip(&results) {
         let file = i.source.display();
-        assert!(
-            r["error"].is_null(),
-            "{file}: Pi cannot open it: {}",
-            r["error"]
-        );
-        assert_eq!(r["fileChange"], "none", "{file}: Pi rewrote it");
-        assert_eq!(r["nonCanonicalLines"], json!([]), "{file}");
-        assert_eq!(
-            r["leafId"],
-            json!(i.conv.lines.last().unwrap().id),
-            "{file}"
-        );
         assert_eq!(
             r["entries"].as_array().unwrap().len(),
             i.conv.lines.len(),
@@ -1271,11 +1197,9 @@ struct Resume {
 
 fn recorded_resumes(folder: &str, tmp: &Path) -> Vec<Resume> {
     let dir = fixtures().join(folder);
-    let requests: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
-            .unwrap();
+    let requests = common::resume_requests(&dir);
     let mut out = Vec::new();
-    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+    for (n, r) in requests.iter().enumerate() {
         let name = r["transcript"].as_str().unwrap();
         let prompt = r["prompt"].as_str().unwrap();
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
@@ -1288,15 +1212,7 @@ fn recorded_resumes(folder: &str, tmp: &Path) -> Vec<Resume> {
             })
             .unwrap_or_else(|| panic!("{name}: no prompt {prompt:?}"));
         let src = tmp.join(format!("{folder}-src{n}")).join(name);
-        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
-        std::fs::write(
-            &src,
-            lines[..cut]
-                .iter()
-                .map(|l| format!("{l}\n"))
-                .collect::<String>(),
-        )
-        .unwrap();
+        common::write_first_lines(&src, &lines, cut);
         let conv = convert("claude", &src).remove(0);
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
         let o = write(&conv, &tmp.join(format!("{folder}-out{n}")), None, false).unwrap();
@@ -1524,11 +1440,7 @@ fn claude_code_attachments_reach_the_model_as_system_messages() {
     assert!(text("skill_listing")[0].starts_with("The following skills are available"));
     // The rest: custom entries holding the line, outside the context.
     let l = sessiontree::load(&rec.path).unwrap();
-    let customs: Vec<Value> = l
-        .tree
-        .entries()
-        .iter()
-        .filter(|e| e.str_field("type").as_deref() == Some("custom"))
+    let customs: Vec<Value> = entries_where(&l, "type", "custom")
         .map(|e| ours(e.raw()))
         .collect();
     let kept: Vec<&Value> = attachments
@@ -1569,11 +1481,9 @@ fn recorded_codex_sessions_hold_what_codex_sent_on_resume() {
 
 fn recorded_codex_resumes(folder: &str) {
     let dir = fixtures().join(folder);
-    let requests: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
-            .unwrap();
+    let requests = common::resume_requests(&dir);
     let tmp = tempfile::tempdir().unwrap();
-    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+    for (n, r) in requests.iter().enumerate() {
         let rel = r["rollout"].as_str().unwrap();
         let prompt = r["prompt"].as_str().unwrap();
         let occurrence = r["occurrence"].as_u64().unwrap() as usize;
@@ -1598,14 +1508,7 @@ fn recorded_codex_resumes(folder: &str) {
             std::fs::copy(&f, src_dir.join(f.file_name().unwrap())).unwrap();
         }
         let src = src_dir.join(Path::new(rel).file_name().unwrap());
-        std::fs::write(
-            &src,
-            lines[..cut]
-                .iter()
-                .map(|l| format!("{l}\n"))
-                .collect::<String>(),
-        )
-        .unwrap();
+        common::write_first_lines(&src, &lines, cut);
         // A thread as it was then: the segments its reverts wrote later were not there
         // yet, and it is imported from its first rollout.
         let id = stem(&src)[stem(&src).len() - 36..].to_string();
@@ -1949,6 +1852,14 @@ fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
             })
             .collect::<Vec<_>>()
     };
+    // A run of the one file `f`: one session, created by the first run (`k == 0`), then
+    // `later`.
+    let run_one = |f: &Path, out: &Path, k: usize, later: Status| {
+        let done = run(&[f.to_path_buf()], out);
+        assert_eq!(done.len(), 1);
+        let want = if k == 0 { Status::Created } else { later };
+        assert_eq!(done[0].1, want, "{}", f.display());
+    };
     let only_file = |out: &Path| {
         let f = files(out);
         assert_eq!(f.len(), 1, "one session: {f:?}");
@@ -1968,18 +1879,7 @@ fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
     for (k, f) in order.iter().enumerate() {
         let copy = live.join(f.file_name().unwrap());
         std::fs::copy(f, &copy).unwrap();
-        let done = run(&[copy], &out1);
-        assert_eq!(done.len(), 1);
-        assert_eq!(
-            done[0].1,
-            if k == 0 {
-                Status::Created
-            } else {
-                Status::Appended
-            },
-            "{}",
-            f.display()
-        );
+        run_one(&copy, &out1, k, Status::Appended);
         let now = only_file(&out1);
         assert!(now.starts_with(&before), "only appended");
         before = now;
@@ -1989,16 +1889,7 @@ fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
     // The newest segment first, then the others.
     let out2 = tmp.path().join("newest-first");
     for (k, f) in order.iter().rev().enumerate() {
-        let done = run(std::slice::from_ref(f), &out2);
-        assert_eq!(done.len(), 1);
-        assert_eq!(
-            done[0].1,
-            if k == 0 {
-                Status::Created
-            } else {
-                Status::Unchanged
-            }
-        );
+        run_one(f, &out2, k, Status::Unchanged);
     }
     assert_eq!(only_file(&out2), whole);
 
@@ -2028,26 +1919,25 @@ fn a_reverted_codex_thread_is_one_session_whichever_way_its_files_come() {
         .unwrap()
         .clone()
     );
-    let reverts = l
-        .tree
+    let reverts = entries_where(&l, "customType", "codex:revert").count();
+    assert_eq!(reverts, 2);
+}
+
+/// The entries of `l` whose string field `field` is `value`.
+fn entries_where<'a>(
+    l: &'a sessiontree::Loaded,
+    field: &'a str,
+    value: &'a str,
+) -> impl Iterator<Item = &'a sessiontree::Entry> {
+    l.tree
         .entries()
         .iter()
-        .filter(|e| e.str_field("customType").as_deref() == Some("codex:revert"))
-        .count();
-    assert_eq!(reverts, 2);
+        .filter(move |e| e.str_field(field).as_deref() == Some(value))
 }
 
 /// A Claude Code `tool_result` block as the conversation tests compare it: `["result", id,
 /// text, is_error]` (a list of blocks is its texts, one a line).
 fn claude_result(b: &Value) -> Value {
-    let t = match &b["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(x) => x
-            .iter()
-            .filter_map(|y| y["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
+    let t = system_text(&b["content"]);
     json!(["result", b["tool_use_id"], t, b["is_error"] == true])
 }

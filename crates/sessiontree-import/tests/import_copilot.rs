@@ -18,11 +18,13 @@
 use serde_json::{json, Value};
 
 use sessiontree_import::{copilot, write, Agent, Conversion, Status};
-use sessiontree_testkit::interop;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{context_at, fixtures, norm, our_context, Imported};
+use common::{
+    assistant_events, entries, fixtures, header, our_context, resume_requests, source_when_sent,
+    Imported,
+};
 
 fn logs(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -33,6 +35,10 @@ fn logs(dir: &Path) -> Vec<PathBuf> {
 
 fn convert(p: &Path) -> Conversion {
     copilot::convert(&std::fs::read(p).unwrap(), &copilot::folder_id(p))
+}
+
+fn import_all(dir: &Path) -> Vec<Imported> {
+    common::import_folders(&["copilot-recorded", "copilot"], dir, import_folder)
 }
 
 fn import_folder(folder: &Path, dir: &Path) -> Vec<Imported> {
@@ -61,12 +67,6 @@ fn import_folder(folder: &Path, dir: &Path) -> Vec<Imported> {
     out
 }
 
-fn import_all(dir: &Path) -> Vec<Imported> {
-    let mut all = import_folder(&fixtures().join("copilot-recorded"), dir);
-    all.extend(import_folder(&fixtures().join("copilot"), dir));
-    all
-}
-
 /// The conversation of a Pi context as events: user texts, assistant texts and tool
 /// calls, tool results (thinking is not compared: Copilot CLI does not send the model's
 /// reasoning back).
@@ -81,17 +81,7 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                     }
                 }
             }
-            "assistant" => {
-                for b in m["content"].as_array().unwrap() {
-                    match b["type"].as_str() {
-                        Some("text") => out.push(json!(["model", b["text"]])),
-                        Some("toolCall") => {
-                            out.push(json!(["call", b["id"], b["name"], b["arguments"]]))
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            "assistant" => assistant_events(m, "model", &mut out),
             "toolResult" => {
                 let t: Vec<&str> = m["content"]
                     .as_array()
@@ -134,9 +124,7 @@ fn request_events(messages: &Value) -> Vec<Value> {
 #[test]
 fn recorded_sessions_hold_what_copilot_cli_sent() {
     let dir = fixtures().join("copilot-recorded");
-    let requests: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
-            .unwrap();
+    let requests = resume_requests(&dir);
     let src = logs(&dir).pop().expect("the recorded session");
     let text = std::fs::read_to_string(&src).unwrap();
     let tmp = tempfile::tempdir().unwrap();
@@ -144,29 +132,15 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
     // The main session and the subagent's.
     let whole = copilot::convert_all(text.as_bytes(), "x");
     assert_eq!(whole.len(), 2);
-    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+    for (n, r) in requests.iter().enumerate() {
         let mut expected = request_events(&r["messages"]);
         // Whose request: the session holding the prompt (the last: the main one).
         let mut owner = whole[0].session_id.clone();
-        let cut_text = if r["last"] == true {
-            text.clone()
-        } else {
-            // The log as it was when the prompt was sent: up to its user message.
-            let prompt = r["prompt"].as_str().unwrap();
-            let lines: Vec<&str> = text.lines().collect();
-            let cut = lines
-                .iter()
-                .position(|l| {
-                    let v: Value = serde_json::from_str(l).unwrap();
-                    v["type"] == "user.message" && v["data"]["transformedContent"] == prompt
-                })
-                .unwrap_or_else(|| panic!("no prompt {prompt:?}"));
-            assert_eq!(
-                expected.pop(),
-                Some(json!(["user", prompt])),
-                "the request ends with the prompt"
-            );
-            let v: Value = serde_json::from_str(lines[cut]).unwrap();
+        // The log as it was when the prompt was sent: up to its user message.
+        let (cut_text, prompt_line) = source_when_sent(&text, r, &mut expected, |v, prompt| {
+            v["type"] == "user.message" && v["data"]["transformedContent"] == prompt
+        });
+        if let Some(v) = prompt_line {
             owner = whole
                 .iter()
                 .find(|c| {
@@ -175,8 +149,7 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
                 })
                 .map(|c| c.session_id.clone())
                 .unwrap();
-            lines[..cut].iter().map(|l| format!("{l}\n")).collect()
-        };
+        }
         let cut_src = tmp
             .path()
             .join(format!("p{n}/session-state/{}", copilot::folder_id(&src)))
@@ -199,19 +172,9 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
             checked += 1;
             continue;
         }
-        assert_eq!(conv.cwd.as_deref(), Some("/home/dev/demo"));
-        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
-        let mut got = pi_events(&our_context(&o.path));
-        if r["last"] == true {
-            // The whole log also holds the answer to its last request.
-            assert_eq!(got.pop().unwrap()[0], "model");
-        }
-        assert_eq!(
-            serde_json::to_string_pretty(&got).unwrap(),
-            serde_json::to_string_pretty(&expected).unwrap(),
-            "before {:?}",
-            r["prompt"]
-        );
+        // The whole log also holds the answer to its last request.
+        let out = tmp.path().join(format!("out{n}"));
+        common::check_sent(&conv, &out, pi_events, r, &expected);
         checked += 1;
     }
     assert!(checked >= 6, "{checked}");
@@ -237,15 +200,6 @@ fn recorded_sessions_hold_what_copilot_cli_sent() {
         ev.iter().any(|e| e[0] == "result" && e[2] == answer[1]),
         "{ev:?} {sev:?}"
     );
-}
-
-fn entries(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -295,27 +249,16 @@ fn a_rewind_branches_a_failed_call_is_an_error_and_bad_lines_are_problems() {
     assert_eq!(first["message"]["usage"]["input"], 400);
     assert_eq!(first["message"]["usage"]["cacheRead"], 100);
     assert_eq!(first["message"]["content"][0]["thinking"], "Look first");
-    let head: Value = serde_json::from_str(
-        std::fs::read_to_string(&i.path)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let head = header(&i.path);
     assert_eq!(head["importedFrom"]["agent"], "copilot-cli");
     assert_eq!(head["cwd"], "/home/dev/demo");
 }
 
 #[test]
 fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
-    let a = tempfile::tempdir().unwrap();
-    let b = tempfile::tempdir().unwrap();
-    let first = import_all(a.path());
-    let second = import_all(b.path());
+    let written = common::check_importing_twice(import_all);
     // The recorded session, its subagent, the hand-written one.
-    assert_eq!(first.len(), 3);
-    common::check_canonical_and_idempotent(&first, &second, a.path(), b.path());
+    assert_eq!(written, 3);
 }
 
 /// The recorded log cut at several lines (the last one torn), imported, then the whole
@@ -324,81 +267,28 @@ fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
 fn a_grown_log_is_completed_by_appending() {
     let src = logs(&fixtures().join("copilot-recorded")).pop().unwrap();
     let text = std::fs::read_to_string(&src).unwrap();
-    let n = text.lines().count();
-    let mut appended = 0;
-    for cut in [3, n / 3, n / 2, 2 * n / 3, n - 2] {
-        let tmp = tempfile::tempdir().unwrap();
-        let part = tmp.path().join("s/events.jsonl");
-        std::fs::create_dir_all(part.parent().unwrap()).unwrap();
-        let head: String = text.lines().take(cut).map(|l| format!("{l}\n")).collect();
-        let torn = &text.lines().nth(cut).unwrap()[..20];
-        std::fs::write(&part, format!("{head}{torn}")).unwrap();
-        let out = tmp.path().join("out");
-        let c1 = convert(&part);
-        assert!(
-            c1.problems.is_empty(),
-            "a torn last line is not a problem yet"
-        );
-        if c1.lines.is_empty() {
-            continue;
-        }
-        let o1 = write(&c1, &out, None, false).unwrap();
-        std::fs::write(&part, &text).unwrap();
-        let c2 = convert(&part);
-        let o2 = write(&c2, &out, None, false).unwrap();
-        assert_eq!(o2.path, o1.path);
-        let grown = std::fs::read_to_string(&o2.path).unwrap();
-        assert!(grown.starts_with(&String::from_utf8(c1.to_bytes(None)).unwrap()));
-        if o2.status == Status::Appended {
-            appended += 1;
-        }
-        let fresh = write(&c2, &tmp.path().join("fresh"), None, false).unwrap();
-        assert_eq!(
-            std::fs::read(&o2.path).unwrap(),
-            std::fs::read(&fresh.path).unwrap(),
-            "cut at line {cut}"
-        );
-    }
+    let appended = common::grown_sources_are_appended_to(
+        &text,
+        |tmp| tmp.join("s/events.jsonl"),
+        convert,
+        |grown, fresh, cut| {
+            assert_eq!(
+                std::fs::read(grown).unwrap(),
+                std::fs::read(fresh).unwrap(),
+                "cut at line {cut}"
+            )
+        },
+    );
     assert!(appended >= 3, "{appended}");
 }
 
 #[test]
 fn pi_opens_every_import_and_builds_the_same_context() {
-    if !interop::available() {
-        interop::say_skipped("pi_opens_every_import_and_builds_the_same_context (copilot)");
+    let test = "pi_opens_every_import_and_builds_the_same_context (copilot)";
+    let Some((all, compared)) = common::pi_builds_the_same_contexts(test, import_all) else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let all = import_all(&tmp.path().join("sessions"));
-    let paths: Vec<&Path> = all.iter().map(|i| i.path.as_path()).collect();
-    let dump = interop::oracle_dump(&paths, &tmp.path().join("oracle.json"), &[]);
-    let v: Value = serde_json::from_slice(&dump).unwrap();
-    let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), all.len());
-    for (i, r) in all.iter().zip(results) {
-        let file = i.source.display();
-        assert!(r["error"].is_null(), "{file}: {}", r["error"]);
-        assert_eq!(r["fileChange"], "none", "{file}: Pi rewrote it");
-        assert_eq!(r["nonCanonicalLines"], json!([]), "{file}");
-        assert_eq!(
-            r["leafId"],
-            json!(i.conv.lines.last().unwrap().id),
-            "{file}"
-        );
-        let mut compared = 0;
-        for c in r["contexts"].as_array().unwrap() {
-            let leaf = match c["kind"].as_str() {
-                Some("default") => None,
-                Some("id") => c["leaf"].as_str(),
-                _ => continue,
-            };
-            assert_eq!(
-                norm(&c["context"]),
-                norm(&context_at(&i.path, leaf)),
-                "{file}: context at {leaf:?}"
-            );
-            compared += 1;
-        }
-        assert!(compared > 0, "{file}");
+    };
+    for (i, n) in all.iter().zip(compared) {
+        assert!(n > 0, "{}", i.source.display());
     }
 }

@@ -16,12 +16,14 @@
 
 use serde_json::{json, Value};
 use sessiontree_import::{gemini, write, Conversion, Status};
-use sessiontree_testkit::interop;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{context_at, fixtures, norm, our_context, Imported};
+use common::{
+    assistant_events, entries, fixtures, header, our_context, resume_requests, source_when_sent,
+    Imported,
+};
 
 fn chats(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -80,9 +82,7 @@ fn import_folder(folder: &Path, dir: &Path) -> Vec<Imported> {
 }
 
 fn import_all(dir: &Path) -> Vec<Imported> {
-    let mut all = import_folder(&fixtures().join("gemini-recorded"), dir);
-    all.extend(import_folder(&fixtures().join("gemini"), dir));
-    all
+    common::import_folders(&["gemini-recorded", "gemini"], dir, import_folder)
 }
 
 /// The conversation of a Pi context as events: user texts, the compaction summary,
@@ -104,17 +104,7 @@ fn pi_events(ctx: &Value) -> Vec<Value> {
                 _ => {}
             },
             "compactionSummary" => out.push(json!(["user", m["summary"]])),
-            "assistant" => {
-                for b in m["content"].as_array().unwrap() {
-                    match b["type"].as_str() {
-                        Some("text") => out.push(json!(["model", b["text"]])),
-                        Some("toolCall") => {
-                            out.push(json!(["call", b["id"], b["name"], b["arguments"]]))
-                        }
-                        _ => {}
-                    }
-                }
-            }
+            "assistant" => assistant_events(m, "model", &mut out),
             "toolResult" => out.push(sessiontree_testkit::json::tool_result_event(m)),
             r => panic!("unexpected role {r}"),
         }
@@ -164,36 +154,18 @@ fn request_events(contents: &Value) -> Vec<Value> {
 #[test]
 fn recorded_chats_hold_what_gemini_cli_sent() {
     let dir = fixtures().join("gemini-recorded");
-    let requests: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
-            .unwrap();
+    let requests = resume_requests(&dir);
     let tmp = tempfile::tempdir().unwrap();
     let mut checked = 0;
-    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+    for (n, r) in requests.iter().enumerate() {
         let rel = r["chat"].as_str().unwrap();
         let src = dir.join(rel);
         let text = std::fs::read_to_string(&src).unwrap();
         let mut expected = request_events(&r["contents"]);
-        let cut_text = if r["last"] == true {
-            text.clone()
-        } else {
-            // The chat as it was when the prompt was sent: up to its user message.
-            let prompt = r["prompt"].as_str().unwrap();
-            let lines: Vec<&str> = text.lines().collect();
-            let cut = lines
-                .iter()
-                .position(|l| {
-                    let v: Value = serde_json::from_str(l).unwrap();
-                    v["type"] == "user" && v["content"][0]["text"] == prompt
-                })
-                .unwrap_or_else(|| panic!("{rel}: no prompt {prompt:?}"));
-            assert_eq!(
-                expected.pop(),
-                Some(json!(["user", prompt])),
-                "the request ends with the prompt"
-            );
-            lines[..cut].iter().map(|l| format!("{l}\n")).collect()
-        };
+        // The chat as it was when the prompt was sent: up to its user message.
+        let (cut_text, _) = source_when_sent(&text, r, &mut expected, |v, prompt| {
+            v["type"] == "user" && v["content"][0]["text"] == prompt
+        });
         // The chat in a folder of its own, with its project's root beside it.
         let project = tmp.path().join(format!("p{n}/tmp/demo"));
         std::fs::create_dir_all(project.join("chats")).unwrap();
@@ -202,32 +174,12 @@ fn recorded_chats_hold_what_gemini_cli_sent() {
         std::fs::write(&cut_src, cut_text).unwrap();
         let conv = convert(&cut_src);
         assert!(conv.problems.is_empty(), "{:?}", conv.problems);
-        assert_eq!(conv.cwd.as_deref(), Some("/home/dev/demo"));
-        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
-        let mut got = pi_events(&our_context(&o.path));
-        if r["last"] == true {
-            // The whole chat also holds the answer to its last request.
-            assert_eq!(got.pop().unwrap()[0], "model");
-        }
-        assert_eq!(
-            serde_json::to_string_pretty(&got).unwrap(),
-            serde_json::to_string_pretty(&expected).unwrap(),
-            "{rel} before {:?}",
-            r["prompt"]
-        );
+        // The whole chat also holds the answer to its last request.
+        let out = tmp.path().join(format!("out{n}"));
+        common::check_sent(&conv, &out, pi_events, r, &expected);
         checked += 1;
     }
     assert!(checked >= 5, "{checked}");
-}
-
-/// The chat's messages, as Pi entries of the imported file, by kind.
-fn entries(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -275,27 +227,13 @@ fn resumes_add_nothing_a_rewind_branches_a_compression_is_a_compaction() {
     assert!(!sent.contains(&json!(["user", "What happened after the compression?"])));
     assert!(prompts.contains(&"What happened after the compression?"));
     // The header names the source.
-    let head: Value = serde_json::from_str(
-        std::fs::read_to_string(&m.path)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let head = header(&m.path);
     assert_eq!(head["importedFrom"]["agent"], "gemini-cli");
     assert_eq!(head["cwd"], "/home/dev/demo");
     // The subagent: its own session, linked to the main one.
     let sub: Vec<&Imported> = all.iter().filter(|i| i.conv.kind == "sidechain").collect();
     assert_eq!(sub.len(), 1);
-    let sh: Value = serde_json::from_str(
-        std::fs::read_to_string(&sub[0].path)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+    let sh = header(&sub[0].path);
     assert_eq!(sh["parentSession"], json!(m.path.to_string_lossy()));
     assert_eq!(
         sub[0].conv.parent_source.as_deref(),
@@ -305,12 +243,8 @@ fn resumes_add_nothing_a_rewind_branches_a_compression_is_a_compaction() {
 
 #[test]
 fn every_line_is_canonical_and_importing_twice_gives_the_same_bytes() {
-    let a = tempfile::tempdir().unwrap();
-    let b = tempfile::tempdir().unwrap();
-    let first = import_all(a.path());
-    let second = import_all(b.path());
-    assert!(first.len() >= 4, "{}", first.len());
-    common::check_canonical_and_idempotent(&first, &second, a.path(), b.path());
+    let written = common::check_importing_twice(import_all);
+    assert!(written >= 4, "{written}");
 }
 
 /// A chat cut at every line, imported, then the whole one: only appended to, and the
@@ -324,41 +258,18 @@ fn a_grown_chat_is_completed_by_appending() {
         .unwrap()
         .1;
     let text = std::fs::read_to_string(&src).unwrap();
-    let n = text.lines().count();
-    let mut appended = 0;
-    for cut in [3, n / 3, n / 2, 2 * n / 3, n - 2] {
-        let tmp = tempfile::tempdir().unwrap();
-        let part = tmp.path().join("chats").join(src.file_name().unwrap());
-        std::fs::create_dir_all(part.parent().unwrap()).unwrap();
-        let head: String = text.lines().take(cut).map(|l| format!("{l}\n")).collect();
-        let torn = &text.lines().nth(cut).unwrap()[..20];
-        std::fs::write(&part, format!("{head}{torn}")).unwrap();
-        let out = tmp.path().join("out");
-        let c1 = convert(&part);
-        assert!(
-            c1.problems.is_empty(),
-            "a torn last line is not a problem yet"
-        );
-        if c1.lines.is_empty() {
-            continue;
-        }
-        let o1 = write(&c1, &out, None, false).unwrap();
-        std::fs::write(&part, &text).unwrap();
-        let c2 = convert(&part);
-        let o2 = write(&c2, &out, None, false).unwrap();
-        assert_eq!(o2.path, o1.path);
-        let grown = std::fs::read_to_string(&o2.path).unwrap();
-        assert!(grown.starts_with(&String::from_utf8(c1.to_bytes(None)).unwrap()));
-        if o2.status == Status::Appended {
-            appended += 1;
-        }
-        let fresh = write(&c2, &tmp.path().join("fresh"), None, false).unwrap();
-        assert_eq!(
-            pi_events(&our_context(&o2.path)),
-            pi_events(&our_context(&fresh.path)),
-            "cut at line {cut}"
-        );
-    }
+    let appended = common::grown_sources_are_appended_to(
+        &text,
+        |tmp| tmp.join("chats").join(src.file_name().unwrap()),
+        convert,
+        |grown, fresh, cut| {
+            assert_eq!(
+                pi_events(&our_context(grown)),
+                pi_events(&our_context(fresh)),
+                "cut at line {cut}"
+            )
+        },
+    );
     assert!(appended >= 3, "{appended}");
 }
 
@@ -400,38 +311,6 @@ fn older_one_file_chats_subagents_and_bad_lines() {
 
 #[test]
 fn pi_opens_every_import_and_builds_the_same_context() {
-    if !interop::available() {
-        interop::say_skipped("pi_opens_every_import_and_builds_the_same_context (gemini)");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let all = import_all(&tmp.path().join("sessions"));
-    let paths: Vec<&Path> = all.iter().map(|i| i.path.as_path()).collect();
-    let dump = interop::oracle_dump(&paths, &tmp.path().join("oracle.json"), &[]);
-    let v: Value = serde_json::from_slice(&dump).unwrap();
-    let results = v["results"].as_array().unwrap();
-    assert_eq!(results.len(), all.len());
-    for (i, r) in all.iter().zip(results) {
-        let file = i.source.display();
-        assert!(r["error"].is_null(), "{file}: {}", r["error"]);
-        assert_eq!(r["fileChange"], "none", "{file}: Pi rewrote it");
-        assert_eq!(r["nonCanonicalLines"], json!([]), "{file}");
-        assert_eq!(
-            r["leafId"],
-            json!(i.conv.lines.last().unwrap().id),
-            "{file}"
-        );
-        for c in r["contexts"].as_array().unwrap() {
-            let leaf = match c["kind"].as_str() {
-                Some("default") => None,
-                Some("id") => c["leaf"].as_str(),
-                _ => continue,
-            };
-            assert_eq!(
-                norm(&c["context"]),
-                norm(&context_at(&i.path, leaf)),
-                "{file}: context at {leaf:?}"
-            );
-        }
-    }
+    let test = "pi_opens_every_import_and_builds_the_same_context (gemini)";
+    common::pi_builds_the_same_contexts(test, import_all);
 }

@@ -38,3 +38,22 @@ use std::path::{Path, PathBuf};
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+/// `load_clean!(path)`: the session at `path` (anything `AsRef<Path>`), loaded by
+/// `sessiontree::load`, after asserting that it loads without a diagnostic (the message
+/// names the file and the diagnostics). A macro, so that it names the store of the crate
+/// whose test uses it: the testkit depends on no crate of the workspace.
+#[macro_export]
+macro_rules! load_clean {
+    ($path:expr) => {{
+        let path: &::std::path::Path = ::std::convert::AsRef::as_ref(&$path);
+        let l = sessiontree::load(path).unwrap();
+        assert!(
+            l.tree.diagnostics().is_empty(),
+            "{}: {:?}",
+            path.display(),
+            l.tree.diagnostics()
+        );
+        l
+    }};
+}
