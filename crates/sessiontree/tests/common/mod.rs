@@ -5,12 +5,5 @@ use std::path::Path;
 
 /// The session at `p`, after asserting that it loads without a diagnostic.
 pub fn load_clean(p: &Path) -> sessiontree::Loaded {
-    let l = sessiontree::load(p).unwrap();
-    assert!(
-        l.tree.diagnostics().is_empty(),
-        "{}: {:?}",
-        p.display(),
-        l.tree.diagnostics()
-    );
-    l
+    sessiontree_testkit::load_clean!(p)
 }
