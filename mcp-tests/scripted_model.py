@@ -9,15 +9,16 @@ whose last user turn is a question (no tool result yet) is answered with a call 
 tool with {"query": QUERY}; a request carrying a tool result is answered with a short
 text; anything else with a short text. Streams (SSE) when asked to."""
 import itertools
-import json
+import os
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# The scripted endpoints' shared handler, beside the recording's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "sessiontree-import", "record"))
+import scripted_http  # noqa: E402
 
 LOG = open(sys.argv[1], "a")
 QUERY = sys.argv[2]
 counter = itertools.count(1)
-lock = threading.Lock()
 
 
 def last_user(body):
@@ -38,69 +39,19 @@ def plan(body):
     return [{"type": "text", "text": f"Answer {n}."}], "end_turn"
 
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self.send_response(404)
-        self.end_headers()
+class H(scripted_http.Handler):
+    log = LOG
 
     def do_HEAD(self):
         self.send_response(200)
         self.end_headers()
 
     def do_POST(self):
-        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
-        try:
-            body = json.loads(raw)
-        except Exception:
-            body = {}
-        with lock:
-            LOG.write(json.dumps({"path": self.path, "body": body}) + "\n")
-            LOG.flush()
-        if "count_tokens" in self.path:
-            return self.send_json({"input_tokens": 100})
-        if not self.path.startswith("/v1/messages"):
-            return self.send_json({})
+        body = self.read_body()
+        if self.anthropic_aside():
+            return
         content, stop = plan(body)
-        mid = "msg_scripted%06d" % next(counter)
-        model = body.get("model", "claude-x")
-        usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        if not body.get("stream"):
-            return self.send_json({"id": mid, "type": "message", "role": "assistant", "model": model,
-                                   "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage})
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-
-        def ev(name, data):
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-
-        ev("message_start", {"type": "message_start", "message": {"id": mid, "type": "message", "role": "assistant", "model": model,
-                                                                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}})
-        for i, b in enumerate(content):
-            if b["type"] == "text":
-                ev("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
-                ev("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}})
-            else:
-                ev("content_block_start", {"type": "content_block_start", "index": i,
-                                           "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}})
-                ev("content_block_delta", {"type": "content_block_delta", "index": i,
-                                           "delta": {"type": "input_json_delta", "partial_json": json.dumps(b["input"])}})
-            ev("content_block_stop", {"type": "content_block_stop", "index": i})
-        ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}})
-        ev("message_stop", {"type": "message_stop"})
-
-    def send_json(self, o):
-        b = json.dumps(o).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(b)))
-        self.end_headers()
-        self.wfile.write(b)
+        self.anthropic_reply(body, "msg_scripted%06d" % next(counter), content, stop, 5)
 
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-print(server.server_address[1], flush=True)
-server.serve_forever()
+scripted_http.serve(H, 0)

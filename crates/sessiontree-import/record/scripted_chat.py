@@ -9,12 +9,11 @@ conversation) -> "Summary N: ..."; a last message that is a tool result -> a tex
 user text says "RUN" -> reasoning + a `bash` tool call, "DELEGATE" -> a `task` tool call
 (the subagent's session), "EDIT" -> a `write` tool call; anything else -> reasoning + "Answer
 N to: ...". Each response reports 900 prompt tokens and 40 completion tokens."""
-import json, sys, threading, itertools
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+import json, sys, itertools
+import scripted_http
 
 LOG = open(sys.argv[2], "a")
 counter = itertools.count(1)
-lock = threading.Lock()
 
 
 def text_of(m):
@@ -60,25 +59,12 @@ def respond(body):
     return reasoning, f"Answer {n} to: {last_user[-40:]}", []
 
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self.send_response(404)
-        self.end_headers()
+class H(scripted_http.Handler):
+    log = LOG
+    log_headers = True
 
     def do_POST(self):
-        n = int(self.headers.get("content-length", 0))
-        raw = self.rfile.read(n)
-        try:
-            body = json.loads(raw)
-        except Exception:
-            body = {}
-        with lock:
-            headers = {k.lower(): v for k, v in self.headers.items() if k.lower() not in ("authorization", "api-key")}
-            LOG.write(json.dumps({"path": self.path, "headers": headers, "body": body}) + "\n")
-            LOG.flush()
+        body = self.read_body()
         reasoning, text, calls = respond(body)
         rid = "chatcmpl-%d" % next(counter)
         usage = {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940}
@@ -90,18 +76,9 @@ class H(BaseHTTPRequestHandler):
                     {"id": f"call_{rid}_{i}", "type": "function", "function": {"name": nm, "arguments": json.dumps(a)}}
                     for i, (nm, a) in enumerate(calls)
                 ]
-            out = {"id": rid, "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                   "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage}
-            data = json.dumps(out).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
+            return self.send_json({"id": rid, "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+                                   "choices": [{"index": 0, "message": msg, "finish_reason": finish}], "usage": usage})
+        self.start_events()
 
         def chunk(delta, finish_reason=None, with_usage=False):
             c = {"id": rid, "object": "chat.completion.chunk", "created": 0, "model": body.get("model", ""),
@@ -122,4 +99,4 @@ class H(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
 
 
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+scripted_http.serve(H, int(sys.argv[1]))

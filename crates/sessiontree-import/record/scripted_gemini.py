@@ -14,12 +14,11 @@ turn after a tool call); a utility request with a
 JSON response schema -> a small JSON object; anything else -> a thought and
 "Answer N to: ...". Streaming requests get SSE chunks (the thought, then the parts).
 """
-import json, sys, threading, itertools
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+import json, sys, itertools
+import scripted_http
 
 LOG = open(sys.argv[2], "a")
 counter = itertools.count(1)
-lock = threading.Lock()
 
 
 def parts_text(content):
@@ -69,40 +68,19 @@ def plan(body):
     return [thought, {"text": f"Answer {n} to: {last_text[-40:]}"}], tokens
 
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-    def do_GET(self):
-        self.send_response(404)
-        self.end_headers()
+class H(scripted_http.Handler):
+    log = LOG
 
     def do_POST(self):
-        n = int(self.headers.get("content-length", 0))
-        raw = self.rfile.read(n)
-        try:
-            body = json.loads(raw)
-        except Exception:
-            body = {}
-        with lock:
-            LOG.write(json.dumps({"path": self.path, "body": body}) + "\n")
-            LOG.flush()
+        body = self.read_body()
         if ":countTokens" in self.path:
-            data = json.dumps({"totalTokens": 100}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        with lock:
+            return self.send_json({"totalTokens": 100})
+        with self.lock:
             parts, prompt_tokens = plan(body)
         usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": 20, "totalTokenCount": prompt_tokens + 20}
         final = {"candidates": [{"content": {"role": "model", "parts": [p for p in parts if not p.get("thought")]}, "finishReason": "STOP", "index": 0}], "usageMetadata": usage, "modelVersion": "gemini-2.5-flash"}
         if ":streamGenerateContent" in self.path:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
+            self.start_events()
             thoughts = [p for p in parts if p.get("thought")]
             if thoughts:
                 first = {"candidates": [{"content": {"role": "model", "parts": thoughts}, "index": 0}], "modelVersion": "gemini-2.5-flash"}
@@ -111,12 +89,7 @@ class H(BaseHTTPRequestHandler):
             self.wfile.flush()
             return
         final["candidates"][0]["content"]["parts"] = parts
-        data = json.dumps(final).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(final)
 
 
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+scripted_http.serve(H, int(sys.argv[1]))

@@ -12,11 +12,10 @@ Each response reports 900 input tokens (INPUT_TOKENS when given); the first resp
 turn whose user text says "BIG" reports 200,000, so that Codex, configured with a small
 model_auto_compact_token_limit, compacts (mid-turn after a tool call, else before the
 next turn)."""
-import json, sys, threading, itertools
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+import json, sys, itertools
+import scripted_http
 LOG = open(sys.argv[2], "a")
 counter = itertools.count(1)
-lock = threading.Lock()
 BIG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 BIG_DONE = set()
 
@@ -57,22 +56,14 @@ def respond(body, items):
     out.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "content": [{"type": "output_text", "text": f"Answer {n} to: {text[-40:]}"}]})
     return out
 
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def do_GET(self):
-        self.send_response(404); self.end_headers()
+class H(scripted_http.Handler):
+    log = LOG
+
     def do_POST(self):
-        n = int(self.headers.get("content-length", 0))
-        raw = self.rfile.read(n)
-        try: body = json.loads(raw)
-        except Exception: body = {}
-        with lock:
-            LOG.write(json.dumps({"path": self.path, "body": body}) + "\n"); LOG.flush()
+        body = self.read_body()
         items, big = plan(body)
         rid = "resp_%d" % next(counter)
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
+        self.start_events()
         def ev(data):
             self.wfile.write(f"event: {data['type']}\ndata: {json.dumps(data)}\n\n".encode())
         ev({"type": "response.created", "response": {"id": rid}})
@@ -81,4 +72,4 @@ class H(BaseHTTPRequestHandler):
         inp = 200000 if big else (BIG or 900)
         ev({"type": "response.completed", "response": {"id": rid, "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 100}, "output_tokens": 40, "output_tokens_details": {"reasoning_tokens": 10}, "total_tokens": inp + 40}}})
 
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+scripted_http.serve(H, int(sys.argv[1]))
