@@ -50,24 +50,22 @@ pub fn session_files(agent: &Path) -> Vec<(String, Vec<u8>)> {
 /// changed. A folder that cannot be read counts as empty.
 pub fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.push((p.clone(), Vec::new()));
-                stack.push(p);
-            } else {
-                let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-                out.push((p, bytes));
-            }
-        }
-    }
+    snapshot_into(dir, &mut out);
     out.sort();
     out
+}
+
+fn snapshot_into(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            snapshot_into(&p, out);
+            out.push((p, Vec::new()));
+        } else {
+            let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            out.push((p, bytes));
+        }
+    }
 }
 
 /// Copies the folder `from` into `to` (created), recursively.
