@@ -6,6 +6,7 @@
 use rusqlite::Connection;
 use sessiontree_import::batch::{self, Options};
 use sessiontree_import::{Agent, Status};
+use sessiontree_testkit::opencode::LAST_USER_MESSAGE;
 use std::path::{Path, PathBuf};
 
 fn fixture_db() -> PathBuf {
@@ -163,11 +164,7 @@ fn a_session_that_grew_is_completed_by_appending() {
     let c = Connection::open(&db).unwrap();
     // The database as it was before the main session's last turn.
     let last_user: String = c
-        .query_row(
-            "SELECT id FROM message WHERE session_id = ?1 AND data LIKE '%\"role\":\"user\"%' ORDER BY id DESC LIMIT 1",
-            [MAIN],
-            |r| r.get(0),
-        )
+        .query_row(LAST_USER_MESSAGE, [MAIN], |r| r.get(0))
         .unwrap();
     let saved: Vec<(String, String)> = {
         let mut q = c

@@ -6,8 +6,8 @@
 //! generators ([`Rng`] for tests, [`gen`] for realistic benchmark sessions), test sizes
 //! from the environment ([`env_or`]), the reference implementation through `interop/`
 //! ([`interop`]), headless Chromium through `export-tests/` ([`browser`]), generated
-//! credentials ([`creds`]), reading a command's JSON answer ([`json`]) and file walks
-//! ([`files`]).
+//! credentials ([`creds`]), reading a command's JSON answer ([`json`]), OpenCode's recorded database ([`opencode`])
+//! and file walks ([`files`]).
 //!
 //! A dev-dependency only (`publish = false`); it depends on no crate of the workspace.
 
@@ -24,6 +24,7 @@ pub mod home;
 pub mod http;
 pub mod interop;
 pub mod json;
+pub mod opencode;
 pub mod pg;
 pub mod rng;
 pub mod run;
