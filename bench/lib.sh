@@ -1,8 +1,9 @@
 # The bench scripts' common preamble, sourced first:  . "$(dirname "$0")/lib.sh"
 # Strict mode, the repository root as the working folder, CARGO_TARGET_DIR, and:
 #   build_cli               BIN = the release command (built, unless BIN is set already)
-#   corpus DIR COUNT MB     COUNT generated sessions (~MB) in DIR (gen_sessions), unless
-#                           DIR/sessions exists
+#   corpus DIR COUNT MB [PROJECTS]
+#                           COUNT generated sessions (~MB, in PROJECTS working directories,
+#                           default 20) in DIR (gen_sessions), unless DIR/sessions exists
 #   measure NAME RUNS CMD.. median wall seconds and peak RSS of CMD (bench/measure.py),
 #                           printed on stderr (name column MEASURE_WIDTH wide) and kept
 #                           in RESULTS as "name|wall|rss"
@@ -20,7 +21,7 @@ build_cli() {
 corpus() {
   if [ ! -d "$1/sessions" ]; then
     cargo build -q --release -p sessiontree --example gen_sessions
-    "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$1" "$2" "$3"
+    "$CARGO_TARGET_DIR/release/examples/gen_sessions" "$1" "$2" "$3" ${4:+"$4"}
   fi
 }
 

@@ -1,5 +1,5 @@
-//! Writes a large synthetic agent dir for benchmarks: `gen_sessions OUT COUNT TOTAL_MB`.
-//! Sessions are spread over 20 working directories; each is a chain of user, assistant
+//! Writes a large synthetic agent dir for benchmarks: `gen_sessions OUT COUNT TOTAL_MB
+//! [PROJECTS]`. Sessions are spread over PROJECTS working directories (default 20); each is a chain of user, assistant
 //! (with usage), tool-result and bash messages with occasional branches, sized so the
 //! whole set is about TOTAL_MB. Deterministic.
 
@@ -25,6 +25,7 @@ fn main() {
     let count: usize = a[2].parse().unwrap();
     let total_mb: usize = a[3].parse().unwrap();
     let per_file = total_mb * 1024 * 1024 / count;
+    let projects: usize = a.get(4).map_or(20, |p| p.parse().unwrap());
     let syll = [
         "ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ven", "dor", "ix", "qua",
     ];
@@ -38,10 +39,10 @@ fn main() {
         .collect();
     let t0: u64 = 1_735_689_600_000; // 2025-01-01
     for i in 0..count {
-        let cwd = format!("/home/u/proj{}", i % 20);
+        let cwd = format!("/home/u/proj{}", i % projects);
         let dir = out
             .join("sessions")
-            .join(format!("--home-u-proj{}--", i % 20));
+            .join(format!("--home-u-proj{}--", i % projects));
         std::fs::create_dir_all(&dir).unwrap();
         let start = t0 + i as u64 * 3_600_000;
         let iso = |ms: u64| sessiontree::date::iso_from_ms(ms as i64);
