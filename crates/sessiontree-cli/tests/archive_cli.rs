@@ -256,13 +256,7 @@ fn killed_push_and_pull_converge() {
     // context is what it was, and nothing is torn.
     for (i, (f, before, ctx)) in b_before.iter().enumerate() {
         let now = std::fs::read(f).unwrap();
-        let l = sessiontree::load(f).unwrap();
-        assert!(
-            l.tree.diagnostics().is_empty(),
-            "{}: {:?}",
-            f.display(),
-            l.tree.diagnostics()
-        );
+        let l = sessiontree_testkit::load_clean!(f);
         let mut ids: Vec<&str> = l.tree.entries().iter().filter_map(|e| e.id()).collect();
         let n = ids.len();
         ids.sort();

@@ -3,62 +3,13 @@
 //! `ls` (the `H` mark, `importedFrom`), `search`, `stats`, `export` on the result.
 
 use serde_json::Value;
-use sessiontree_testkit::files::copy_dir;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use sessiontree_testkit::home::Home;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sessiontree-import/tests/fixtures")
-}
-
-struct Home {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-}
-
-impl Home {
-    /// Copilot CLI's folder (`$COPILOT_HOME`) with the recorded and hand-written sessions,
-    /// and an empty Pi agent dir.
-    fn new() -> Home {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().to_path_buf();
-        for f in ["copilot-recorded", "copilot"] {
-            copy_dir(
-                &fixtures().join(f).join("session-state"),
-                &root.join("gh/session-state"),
-            );
-        }
-        Home { _tmp: tmp, root }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("PI_CODING_AGENT_DIR", self.root.join("agent"))
-            .env("COPILOT_HOME", self.root.join("gh"))
-            .env("HOME", &self.root)
-            .env("NO_COLOR", "1")
-            .env_remove("PI_CODING_AGENT_SESSION_DIR")
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let o = self.run(args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        serde_json::from_slice(&o.stdout).unwrap()
-    }
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn import_copilot_then_list_search_stats_and_export() {
-    let h = Home::new();
+    let h = Home::with_agent_fixtures(BIN, "copilot");
     let report = h.json(&["import", "copilot", "--json"]);
     let rows = report.as_array().unwrap();
     // The recorded session, its subagent, the hand-written one.
@@ -85,57 +36,24 @@ fn import_copilot_then_list_search_stats_and_export() {
         assert_eq!(r["status"], "unchanged", "{r:#}");
     }
 
-    let ls = h.json(&["ls", "--all", "--json"]);
-    let sessions = ls["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 3);
-    assert!(sessions.iter().all(|s| s["importedFrom"] == "copilot-cli"));
-    let plain = text(&h.run(&["ls", "--all"]));
-    assert_eq!(
-        plain.lines().filter(|l| l.contains("H  ")).count(),
-        3,
-        "{plain}"
-    );
+    let (sessions, plain) = h.listed_imports("copilot-cli", "H  ", 3);
     assert!(plain.contains("H imported from"), "{plain}");
 
-    let found = h.run(&["search", "hello-opencode"]);
-    assert!(found.status.success());
-    assert!(text(&found).contains("toolResult"), "{}", text(&found));
+    h.check_search_and_stats("hello-opencode", "github-copilot/gpt-4o");
 
-    let stats = h.run(&["stats", "--all"]);
-    assert!(
-        text(&stats).contains("github-copilot/gpt-4o"),
-        "{}",
-        text(&stats)
+    h.check_export_md(
+        &sessions,
+        "List the files",
+        &["A new question after the rewind", "bash"],
     );
-
-    let hand = sessions
-        .iter()
-        .find(|s| s["firstMessage"] == "List the files")
-        .unwrap();
-    let md = h.run(&["export", "--format", "md", hand["path"].as_str().unwrap()]);
-    assert!(md.status.success());
-    let md = text(&md);
-    assert!(md.contains("A new question after the rewind"), "{md}");
-    assert!(md.contains("bash"), "{md}");
 }
 
 #[test]
 fn dry_run_writes_nothing_and_a_missing_folder_is_nothing_found() {
-    let h = Home::new();
-    let o = h.run(&["import", "copilot", "--dry-run", "--json"]);
-    assert!(o.status.success());
-    assert!(!h.root.join("agent").exists());
-
-    let tmp = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .args(["import", "copilot"])
-        .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
-        .env("COPILOT_HOME", tmp.path().join("none"))
-        .env("HOME", tmp.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no GitHub Copilot CLI transcripts"), "{err}");
-    assert!(err.contains("$COPILOT_HOME/session-state"), "{err}");
+    Home::with_agent_fixtures(BIN, "copilot").check_dry_run_writes_nothing("copilot");
+    let wanted = [
+        "no GitHub Copilot CLI transcripts",
+        "$COPILOT_HOME/session-state",
+    ];
+    sessiontree_testkit::home::check_import_nothing_found(BIN, "copilot", "COPILOT_HOME", &wanted);
 }

@@ -4,31 +4,14 @@
 
 use serde_json::Value;
 use sessiontree_testkit::home::Home;
-use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
 
-/// Gemini CLI's folder (`$GEMINI_CLI_HOME/.gemini`) with the recorded and hand-written
-/// chats, and an empty Pi agent dir.
-fn home() -> Home {
-    Home::with_fixtures(
-        BIN,
-        &[
-            ("gemini-recorded/tmp", "gh/.gemini/tmp"),
-            ("gemini/tmp", "gh/.gemini/tmp"),
-        ],
-    )
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[test]
 fn import_gemini_then_list_search_stats_and_export() {
-    let h = home();
+    let h = Home::with_agent_fixtures(BIN, "gemini");
     let report = h.json(&["import", "gemini", "--json"]);
-    let rows = report.as_array().unwrap();
+    let rows = sessiontree_testkit::json::array(&report);
     let written: Vec<&Value> = rows.iter().filter(|r| r["path"].is_string()).collect();
     // The recorded session, its subagent, the older one-file chat, the chat with bad lines.
     assert_eq!(written.len(), 4, "{report:#}");
@@ -60,59 +43,29 @@ fn import_gemini_then_list_search_stats_and_export() {
         }
     }
 
-    let ls = h.json(&["ls", "--all", "--json"]);
-    let sessions = ls["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 4);
-    assert!(sessions.iter().all(|s| s["importedFrom"] == "gemini-cli"));
-    let plain = text(&h.run(&["ls", "--all"]));
-    assert_eq!(
-        plain.lines().filter(|l| l.contains("G  ")).count(),
-        4,
-        "{plain}"
-    );
+    let (sessions, plain) = h.listed_imports("gemini-cli", "G  ", 4);
     assert!(plain.contains(" G / "), "{plain}");
     assert!(plain.contains("imported from"), "{plain}");
     assert!(plain.contains("Gemini CLI"), "{plain}");
 
-    let found = h.run(&["search", "hello-gemini"]);
-    assert!(found.status.success());
-    assert!(text(&found).contains("toolResult"), "{}", text(&found));
+    h.check_search_and_stats("hello-gemini", "google/gemini-2.5-flash");
 
-    let stats = h.run(&["stats", "--all"]);
-    assert!(
-        text(&stats).contains("google/gemini-2.5-flash"),
-        "{}",
-        text(&stats)
+    let first = "Please RUN the echo command";
+    h.check_export_md(
+        &sessions,
+        first,
+        &["A new question after the rewind", "run_shell_command"],
     );
-
-    let main = sessions
-        .iter()
-        .find(|s| s["firstMessage"] == "Please RUN the echo command")
-        .unwrap();
-    let md = h.run(&["export", "--format", "md", main["path"].as_str().unwrap()]);
-    assert!(md.status.success());
-    let md = text(&md);
-    assert!(md.contains("A new question after the rewind"), "{md}");
-    assert!(md.contains("run_shell_command"), "{md}");
 }
 
 #[test]
 fn dry_run_writes_nothing_and_a_missing_folder_is_nothing_found() {
-    let h = home();
-    let o = h.run(&["import", "gemini", "--dry-run", "--json"]);
-    assert!(o.status.success());
-    assert!(!h.root.join("agent").exists());
-
-    let tmp = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
-        .args(["import", "gemini"])
-        .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
-        .env("GEMINI_CLI_HOME", tmp.path().join("none"))
-        .env("HOME", tmp.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no Gemini CLI transcripts"), "{err}");
-    assert!(err.contains("$GEMINI_CLI_HOME/.gemini"), "{err}");
+    Home::with_agent_fixtures(BIN, "gemini").check_dry_run_writes_nothing("gemini");
+    let wanted = ["no Gemini CLI transcripts", "$GEMINI_CLI_HOME/.gemini"];
+    sessiontree_testkit::home::check_import_nothing_found(
+        BIN,
+        "gemini",
+        "GEMINI_CLI_HOME",
+        &wanted,
+    );
 }

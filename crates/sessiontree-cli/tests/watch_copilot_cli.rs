@@ -41,19 +41,8 @@ fn watching_copilot_follows_a_growing_event_log() {
     let head: String = lines[..cut].iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&log, &head).unwrap();
 
-    let mut w = h.spawn_watch(&[
-        "--no-claude",
-        "--no-codex",
-        "--no-gemini",
-        "--no-opencode",
-        "--rescan",
-        "1",
-    ]);
+    let mut w = h.watch_caught_up("--no-claude --no-codex --no-gemini --no-opencode --rescan 1");
     let read_log = || h.watch_log();
-    let t = Instant::now();
-    while !read_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let t = Instant::now();
     let before = loop {
         let b = copies(&root.join("agent"));

@@ -3,6 +3,7 @@
 
 use rusqlite::Connection;
 use sessiontree_testkit::home::{copies, kill, Home};
+use sessiontree_testkit::opencode::LAST_USER_MESSAGE;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,11 +30,7 @@ fn watching_opencode_follows_what_it_commits_to_its_wal() {
         .unwrap();
     assert_eq!(mode, "wal");
     let last_user: String = c
-        .query_row(
-            "SELECT id FROM message WHERE session_id = ?1 AND data LIKE '%\"role\":\"user\"%' ORDER BY id DESC LIMIT 1",
-            [MAIN],
-            |r| r.get(0),
-        )
+        .query_row(LAST_USER_MESSAGE, [MAIN], |r| r.get(0))
         .unwrap();
     c.execute_batch(&format!(
         "CREATE TEMP TABLE m AS SELECT * FROM message WHERE session_id = '{MAIN}' AND id >= '{last_user}';
@@ -44,19 +41,8 @@ fn watching_opencode_follows_what_it_commits_to_its_wal() {
          PRAGMA wal_autocheckpoint=0;"
     ))
     .unwrap();
-    let mut w = h.spawn_watch(&[
-        "--no-claude",
-        "--no-codex",
-        "--rescan",
-        "1",
-        "--open-quiet",
-        "1",
-    ]);
+    let mut w = h.watch_caught_up("--no-claude --no-codex --rescan 1 --open-quiet 1");
     let read_log = || h.watch_log();
-    let t = Instant::now();
-    while !read_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     // Past every hold of the catch-up (the database was just written): from here on only
     // a change the watch sees brings the new turn.
     std::thread::sleep(Duration::from_secs(3));

@@ -6,6 +6,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The recorded and hand-made transcripts of the import crate's tests.
 pub fn import_fixtures() -> PathBuf {
@@ -38,6 +39,24 @@ impl Home {
             crate::files::copy_dir(&import_fixtures().join(from), &h.root.join(to));
         }
         h
+    }
+
+    /// A home holding the recorded and hand-written sessions of `agent` (`copilot`:
+    /// `$COPILOT_HOME/session-state`; `gemini`: `$GEMINI_CLI_HOME/.gemini/tmp`), laid out
+    /// as the agent does, and no Pi agent dir yet.
+    pub fn with_agent_fixtures(bin: &str, agent: &str) -> Home {
+        let folder = match agent {
+            "copilot" => "session-state",
+            "gemini" => "tmp",
+            _ => panic!("no fixtures laid out for {agent:?}"),
+        };
+        let to = match agent {
+            "copilot" => "copilot/session-state",
+            _ => "gh/.gemini/tmp",
+        };
+        let recorded = format!("{agent}-recorded/{folder}");
+        let hand = format!("{agent}/{folder}");
+        Home::with_fixtures(bin, &[(recorded.as_str(), to), (hand.as_str(), to)])
     }
 
     /// The command with `args`, the Pi agent dir `<root>/<agent_dir>`.
@@ -98,6 +117,67 @@ impl Home {
         std::fs::read_to_string(self.root.join("watch.log")).unwrap_or_default()
     }
 
+    /// Starts `sessiontree watch ARGS` as [`Home::spawn_watch`] does (`args` one string,
+    /// split at spaces) and waits until its log says it caught up (20 s at most).
+    pub fn watch_caught_up(&self, args: &str) -> Child {
+        let args: Vec<&str> = args.split(' ').collect();
+        let w = self.spawn_watch(&args);
+        let t = Instant::now();
+        while !self.watch_log().contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        w
+    }
+
+    /// After an import of one agent's sessions: `ls --all --json` lists `n`, every one
+    /// `importedFrom` `agent`, and the plain `ls --all` has `n` lines marked `mark`. Gives
+    /// the listed sessions and the plain listing.
+    pub fn listed_imports(&self, agent: &str, mark: &str, n: usize) -> (Vec<Value>, String) {
+        let ls = self.json(&["ls", "--all", "--json"]);
+        let sessions = ls["sessions"].as_array().unwrap().clone();
+        assert_eq!(sessions.len(), n);
+        assert!(sessions.iter().all(|s| s["importedFrom"] == agent));
+        let plain = crate::run::stdout(&self.run(&["ls", "--all"]));
+        assert_eq!(
+            plain.lines().filter(|l| l.contains(mark)).count(),
+            n,
+            "{plain}"
+        );
+        (sessions, plain)
+    }
+
+    /// `search word` finds a tool result; `stats --all` names `model`.
+    pub fn check_search_and_stats(&self, word: &str, model: &str) {
+        let found = self.run(&["search", word]);
+        assert!(found.status.success());
+        let text = crate::run::stdout(&found);
+        assert!(text.contains("toolResult"), "{text}");
+        let stats = crate::run::stdout(&self.run(&["stats", "--all"]));
+        assert!(stats.contains(model), "{stats}");
+    }
+
+    /// `export --format md` of the one of `sessions` (as `ls --json` lists them) whose
+    /// first message is `first` succeeds and its Markdown holds each of `wanted`.
+    pub fn check_export_md(&self, sessions: &[Value], first: &str, wanted: &[&str]) {
+        let s = sessions
+            .iter()
+            .find(|s| s["firstMessage"] == first)
+            .unwrap_or_else(|| panic!("no session begins {first:?}"));
+        let md = self.run(&["export", "--format", "md", s["path"].as_str().unwrap()]);
+        assert!(md.status.success());
+        let md = crate::run::stdout(&md);
+        for w in wanted {
+            assert!(md.contains(w), "{md}");
+        }
+    }
+
+    /// `import AGENT --dry-run --json` succeeds and writes nothing (no agent dir).
+    pub fn check_dry_run_writes_nothing(&self, agent: &str) {
+        let o = self.run(&["import", agent, "--dry-run", "--json"]);
+        assert!(o.status.success());
+        assert!(!self.root.join("agent").exists());
+    }
+
     /// The Pi session files under `<root>/<agent_dir>/sessions`, sorted (none before the
     /// first import).
     pub fn sessions(&self, agent_dir: &str) -> Vec<PathBuf> {
@@ -107,6 +187,24 @@ impl Home {
         } else {
             Vec::new()
         }
+    }
+}
+
+/// `BIN import AGENT` (`bin` the command) in an empty home whose agent folder, `$VAR`,
+/// does not exist: it exits 1, and its stderr says each of `wanted`.
+pub fn check_import_nothing_found(bin: &str, agent: &str, var: &str, wanted: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(bin)
+        .args(["import", agent])
+        .env("PI_CODING_AGENT_DIR", tmp.path().join("agent"))
+        .env(var, tmp.path().join("none"))
+        .env("HOME", tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for w in wanted {
+        assert!(err.contains(w), "{err}");
     }
 }
 
