@@ -139,3 +139,32 @@ fn dry_run_writes_nothing_and_a_missing_folder_is_nothing_found() {
     assert!(err.contains("no GitHub Copilot CLI transcripts"), "{err}");
     assert!(err.contains("$COPILOT_HOME/session-state"), "{err}");
 }
+
+/// The recorded `/compact` and `/rename` (`copilot-compact`): `ls` shows the name the
+/// session was given (`workspace.yaml`); a session without that file is named by its
+/// first prompt as typed, never with the `<current_datetime>` block the CLI adds to it.
+#[test]
+fn ls_shows_the_copilot_name_and_the_compaction_is_a_pi_compaction() {
+    let h = Home::new();
+    copy_dir(
+        &fixtures().join("copilot-compact/session-state"),
+        &h.root.join("gh/session-state"),
+    );
+    let report = h.json(&["import", "copilot", "--json"]);
+    assert_eq!(report.as_array().unwrap().len(), 4, "{report:#}");
+    let ls = h.json(&["ls", "--all", "--json"]);
+    let sessions = ls["sessions"].as_array().unwrap();
+    let named = sessions
+        .iter()
+        .find(|s| s["name"] == "Demo session")
+        .unwrap_or_else(|| panic!("{ls:#}"));
+    assert!(sessions
+        .iter()
+        .any(|s| s["name"] == "Hello there" && s["id"] != named["id"]));
+    let plain = text(&h.run(&["ls", "--all"]));
+    assert!(plain.contains("Demo session"), "{plain}");
+    assert!(!plain.contains("current_datetime"), "{plain}");
+    let file = std::fs::read_to_string(named["path"].as_str().unwrap()).unwrap();
+    assert!(file.contains(r#""type":"compaction""#), "{file}");
+    assert!(!file.contains("copilot-cli:compaction_complete"), "{file}");
+}
