@@ -403,7 +403,7 @@ impl<'a> Converter<'a> {
         self.nodes.push(parent, key, ms, body)
     }
 
-    fn event(&mut self, line: usize, r: Obj<'a>, ms: i64) {
+    fn event(&mut self, line: usize, mut r: Obj<'a>, ms: i64) {
         let Some(ty) = r.get("type").and_then(V::as_str).map(str::to_string) else {
             self.problems.push(Problem {
                 line,
@@ -413,11 +413,12 @@ impl<'a> Converter<'a> {
         };
         let id = r.get("id").and_then(V::as_str).unwrap_or("").to_string();
         let parent = self.parent_of(&r);
-        let data = r
-            .get("data")
-            .and_then(V::as_object)
-            .cloned()
-            .unwrap_or_default();
+        // Taken out of the event, not copied: a copy per event was a tenth of the import's
+        // time in allocations.
+        let data = match r.remove("data") {
+            Some(V::Obj(o)) => o,
+            _ => Obj::default(),
+        };
         let custom = |kind: &str| Body::Custom {
             custom_type: format!("copilot-cli:{kind}"),
             data: V::Obj(data.clone()),
