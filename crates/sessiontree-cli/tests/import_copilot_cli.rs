@@ -2,7 +2,6 @@
 //! `COPILOT_HOME`, Pi's folder layout, `--json`, idempotence, `--dry-run`, exit codes; and
 //! `ls` (the `H` mark, `importedFrom`), `search`, `stats`, `export` on the result.
 
-use serde_json::Value;
 use sessiontree_testkit::home::Home;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiontree");
@@ -56,4 +55,36 @@ fn dry_run_writes_nothing_and_a_missing_folder_is_nothing_found() {
         "$COPILOT_HOME/session-state",
     ];
     sessiontree_testkit::home::check_import_nothing_found(BIN, "copilot", "COPILOT_HOME", &wanted);
+}
+
+/// The recorded `/compact` and `/rename` (`copilot-compact`): `ls` shows the name the
+/// session was given (`workspace.yaml`); a session without that file is named by its
+/// first prompt as typed, never with the `<current_datetime>` block the CLI adds to it.
+#[test]
+fn ls_shows_the_copilot_name_and_the_compaction_is_a_pi_compaction() {
+    let h = Home::with_fixtures(
+        BIN,
+        &[
+            ("copilot-recorded/session-state", "copilot/session-state"),
+            ("copilot/session-state", "copilot/session-state"),
+            ("copilot-compact/session-state", "copilot/session-state"),
+        ],
+    );
+    let report = h.json(&["import", "copilot", "--json"]);
+    assert_eq!(report.as_array().unwrap().len(), 4, "{report:#}");
+    let ls = h.json(&["ls", "--all", "--json"]);
+    let sessions = ls["sessions"].as_array().unwrap();
+    let named = sessions
+        .iter()
+        .find(|s| s["name"] == "Demo session")
+        .unwrap_or_else(|| panic!("{ls:#}"));
+    assert!(sessions
+        .iter()
+        .any(|s| s["name"] == "Hello there" && s["id"] != named["id"]));
+    let plain = String::from_utf8(h.run(&["ls", "--all"]).stdout).unwrap();
+    assert!(plain.contains("Demo session"), "{plain}");
+    assert!(!plain.contains("current_datetime"), "{plain}");
+    let file = std::fs::read_to_string(named["path"].as_str().unwrap()).unwrap();
+    assert!(file.contains(r#""type":"compaction""#), "{file}");
+    assert!(!file.contains("copilot-cli:compaction_complete"), "{file}");
 }

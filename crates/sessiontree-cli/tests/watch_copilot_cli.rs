@@ -41,7 +41,9 @@ fn watching_copilot_follows_a_growing_event_log() {
     let head: String = lines[..cut].iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&log, &head).unwrap();
 
-    let mut w = h.watch_caught_up("--no-claude --no-codex --no-gemini --no-opencode --rescan 1");
+    let mut w = h.watch_caught_up(
+        "--no-claude --no-codex --no-gemini --no-opencode --rescan 1 --open-quiet 1",
+    );
     let read_log = || h.watch_log();
     let t = Instant::now();
     let before = loop {

@@ -4,9 +4,10 @@
 
 RECORD_DIR holds proj/ (the cwd), home/ (HOME, with .copilot/) and requests.jsonl (what the
 scripted endpoint received). Copies each session's events.jsonl into
-FIXTURE_DIR/session-state/<id>/events.jsonl and writes FIXTURE_DIR/resume-requests.json:
+FIXTURE_DIR/session-state/<id>/events.jsonl (and its workspace.yaml) and writes FIXTURE_DIR/resume-requests.json:
 for each prompt, the messages Copilot CLI sent with it (its first request for that prompt;
-the system prompt left out), and the messages of the very last request of the recording.
+the system prompt left out; `compaction: true` for the request of a /compact, its prompt a
+placeholder), and the messages of the very last request of the recording.
 On the way the recording's paths become /home/dev/demo (cwd) and /home/dev (HOME), and the
 system prompt Copilot CLI records (a long text of its own, never part of the conversation)
 becomes a placeholder; nothing else is changed."""
@@ -44,6 +45,14 @@ for src in sorted(glob.glob(os.path.join(REC, "home/.copilot/session-state/*/eve
             for a, b in PATHS:
                 line = line.replace(a, b)
             out.write(line + "\n")
+    # The session's name (`/rename` writes it only here), paths renamed as above.
+    ws = os.path.join(os.path.dirname(src), "workspace.yaml")
+    if os.path.exists(ws):
+        text = open(ws).read()
+        for a, b in PATHS:
+            text = text.replace(a, b)
+        with open(os.path.join(os.path.dirname(dst), "workspace.yaml"), "w") as f:
+            f.write(text)
 
 reqs = [json.loads(l) for l in open(os.path.join(REC, "requests.jsonl")) if l.strip()]
 
@@ -63,7 +72,13 @@ for r in reqs:
     if u is None or u in seen:
         continue
     seen.add(u)
-    out.append({"prompt": u, "last": False, "messages": tidy(convo(r["body"]))})
+    # The request /compact sends for its summary (not a prompt of the conversation).
+    summary = u.startswith("Please create a detailed summary of the conversation")
+    messages = tidy(convo(r["body"]))
+    if summary:
+        # Copilot CLI's own instructions for the summary, like its system prompt.
+        u = messages[-1]["content"] = "(Copilot CLI's compaction prompt, left out of the fixture)"
+    out.append({"prompt": u, "last": False, "compaction": summary, "messages": messages})
 out.append({"prompt": last_user(reqs[-1]["body"]), "last": True, "messages": tidy(convo(reqs[-1]["body"]))})
 with open(os.path.join(FIX, "resume-requests.json"), "w") as f:
     json.dump(out, f, indent=1, ensure_ascii=False)

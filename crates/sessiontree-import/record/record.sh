@@ -3,13 +3,14 @@
 # claude-forks,codex-recorded,codex-revert}: runs the real agents (npm @anthropic-ai/claude-code, @openai/codex)
 # against the scripted endpoints in this folder, in a throwaway HOME, and keeps the
 # transcripts and the requests they sent.
-#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini|opencode|copilot]
+#   record.sh OUT_DIR [all|claude|claude-attachments|claude-forks|codex|codex-compaction|codex-revert|gemini|opencode|copilot|copilot-compact]
 #   (needs node, npm, python3, git; installs the agents into OUT_DIR; default: all;
 #   CLAUDE_CODE_VERSION / CODEX_VERSION / GEMINI_CLI_VERSION / OPENCODE_VERSION / COPILOT_VERSION choose other
 #   releases than the ones below)
 # The committed fixtures were made with Claude Code 2.1.197, Codex CLI 0.171.0, Gemini CLI
 # 0.61.0, OpenCode 1.18.33 and GitHub Copilot CLI 1.0.102 (Copilot:
-# `copilot_fixture.py OUT_DIR/gh ../tests/fixtures/copilot-recorded`; codex-revert: record/codex_revert.py drives `codex app-server`
+# `copilot_fixture.py OUT_DIR/gh ../tests/fixtures/copilot-recorded`, and OUT_DIR/ghc for
+# ../tests/fixtures/copilot-compact; codex-revert: record/codex_revert.py drives `codex app-server`
 # to revert turns; then `codex_fixture.py OUT_DIR/cxv ../tests/fixtures/codex-revert`;
 # claude-forks: `claude_fixture.py OUT_DIR/cf ../tests/fixtures/claude-forks`; OpenCode:
 # `opencode_fixture.py OUT_DIR/oc ../tests/fixtures/opencode-recorded ../tests/fixtures/opencode-storage`).
@@ -295,4 +296,36 @@ gh -p "What did it print?" --resume="$SID" >/dev/null
 gh -p "Please DELEGATE this" --resume="$SID" >/dev/null
 kill $S7
 "$OUT/node_modules/.bin/copilot" --version > gh/copilot-version
+fi
+
+if want copilot-compact; then
+# GitHub Copilot CLI's interactive commands, driven through tmux (offline, the scripted chat
+# endpoint): a single turn and a tool call in `-p` runs, then the resumed session in the
+# TUI: /rename, /compact, two prompts, /rewind of the last one ("Conversation only"), a
+# prompt in its place. `copilot_fixture.py OUT_DIR/ghc ../tests/fixtures/copilot-compact`.
+[ -x node_modules/.bin/copilot ] || npm install --no-audit --no-fund --loglevel=error "@github/copilot@${COPILOT_VERSION:-1.0.102}"
+mkdir -p ghc/proj ghc/home && (cd ghc/proj && git init -q .)
+python3 "$HERE/scripted_chat.py" 18452 "$OUT/ghc/requests.jsonl" & S8=$!
+sleep 1
+ghenv() { echo "cd '$OUT/ghc/proj' && HOME='$OUT/ghc/home' COPILOT_HOME='$OUT/ghc/home/.copilot' COPILOT_OFFLINE=true COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:18452/v1 COPILOT_PROVIDER_API_KEY=scripted COPILOT_MODEL=gpt-4o TERM=xterm-256color '$OUT/node_modules/.bin/copilot' --allow-all-tools --disable-client-telemetry"; }
+bash -c "$(ghenv) -p 'Hello there'" >/dev/null
+SID=$(ls "$OUT/ghc/home/.copilot/session-state" | head -1)
+bash -c "$(ghenv) -p 'Please RUN the echo command' --resume=$SID" >/dev/null
+tmux new-session -d -s copilot-record -x 200 -y 50 "$(ghenv) --resume=$SID"
+keys() { sleep "$1"; shift; tmux send-keys -t copilot-record "$@"; }
+# Waits (up to N half seconds, default a minute) until the screen shows the text.
+screen() { for _ in $(seq "${2:-120}"); do tmux capture-pane -p -t copilot-record | grep -qF "$1" && return 0; sleep 0.5; done; echo "copilot: no '$1' on the screen" >&2; return 1; }
+# The folder trust question first ("Yes": this run only).
+screen "Do you trust the files in this folder?"; keys 1 Enter
+keys 2 -l "/rename Demo session"; keys 1 Enter; sleep 3
+keys 1 -l "/compact"; keys 1 Enter; screen "Compaction completed"
+keys 2 -l "After compacting, say hi"; keys 1 Enter; screen "to: rent_datetime>"
+keys 2 -l "Another question"; keys 1 Enter; screen "Another question" && sleep 5
+keys 1 -l "/rewind"; keys 1 Enter; screen "Rewind to a previous point"; keys 1 Enter
+screen "Conversation only"; keys 1 Enter; sleep 3
+keys 1 C-u; keys 1 -l "A question after the rewind"; keys 1 Enter; screen "after the rewind" && sleep 5
+keys 1 -l "/exit"; keys 1 Enter
+sleep 3; tmux kill-session -t copilot-record 2>/dev/null || true
+kill $S8
+"$OUT/node_modules/.bin/copilot" --version > ghc/copilot-version
 fi

@@ -34,6 +34,9 @@ def respond(body):
     users = [text_of(m) for m in msgs if m.get("role") == "user"]
     last_user = users[-1] if users else ""
     last = msgs[-1] if msgs else {}
+    if "detailed summary of the conversation" in last_user.lower():
+        # Copilot CLI's /compact (its system prompt also mentions titles).
+        return None, f"Summary {n}: the user ran echo and asked about it.", []
     if not tools and "title" in system.lower():
         return None, f"Title {n}", []
     if "summary" in last_user.lower() and ("conversation" in last_user.lower() or "summarize" in last_user.lower()):

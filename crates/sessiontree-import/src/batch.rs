@@ -448,7 +448,11 @@ fn convert_file(
             (vec![conv], path.to_path_buf(), false)
         }
         Agent::Copilot => (
-            copilot::convert_all(bytes, &copilot::folder_id(path)),
+            copilot::convert_all_named(
+                bytes,
+                &copilot::folder_id(path),
+                copilot::workspace_name(path).as_deref(),
+            ),
             path.to_path_buf(),
             false,
         ),

@@ -14,9 +14,12 @@
 //! * `session.snapshot_rewind`: the events from `upToEventId` on are dropped: a
 //!   `copilot-cli:rewind` custom entry under the event before it (the dropped turns stay,
 //!   a branch no longer active);
-//! * `session.compaction_complete` (with a summary), `session.error`, `session.warning`,
-//!   `session.info`, `session.model_change`: `custom` entries, outside the context;
-//! * `session.title_changed`: the session's name.
+//! * `session.compaction_complete` with a summary: a Pi `compaction` (`summaryContent`,
+//!   `preCompactionTokens`), keeping what the CLI keeps (see `kept_from`); one without a
+//!   summary (failed, cancelled), `session.error`, `session.warning`, `session.info`,
+//!   `session.model_change`: `custom` entries, outside the context;
+//! * `session.title_changed`: the session's name, a `session_info` under the leaf (without
+//!   a title: the first prompt as typed, Copilot CLI's own name for the session).
 //!
 //! Every other event (turn starts and ends, usage records, resumes, shutdowns, the system
 //! prompt, streaming deltas, ...) has no Pi equivalent: skipped and counted. Events are
@@ -72,6 +75,54 @@ pub fn folder_id(path: &Path) -> String {
         .unwrap_or_else(|| "copilot".to_string())
 }
 
+/// The session's name in `workspace.yaml` next to its log (`name:`, what `/rename` sets,
+/// or the name the CLI made from the first prompt), when that file is there, at most
+/// 64 KiB, and its `name` a scalar read here (plain, single- or double-quoted, folded over
+/// indented lines); else `None`. Copilot CLI 1.0.102 writes a `/rename` only there (no
+/// event), so without it a renamed session would lose its title.
+pub fn workspace_name(events: &Path) -> Option<String> {
+    use std::io::Read;
+    let path = events.with_file_name("workspace.yaml");
+    // Only a regular file (opening a FIFO would wait).
+    if !std::fs::metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    let f = std::fs::File::open(path).ok()?;
+    let mut text = String::new();
+    f.take(64 * 1024).read_to_string(&mut text).ok()?;
+    yaml_name(&text)
+}
+
+/// The top-level `name:` scalar of a YAML mapping (see [`workspace_name`]).
+fn yaml_name(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let first = lines.by_ref().find_map(|l| l.strip_prefix("name:"))?;
+    // Continuation lines of a folded scalar are indented.
+    let mut parts = vec![first.trim()];
+    for l in lines {
+        if l.starts_with([' ', '\t']) && !l.trim().is_empty() {
+            parts.push(l.trim());
+        } else {
+            break;
+        }
+    }
+    let raw = parts.join(" ");
+    let name = if let Some(inner) = raw.strip_prefix('"') {
+        let inner = inner.strip_suffix('"')?;
+        // Double-quoted YAML escapes are JSON's for what a name holds.
+        serde_json::from_str::<String>(&format!("\"{inner}\"")).ok()?
+    } else if let Some(inner) = raw.strip_prefix('\'') {
+        inner.strip_suffix('\'')?.replace("''", "'")
+    } else if raw.starts_with(['|', '>', '&', '*', '!', '[', '{']) {
+        // Block scalars, anchors, tags, collections: not a name this reads.
+        return None;
+    } else {
+        // A plain scalar ends before a comment.
+        raw.split(" #").next().unwrap_or("").trim().to_string()
+    };
+    (!name.is_empty() && name != "~" && name != "null").then_some(name)
+}
+
 struct Converter<'a> {
     nodes: Nodes<'a>,
     /// Event id -> the entry before it, and the entry that stands for it (or for the last
@@ -86,6 +137,9 @@ struct Converter<'a> {
     problems: Vec<Problem>,
     skipped: BTreeMap<String, usize>,
     name: Option<String>,
+    /// The first prompt as the person typed it (`content`): what Copilot CLI names a
+    /// session until it is renamed.
+    first_prompt: Option<String>,
     conversation: bool,
 }
 
@@ -99,6 +153,12 @@ struct Converter<'a> {
 /// in the same chain as the main session's; they become a session of their own, linked to
 /// the main one, and the main session continues from the `task` call to its result.
 pub fn convert_all(bytes: &[u8], folder_id: &str) -> Vec<Conversion> {
+    convert_all_named(bytes, folder_id, None)
+}
+
+/// [`convert_all`], the main session named `name` (its `workspace.yaml` name, see
+/// [`workspace_name`]) when given, before any title the log holds.
+pub fn convert_all_named(bytes: &[u8], folder_id: &str, name: Option<&str>) -> Vec<Conversion> {
     let mut problems = Vec::new();
     let records: Vec<(usize, Obj<'_>)> = Lines::new(bytes).with(&mut problems).collect();
     let start = records
@@ -171,6 +231,7 @@ pub fn convert_all(bytes: &[u8], folder_id: &str) -> Vec<Conversion> {
         None,
         first_ms,
         problems,
+        name,
     )];
     for (call, events) in subs {
         let source = format!("{session_id}:{call}");
@@ -187,6 +248,7 @@ pub fn convert_all(bytes: &[u8], folder_id: &str) -> Vec<Conversion> {
             Some(session_id.clone()),
             ms,
             Vec::new(),
+            None,
         ));
     }
     out
@@ -210,6 +272,7 @@ fn convert_events<'a>(
     parent: Option<String>,
     first_ms: i64,
     mut problems: Vec<Problem>,
+    workspace_name: Option<&str>,
 ) -> Conversion {
     let mut c = Converter {
         nodes: Nodes::default(),
@@ -220,6 +283,7 @@ fn convert_events<'a>(
         problems: Vec::new(),
         skipped: BTreeMap::new(),
         name: None,
+        first_prompt: None,
         conversation: false,
     };
     let mut last_ms = first_ms;
@@ -229,6 +293,24 @@ fn convert_events<'a>(
         c.event(line, r, ms);
     }
     let conversation = c.conversation;
+    // The session's name under the leaf: its `workspace.yaml` name (where `/rename` writes
+    // it), else its title (`session.title_changed`), else its first prompt as typed,
+    // without the `<current_datetime>` block the CLI adds (Copilot CLI's own name for it
+    // until it is renamed: `workspace.yaml`'s `name` with `user_named: false`). Keyed by
+    // the leaf too: once the session goes on, the name is a new entry under the new leaf
+    // (an entry, once written, keeps its parent).
+    let name = workspace_name
+        .map(str::to_string)
+        .or_else(|| c.name.clone())
+        .or_else(|| c.first_prompt.clone());
+    if let (Some(name), Some(leaf), true) = (name, c.leaf, conversation) {
+        let clean = sessiontree::session::sanitize_name(&name);
+        if !clean.is_empty() {
+            let ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(first_ms);
+            let key = format!("name\u{0}{}\u{0}{clean}", c.nodes.nodes[leaf].key);
+            c.nodes.push(Some(leaf), key, ms, Body::SessionInfo(clean));
+        }
+    }
     let last_ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(first_ms);
     let (lines, body) = c.nodes.finish(if parent.is_some() {
         "copilot-cli/subagent"
@@ -260,10 +342,27 @@ fn convert_events<'a>(
         settled: lines.len(),
         lines,
         body,
-        name: c.name,
+        name: c.name.or_else(|| workspace_name.map(str::to_string)),
         problems,
         skipped: c.skipped,
     }
+}
+
+/// A compaction that took place (`success` not false, a summary): its summary and the
+/// conversation's tokens before it.
+fn compacted(data: &Obj<'_>) -> Option<(String, f64)> {
+    if data.get("success").and_then(V::as_bool) == Some(false) {
+        return None;
+    }
+    let summary = data.get("summaryContent").and_then(V::as_str)?;
+    if summary.is_empty() {
+        return None;
+    }
+    let tokens = data
+        .get("preCompactionTokens")
+        .and_then(V::as_f64)
+        .unwrap_or(0.0);
+    Some((summary.to_string(), tokens))
 }
 
 fn text_or_empty<'a>(o: &Obj<'a>, k: &str) -> String {
@@ -304,7 +403,7 @@ impl<'a> Converter<'a> {
         self.nodes.push(parent, key, ms, body)
     }
 
-    fn event(&mut self, line: usize, r: Obj<'a>, ms: i64) {
+    fn event(&mut self, line: usize, mut r: Obj<'a>, ms: i64) {
         let Some(ty) = r.get("type").and_then(V::as_str).map(str::to_string) else {
             self.problems.push(Problem {
                 line,
@@ -314,11 +413,12 @@ impl<'a> Converter<'a> {
         };
         let id = r.get("id").and_then(V::as_str).unwrap_or("").to_string();
         let parent = self.parent_of(&r);
-        let data = r
-            .get("data")
-            .and_then(V::as_object)
-            .cloned()
-            .unwrap_or_default();
+        // Taken out of the event, not copied: a copy per event was a tenth of the import's
+        // time in allocations.
+        let data = match r.remove("data") {
+            Some(V::Obj(o)) => o,
+            _ => Obj::default(),
+        };
         let custom = |kind: &str| Body::Custom {
             custom_type: format!("copilot-cli:{kind}"),
             data: V::Obj(data.clone()),
@@ -333,6 +433,13 @@ impl<'a> Converter<'a> {
                     },
                 };
                 self.conversation = true;
+                if self.first_prompt.is_none() {
+                    self.first_prompt = data
+                        .get("content")
+                        .and_then(V::as_str)
+                        .or_else(|| data.get("transformedContent").and_then(V::as_str))
+                        .map(str::to_string);
+                }
                 let mut u = Obj::with_capacity(4);
                 u.push_new("role", V::from("user"));
                 u.push_new("content", V::Arr(vec![node::text(text)]));
@@ -375,6 +482,22 @@ impl<'a> Converter<'a> {
                 self.skip(&ty);
                 parent
             }
+            "session.compaction_complete" if compacted(&data).is_some() => {
+                let (summary, tokens_before) = compacted(&data).unwrap_or_default();
+                let first_kept = self.kept_from(parent, &data);
+                Some(self.push(
+                    parent,
+                    &id,
+                    ms,
+                    Body::Compaction {
+                        summary,
+                        tokens_before,
+                        details: None,
+                        first_kept,
+                        system_message: None,
+                    },
+                ))
+            }
             "session.compaction_complete"
             | "session.error"
             | "session.warning"
@@ -389,6 +512,45 @@ impl<'a> Converter<'a> {
             }
         };
         self.place(id, parent, n);
+    }
+
+    /// The entry a compaction keeps from: Copilot CLI replaces the conversation's messages
+    /// (`preCompactionMessagesLength`, the system prompt not counted) by one summary
+    /// message, `messagesRemoved` being how many fewer there are after it; the messages
+    /// left besides the summary are the newest ones. Recorded (`copilot-compact`, a manual
+    /// `/compact`): none left, so the compaction keeps nothing before it (`None`).
+    /// Otherwise the `kept`-th message entry back on the path from `parent` (every Copilot
+    /// message is one Pi message: an assistant message with its calls, each tool result).
+    fn kept_from(&self, parent: Option<usize>, data: &Obj<'a>) -> Option<usize> {
+        let n = |k: &str| data.get(k).and_then(V::as_f64).filter(|v| *v >= 0.0);
+        let kept = match (n("preCompactionMessagesLength"), n("messagesRemoved")) {
+            (Some(before), Some(removed)) => before - removed - 1.0,
+            _ => 0.0,
+        };
+        if kept < 1.0 {
+            return None;
+        }
+        let mut left = kept;
+        let mut at = parent;
+        let mut first = None;
+        // Bounded by the path's length: a parent is always an earlier node.
+        while let Some(i) = at {
+            let node = &self.nodes.nodes[i];
+            match node.body {
+                Body::Message(_) => {
+                    first = Some(i);
+                    left -= 1.0;
+                    if left < 1.0 {
+                        break;
+                    }
+                }
+                // Nothing from before an earlier compaction.
+                Body::Compaction { .. } => break,
+                _ => {}
+            }
+            at = node.parent;
+        }
+        first
     }
 
     fn assistant(&mut self, parent: Option<usize>, id: &str, ms: i64, data: &Obj<'a>) -> usize {
@@ -498,5 +660,35 @@ impl<'a> Converter<'a> {
         m.push_new("isError", V::Bool(!ok));
         m.push_new("timestamp", V::from(ms));
         self.push(parent, id, ms, Body::Message(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::yaml_name;
+
+    #[test]
+    fn workspace_names_are_read_as_yaml_scalars() {
+        let doc = |v: &str| format!("id: x\ncwd: /a\nname: {v}\nuser_named: true\n");
+        assert_eq!(
+            yaml_name(&doc("Demo session")).as_deref(),
+            Some("Demo session")
+        );
+        assert_eq!(yaml_name(&doc("plain # note")).as_deref(), Some("plain"));
+        assert_eq!(yaml_name(&doc("'it''s'")).as_deref(), Some("it's"));
+        assert_eq!(
+            yaml_name(&doc(r#""a \"b\" \u00e9\n""#)).as_deref(),
+            Some("a \"b\" \u{e9}\n")
+        );
+        assert_eq!(
+            yaml_name("name: a long name\n  folded here\nuser_named: false\n").as_deref(),
+            Some("a long name folded here")
+        );
+        assert_eq!(yaml_name(&doc("|")), None);
+        assert_eq!(yaml_name(&doc("")), None);
+        assert_eq!(yaml_name(&doc("'unterminated")), None);
+        assert_eq!(yaml_name("id: x\n"), None);
+        // Only the top level: an indented `name:` belongs to something else.
+        assert_eq!(yaml_name("repo:\n  name: inner\n"), None);
     }
 }

@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 
 mod common;
 use common::{
-    assistant_events, entries, fixtures, header, our_context, resume_requests, source_when_sent,
-    Imported,
+    assistant_events, context_at, entries, fixtures, header, norm, our_context, resume_requests,
+    source_when_sent, Imported,
 };
+use sessiontree_testkit::interop;
 
 fn logs(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -272,11 +273,16 @@ fn a_grown_log_is_completed_by_appending() {
         |tmp| tmp.join("s/events.jsonl"),
         convert,
         |grown, fresh, cut| {
-            assert_eq!(
-                std::fs::read(grown).unwrap(),
-                std::fs::read(fresh).unwrap(),
-                "cut at line {cut}"
-            )
+            // The name written under the cut log's leaf stays where it was (an entry, once
+            // written, keeps its parent); the grown log's comes under its own leaf.
+            let fresh = std::fs::read_to_string(fresh).unwrap();
+            let grown: String = std::fs::read_to_string(grown)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with(r#"{"type":"session_info","#) || fresh.contains(*l))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_eq!(grown, fresh, "cut at line {cut}")
         },
     );
     assert!(appended >= 3, "{appended}");
@@ -291,4 +297,144 @@ fn pi_opens_every_import_and_builds_the_same_context() {
     for (i, n) in all.iter().zip(compared) {
         assert!(n > 0, "{}", i.source.display());
     }
+}
+
+/// The recorded `/compact`, `/rename` and `/rewind` (`tests/fixtures/copilot-compact`,
+/// Copilot CLI 1.0.102 driven through tmux by `record.sh copilot-compact`): the compaction
+/// is a Pi `compaction` keeping nothing before it, as the CLI kept nothing but its summary
+/// message; for every prompt the log cut before it imports to what the CLI sent with it
+/// (the CLI's summary message holding the compaction's summary), the whole log to its last
+/// request; the rewound prompt is gone from the log (the CLI removed its events); the
+/// session's name is the `/rename` title from `workspace.yaml`, else the first prompt
+/// without its `<current_datetime>` block.
+#[test]
+fn the_recorded_compaction_rewind_and_rename_are_what_copilot_cli_kept() {
+    let dir = fixtures().join("copilot-compact");
+    let requests: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("resume-requests.json")).unwrap())
+            .unwrap();
+    let src = logs(&dir).pop().expect("the recorded session");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let summary_of = |events: &mut Vec<Value>| {
+        // Copilot CLI sends the summary as a user message of its own wording (the earlier
+        // prompts, then the summary); Pi sends the compaction's summary.
+        for e in events.iter_mut() {
+            let t = e[1].as_str().unwrap_or("").to_string();
+            if e[0] == "user"
+                && t.starts_with("Some of the conversation history has been summarized")
+            {
+                let s = t.split("<summary>\n").nth(1).unwrap();
+                *e = json!(["summary", s.strip_suffix("\n</summary>\n").unwrap()]);
+            }
+        }
+    };
+    let (mut checked, mut rewound) = (0, Vec::new());
+    for (n, r) in requests.as_array().unwrap().iter().enumerate() {
+        if r["compaction"] == true {
+            continue;
+        }
+        let mut expected = request_events(&r["messages"]);
+        summary_of(&mut expected);
+        let cut_text = if r["last"] == true {
+            text.clone()
+        } else {
+            let prompt = r["prompt"].as_str().unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            let Some(cut) = lines.iter().position(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["type"] == "user.message" && v["data"]["transformedContent"] == prompt
+            }) else {
+                rewound.push(prompt.rsplit('\n').next().unwrap().to_string());
+                continue;
+            };
+            assert_eq!(expected.pop(), Some(json!(["user", prompt])));
+            lines[..cut].iter().map(|l| format!("{l}\n")).collect()
+        };
+        let conv = copilot::convert(cut_text.as_bytes(), "x");
+        assert!(conv.problems.is_empty(), "{:?}", conv.problems);
+        if conv.lines.is_empty() {
+            assert!(expected.is_empty(), "{expected:?}");
+            checked += 1;
+            continue;
+        }
+        let o = write(&conv, &tmp.path().join(format!("out{n}")), None, false).unwrap();
+        let ctx = our_context(&o.path);
+        let mut got = Vec::new();
+        for m in ctx["messages"].as_array().unwrap() {
+            if m["role"] == "compactionSummary" {
+                got.push(json!(["summary", m["summary"]]));
+            } else {
+                let one = json!({"messages": [m]});
+                got.extend(pi_events(&one));
+            }
+        }
+        if r["last"] == true {
+            assert_eq!(got.pop().unwrap()[0], "model");
+        }
+        assert_eq!(
+            serde_json::to_string_pretty(&got).unwrap(),
+            serde_json::to_string_pretty(&expected).unwrap(),
+            "before {:?}",
+            r["prompt"]
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+    assert_eq!(rewound, vec!["Another question"]);
+    // The compaction entry: the CLI's summary and token count, keeping nothing before it.
+    let whole = copilot::convert(text.as_bytes(), "x");
+    let o = write(&whole, &tmp.path().join("whole"), None, false).unwrap();
+    let es = entries(&o.path);
+    let c = es.iter().find(|e| e["type"] == "compaction").unwrap();
+    assert_eq!(c["firstKeptEntryId"], c["id"]);
+    assert_eq!(c["tokensBefore"], 12483);
+    assert!(c["summary"].as_str().unwrap().starts_with("Summary 7:"));
+    assert!(!es
+        .iter()
+        .any(|e| e["customType"] == "copilot-cli:compaction_complete"));
+    // The name: without workspace.yaml, the first prompt as typed; with it, the /rename.
+    let last = es.last().unwrap();
+    assert_eq!(last["type"], "session_info");
+    assert_eq!(last["name"], "Hello there");
+    assert_eq!(
+        copilot::workspace_name(&src).as_deref(),
+        Some("Demo session")
+    );
+    let named = copilot::convert_all_named(text.as_bytes(), "x", Some("Demo session"));
+    assert_eq!(named[0].name.as_deref(), Some("Demo session"));
+    let o = write(&named[0], &tmp.path().join("named"), None, false).unwrap();
+    let es = entries(&o.path);
+    assert_eq!(es.last().unwrap()["name"], "Demo session");
+    assert_eq!(
+        sessiontree::load(&o.path).unwrap().tree.name().as_deref(),
+        Some("Demo session")
+    );
+    // Pi 1.6.0 opens it as it is and builds the same context (the compaction's) at every
+    // leaf.
+    if !interop::available() {
+        interop::say_skipped("the recorded compaction in Pi (copilot)");
+        return;
+    }
+    let dump = interop::oracle_dump(&[o.path.as_path()], &tmp.path().join("oracle.json"), &[]);
+    let v: Value = serde_json::from_slice(&dump).unwrap();
+    let r = &v["results"][0];
+    assert!(r["error"].is_null(), "{}", r["error"]);
+    assert_eq!(r["fileChange"], "none");
+    assert_eq!(r["nonCanonicalLines"], json!([]));
+    let mut compared = 0;
+    for c in r["contexts"].as_array().unwrap() {
+        let leaf = match c["kind"].as_str() {
+            Some("default") => None,
+            Some("id") => c["leaf"].as_str(),
+            _ => continue,
+        };
+        assert_eq!(
+            norm(&c["context"]),
+            norm(&context_at(&o.path, leaf)),
+            "at {leaf:?}"
+        );
+        compared += 1;
+    }
+    assert!(compared > 0);
 }
