@@ -7,7 +7,7 @@ use crate::safe;
 use anyhow::{bail, Result};
 use sessiontree::dirs;
 use sessiontree::list::{self, FileStat};
-use sessiontree_index::search::{Hit, Mode, Query};
+use sessiontree_index::search::{Hit, Mode, Query, Unsummarized};
 use sessiontree_index::summary::{self, Summaries};
 use std::path::PathBuf;
 
@@ -111,6 +111,11 @@ fn build_index(out: &mut Out, json: bool) -> Result<bool> {
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+    // The lowest CPU priority: a search the user starts while this runs keeps the cores.
+    // SAFETY: setpriority changes nothing but this process's scheduling priority.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
     let agent = dirs::agent_dir();
     let files = list::all_files_stat(&agent);
     // One thread: the user's next commands keep the other cores.
@@ -209,12 +214,26 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
     } else {
         Summaries::load(&store)
     };
-    let (hits, st) = sessiontree_index::search::search(&files, &q, summaries.as_ref(), threads())
-        .map_err(|e| anyhow::anyhow!("invalid query: {e}"))?;
+    // --no-index reads every file; otherwise a file without a summary is bounded by its
+    // mtime (its entries are no newer, give or take the margin).
+    let unsummarized = if a.no_index {
+        Unsummarized::Unbounded
+    } else {
+        Unsummarized::Mtime
+    };
+    let (hits, st) = sessiontree_index::search::search_with(
+        &files,
+        &q,
+        summaries.as_ref(),
+        unsummarized,
+        threads(),
+        &|| false,
+    )
+    .map_err(|e| anyhow::anyhow!("invalid query: {e}"))?;
     if a.stats {
         eprintln!(
-            "sessiontree: {} files: {} scanned ({} bytes, {} lines decoded), {} ruled out by summaries, {} older than the hits",
-            st.files, st.scanned, st.bytes_scanned, st.decoded_lines, st.ruled_out, st.skipped_older
+            "sessiontree: {} files: {} scanned ({} bytes, {} lines decoded, {} older candidate lines not decoded), {} ruled out by summaries, {} older than the hits",
+            st.files, st.scanned, st.bytes_scanned, st.decoded_lines, st.ranked_out_lines, st.ruled_out, st.skipped_older
         );
     }
     if a.json {

@@ -360,3 +360,85 @@ fn rand_bit() -> bool {
         .subsec_nanos()
         .is_multiple_of(2)
 }
+
+/// Sets a file's mtime to `ms` after the epoch.
+fn set_mtime(p: &Path, ms: u64) {
+    std::fs::File::options()
+        .append(true)
+        .open(p)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+        .unwrap();
+}
+
+#[test]
+fn the_first_search_reads_newest_mtimes_first_and_no_index_reads_every_file() {
+    const HOUR: u64 = 3_600_000;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    // Ten sessions a day apart, each file's mtime its last entry's time.
+    for k in 0..10u64 {
+        let t = (k + 1) * 24 * HOUR;
+        let p = session(
+            agent,
+            "/w/p",
+            &format!("s{k}.jsonl"),
+            &(msg("u1", None, t, "user", "the walrus")
+                + &msg("a1", Some("u1"), t + 1, "assistant", "a walrus answer")),
+        );
+        set_mtime(&p, t + 1);
+    }
+    // One whose mtime was set back (to the 5th day) from its only entry's time (the 20th):
+    // the newest hit of all is in it.
+    let back = session(
+        agent,
+        "/w/p",
+        "back.jsonl",
+        &msg("u1", None, 20 * 24 * HOUR, "user", "the newest walrus"),
+    );
+    set_mtime(&back, 5 * 24 * HOUR);
+    let search = |extra: &[&str]| {
+        let mut args = vec!["search", "walrus", "--limit", "2", "--json", "--stats"];
+        args.extend_from_slice(extra);
+        let o = cmd(agent, &args)
+            .env("SESSIONTREE_NO_BACKGROUND_INDEX", "1")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        let files: Vec<String> = hits(&o)
+            .iter()
+            .map(|h| {
+                h["path"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        (files, err(&o))
+    };
+    // Newest mtime first: the hits of s9, and the files after the one each thread had
+    // begun are never read.
+    let (files, stats) = search(&[]);
+    assert_eq!(files, ["s9.jsonl", "s9.jsonl"], "{stats}");
+    let number_before = |what: &str| -> usize {
+        let at = stats
+            .find(what)
+            .unwrap_or_else(|| panic!("{what}: {stats}"));
+        let digits: String = stats[..at]
+            .chars()
+            .rev()
+            .skip_while(|c| *c == ' ')
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        digits.chars().rev().collect::<String>().parse().unwrap()
+    };
+    assert!(number_before(" scanned") <= 2, "{stats}");
+    assert!(number_before(" older than the hits") >= 9, "{stats}");
+    // --no-index assumes nothing of mtimes.
+    let (files, stats) = search(&["--no-index"]);
+    assert_eq!(files, ["back.jsonl", "s9.jsonl"], "{stats}");
+    assert!(stats.contains("11 files: 11 scanned"), "{stats}");
+}

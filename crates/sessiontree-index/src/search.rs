@@ -10,6 +10,19 @@
 //!
 //! Order: newest entry first (`timestamp`), entries without one last; ties by path, then by
 //! position in the file.
+//!
+//! Newest first, and no more than needed: files are read in order of the newest entry they
+//! may hold, and a file that cannot hold one newer than the newest `limit` hits found so far
+//! is not read. That bound is the summary's newest entry when the file has a valid summary,
+//! else the file's mtime plus [`MTIME_MARGIN_MS`] (an hour): an assumption, true of files
+//! that Pi or an import appends to on one clock (every entry is stamped before it is
+//! written). A file whose mtime was set back by more than the margin (`touch -d`, a copy
+//! that gave it an older file's time), or whose entries were stamped by a clock more than
+//! the margin ahead, may then be left unread though it holds a newer hit; summaries, once
+//! built, and [`Unsummarized::Unbounded`] (`search --no-index`) read it. Inside a file, a
+//! candidate line is ranked before it is decoded: its time is read with one validating
+//! scan ([`crate::list::row_ts_ms`], the same rule that gives a hit its time), and a line
+//! that cannot enter the newest `limit` is not decoded. That part is exact.
 
 use crate::list::{Acc, EntryText, FileStat};
 use crate::summary::{FileSummary, Summaries};
@@ -99,6 +112,8 @@ pub struct Stats {
     pub bytes_scanned: u64,
     /// Candidate lines decoded.
     pub decoded_lines: u64,
+    /// Candidate lines not decoded: their time ranks them below the newest `limit` hits.
+    pub ranked_out_lines: u64,
 }
 
 impl Stats {
@@ -108,6 +123,7 @@ impl Stats {
         self.scanned += st.scanned;
         self.bytes_scanned += st.bytes_scanned;
         self.decoded_lines += st.decoded_lines;
+        self.ranked_out_lines += st.ranked_out_lines;
         self.skipped_older = self.skipped_older.max(st.skipped_older);
     }
 }
@@ -487,9 +503,31 @@ impl PartialOrd for Ranked {
 struct Top {
     limit: usize,
     heap: BinaryHeap<std::cmp::Reverse<Ranked>>,
+    /// The time of the worst of `limit` hits found elsewhere (another thread's, merged),
+    /// when there are that many: a hit older than that cannot be among the best either.
+    bar: Option<Option<f64>>,
+}
+
+/// Whether a hit of time `ts` may rank above one of time `worst`: not when it is strictly
+/// older (ties go by path and position, which are left to the full comparison).
+fn may_beat(ts: Option<f64>, worst: Option<f64>) -> bool {
+    let t = |x: Option<f64>| x.filter(|t| !t.is_nan());
+    match (t(ts), t(worst)) {
+        (Some(a), Some(b)) => a.total_cmp(&b) != std::cmp::Ordering::Less,
+        (Some(_), None) | (None, None) => true,
+        (None, Some(_)) => false,
+    }
 }
 
 impl Top {
+    fn new(limit: usize) -> Top {
+        Top {
+            limit,
+            heap: BinaryHeap::new(),
+            bar: None,
+        }
+    }
+
     fn push(&mut self, h: Hit) {
         if self.limit == 0 {
             return;
@@ -503,6 +541,26 @@ impl Top {
                 self.heap.push(r);
             }
         }
+    }
+
+    /// The worst hit's time when the heap is full.
+    fn full_worst(&self) -> Option<Option<f64>> {
+        if self.heap.len() < self.limit {
+            return None;
+        }
+        self.heap.peek().map(|w| w.0 .0.ts_ms)
+    }
+
+    /// Whether some candidates may be ruled out by time (`limit` hits are known).
+    fn ranks_out(&self) -> bool {
+        self.limit == 0 || self.heap.len() >= self.limit || self.bar.is_some()
+    }
+
+    /// Whether a hit of time `ts` (`ts_ms` of [`Hit`]) could still enter.
+    fn may_enter(&self, ts: Option<f64>) -> bool {
+        self.limit > 0
+            && self.full_worst().is_none_or(|w| may_beat(ts, w))
+            && self.bar.is_none_or(|w| may_beat(ts, w))
     }
 
     /// Whether no hit older than `ts` (or without a timestamp) can enter any more.
@@ -561,10 +619,27 @@ fn search_buf(path: &str, buf: &[u8], m: &Matcher, q: &Query, stats: &mut Stats,
     }
     let header_end = memchr::memchr(b'\n', buf).map_or(0, |p| p + 1);
     let mut rows: Vec<EntryText> = Vec::new();
+    // Candidates from the end of the file: entries are appended in time order as a rule,
+    // so the newest fill the heap first and the older ones before them rank out undecoded.
+    // (Any order gives the same hits: ties are settled by the heap's order.)
+    let mut lines: Vec<(usize, usize)> = Vec::new();
     m.candidates(buf, |a, b| {
-        if a < header_end {
+        if a >= header_end {
             // The header (or a line before it) is never an entry.
-            return;
+            lines.push((a, b));
+        }
+    });
+    for (a, b) in lines.into_iter().rev() {
+        // Rank before decoding: every row of a line has the line's time, and a line that
+        // cannot enter the newest `limit` is not worth its text (most candidates, once the
+        // heap is full).
+        if top.ranks_out() {
+            if let Some(ts) = crate::list::row_ts_ms(&buf[a..b]) {
+                if !top.may_enter(ts) {
+                    stats.ranked_out_lines += 1;
+                    continue;
+                }
+            }
         }
         stats.decoded_lines += 1;
         rows.clear();
@@ -610,7 +685,7 @@ fn search_buf(path: &str, buf: &[u8], m: &Matcher, q: &Query, stats: &mut Stats,
                 row: n,
             });
         }
-    });
+    }
 }
 
 /// JavaScript truthiness of a validated JSON value.
@@ -706,6 +781,7 @@ fn files_to_read<'a>(
     q: &Query,
     m: &Matcher,
     summaries: Option<&Summaries>,
+    bound: Unsummarized,
     stats: &mut Stats,
 ) -> Vec<(&'a PathBuf, f64)> {
     let mut work = Vec::with_capacity(files.len());
@@ -723,15 +799,42 @@ fn files_to_read<'a>(
                 }
                 work.push((p, s.max_ts()));
             }
-            None => work.push((p, f64::INFINITY)),
+            None => work.push((p, bound.max_ts(st))),
         }
     }
     work
 }
 
-/// Searches `files` (session files; others are skipped) on `threads` threads. With
-/// `summaries`, files they rule out are not read and files whose entries are all older than
-/// the newest `limit` hits found are not read; the hits are the same either way.
+/// How much newer than its file's mtime an entry may be and still be found by a search
+/// without summaries: room for a clock that stamped entries running ahead of the one that
+/// set the mtime (another machine's, before a sync that kept its times).
+pub const MTIME_MARGIN_MS: f64 = 3_600_000.0;
+
+/// What [`search_with`] assumes of a file that has no valid summary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsummarized {
+    /// Nothing: it may hold entries of any time, so it is always read.
+    Unbounded,
+    /// Its entries are no newer than its mtime plus [`MTIME_MARGIN_MS`] (a file Pi or an
+    /// import appends to is written after the entries it holds were stamped, on the same
+    /// clock), so it is left unread once the newest `limit` hits are newer than that.
+    Mtime,
+}
+
+impl Unsummarized {
+    fn max_ts(self, st: &FileStat) -> f64 {
+        match self {
+            Unsummarized::Unbounded => f64::INFINITY,
+            Unsummarized::Mtime if st.mtime_ms.is_finite() => st.mtime_ms + MTIME_MARGIN_MS,
+            Unsummarized::Mtime => f64::INFINITY,
+        }
+    }
+}
+
+/// Searches `files` (session files; others are skipped) on `threads` threads, newest
+/// first. With `summaries`, files they rule out are not read and files whose entries are
+/// all older than the newest `limit` hits found are not read; the hits are the same either
+/// way. A file without a valid summary is bounded by its mtime ([`Unsummarized::Mtime`]).
 pub fn search(
     files: &[(PathBuf, Option<FileStat>)],
     q: &Query,
@@ -751,29 +854,36 @@ pub fn search_until(
     threads: usize,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<(Vec<Hit>, Stats), QueryError> {
+    search_with(files, q, summaries, Unsummarized::Mtime, threads, stop)
+}
+
+/// [`search_until`], with what to assume of files without a valid summary (`Unbounded`:
+/// every such file is read, whatever its mtime says).
+pub fn search_with(
+    files: &[(PathBuf, Option<FileStat>)],
+    q: &Query,
+    summaries: Option<&Summaries>,
+    unsummarized: Unsummarized,
+    threads: usize,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<(Vec<Hit>, Stats), QueryError> {
     let m = Matcher::new(q)?;
     let mut stats = Stats {
         files: files.len(),
         ..Default::default()
     };
-    // The work list, newest first; files without a valid summary first (anything is
-    // possible there).
-    let mut work = files_to_read(files, q, &m, summaries, &mut stats);
+    // The work list, newest first (the summary's newest entry, else the mtime's bound);
+    // files with no bound first (anything is possible there).
+    let mut work = files_to_read(files, q, &m, summaries, unsummarized, &mut stats);
     work.sort_by(|a, b| b.1.total_cmp(&a.1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let top = Mutex::new(Top {
-        limit: q.limit,
-        heap: BinaryHeap::new(),
-    });
+    let top = Mutex::new(Top::new(q.limit));
     let stats_all = Mutex::new(Stats::default());
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| {
                 let mut st = Stats::default();
-                let mut mine = Top {
-                    limit: q.limit,
-                    heap: BinaryHeap::new(),
-                };
+                let mut mine = Top::new(q.limit);
                 BUF.with(|b| {
                     let mut buf = b.borrow_mut();
                     loop {
@@ -791,6 +901,7 @@ pub fn search_until(
                             for h in mine.heap.drain() {
                                 t.push(h.0 .0);
                             }
+                            mine.bar = t.full_worst();
                             if t.closed_below(max_ts) {
                                 st.skipped_older += work.len() - i;
                                 next.store(work.len(), std::sync::atomic::Ordering::Relaxed);
@@ -858,10 +969,11 @@ pub fn search_sessions(
         files: files.len(),
         ..Default::default()
     };
-    let work: Vec<&PathBuf> = files_to_read(files, q, &m, summaries, &mut stats)
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
+    let work: Vec<&PathBuf> =
+        files_to_read(files, q, &m, summaries, Unsummarized::Unbounded, &mut stats)
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found = Mutex::new(Vec::new());
     let stats_all = Mutex::new(Stats::default());
@@ -886,10 +998,7 @@ pub fn search_sessions(
                         st.scanned += 1;
                         st.bytes_scanned += buf.len() as u64;
                         // The newest hit of this file.
-                        let mut one = Top {
-                            limit: 1,
-                            heap: BinaryHeap::new(),
-                        };
+                        let mut one = Top::new(1);
                         search_buf(&p.to_string_lossy(), &buf, &m, q, &mut st, &mut one);
                         mine.extend(one.heap.into_iter().map(|r| r.0 .0));
                     }

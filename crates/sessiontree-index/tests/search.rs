@@ -466,3 +466,190 @@ fn a_damaged_summary_record_is_not_trusted() {
     assert!(s.damaged > 0 && s.len() < n);
     check_all(agent, Some(&s), "damaged summaries");
 }
+
+const HOUR_MS: u64 = 3_600_000;
+
+/// Sets a file's mtime to `ms` after the epoch.
+fn set_mtime(p: &Path, ms: u64) {
+    std::fs::File::options()
+        .append(true)
+        .open(p)
+        .unwrap()
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+        .unwrap();
+}
+
+/// A session file of `n` user messages saying `word`, the m-th at `t0 + m` ms, with the
+/// mtime of its last entry (as Pi leaves a file).
+fn timed_session(p: &Path, id: &str, word: &str, t0: u64, n: u64) {
+    let mut s = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n"
+    );
+    for m in 0..n {
+        s += &format!(
+            "{{\"type\":\"message\",\"id\":\"{id}-{m}\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"the {word} number {m}\",\"timestamp\":{}}}}}\n",
+            t0 + m
+        );
+    }
+    std::fs::write(p, s).unwrap();
+    set_mtime(p, t0 + n - 1);
+}
+
+#[test]
+fn without_summaries_files_are_read_newest_mtime_first_and_older_ones_left_unread() {
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, dir) = (a.path(), a.folder("/w"));
+    // Sessions two hours apart (more than the mtime margin), listed oldest first.
+    for k in 0..30u64 {
+        timed_session(
+            &dir.join(format!("s{k:02}.jsonl")),
+            &format!("s{k}"),
+            "walrus",
+            k * 2 * HOUR_MS,
+            20,
+        );
+    }
+    let files = stats(agent);
+    let q = Query::new("walrus", Mode::Words, 5);
+    let unbounded = |q: &Query| {
+        search::search_with(&files, q, None, search::Unsummarized::Unbounded, 2, &|| {
+            false
+        })
+        .unwrap()
+    };
+    let (h, st) = search::search(&files, &q, None, 1).unwrap();
+    assert_eq!(key(&h), key(&unbounded(&q).0));
+    assert!(h.iter().all(|h| h.path.ends_with("s29.jsonl")), "{h:?}");
+    assert_eq!((st.scanned, st.skipped_older), (1, 29), "{st:?}");
+    // Unbounded, every file is read.
+    assert_eq!(unbounded(&q).1.scanned, 30);
+    // A file whose newest entry is up to the margin newer than its mtime is still read in
+    // time: its hit comes first.
+    let late = dir.join("s10.jsonl");
+    let newest = 29 * 2 * HOUR_MS + 1000;
+    timed_session(&late, "late", "walrus", newest, 1);
+    set_mtime(&late, newest - HOUR_MS / 2);
+    let files = stats(agent);
+    let (h, _) = search::search(&files, &q, None, 1).unwrap();
+    assert_eq!(h[0].entry_id, "late-0");
+    // The assumption: a file whose mtime was set back further than the margin (touch -d,
+    // a copy that kept an older file's time) is left unread once newer hits are certain.
+    // --no-index (Unbounded) and summaries (which know each file's newest entry) find it.
+    set_mtime(&late, newest - 2 * HOUR_MS);
+    let files = stats(agent);
+    let (h, _) = search::search(&files, &q, None, 1).unwrap();
+    assert!(h.iter().all(|h| h.path.ends_with("s29.jsonl")), "{h:?}");
+    let (h, _) = search::search_with(
+        &files,
+        &q,
+        None,
+        search::Unsummarized::Unbounded,
+        1,
+        &|| false,
+    )
+    .unwrap();
+    assert_eq!(h[0].entry_id, "late-0");
+    let s = build(agent);
+    let (h, _) = search::search(&files, &q, Some(&s), 1).unwrap();
+    assert_eq!(h[0].entry_id, "late-0");
+}
+
+#[test]
+fn candidate_lines_that_cannot_rank_are_not_decoded_and_the_hits_stay_the_same() {
+    let a = sessiontree_testkit::AgentDir::new();
+    let (agent, dir) = (a.path(), a.folder("/w"));
+    let p = dir.join("s.jsonl");
+    let mut s = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    );
+    let line = |id: &str, entry_ts: &str, msg_ts: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":null,\"timestamp\":{entry_ts},\"message\":{{\"role\":\"user\",\"content\":\"a walrus here\"{msg_ts}}}}}\n"
+        )
+    };
+    // An old one, and lines no entry comes of.
+    s += &line("old", "\"2025-01-01T00:00:00.000Z\"", ",\"timestamp\":7");
+    s += "{\"type\":\"message\",\"id\":\"bad\",\"message\":{\"role\":\"user\",\"content\":\"walrus\"\n";
+    s += "[\"walrus\"]\n";
+    // Oldest first, as entries are appended: read from the end, the heap fills with the
+    // newest and the rest cannot enter.
+    for m in 0..100u64 {
+        s += &line(
+            &format!("plain-{m}"),
+            "\"2025-01-01T00:00:00.000Z\"",
+            &format!(",\"timestamp\":{}", 1_000_000 + m),
+        );
+    }
+    // Lines whose time only an exact reading gets right, each newer than all above: the
+    // last duplicate key wins, an escaped key is the key, a message time that is no
+    // number gives way to the entry's, nested objects' keys are not the message's.
+    s += &line(
+        "dup",
+        "\"2025-01-01T00:00:00.000Z\"",
+        ",\"timestamp\":5,\"timestamp\":2000001",
+    );
+    s += &line(
+        "escaped",
+        "\"2025-01-01T00:00:00.000Z\"",
+        ",\"time\\u0073tamp\":2000002",
+    );
+    s += &line(
+        "string-ts",
+        "\"2026-01-01T00:00:00.000Z\"",
+        ",\"timestamp\":\"9\"",
+    );
+    s += &line(
+        "nested",
+        "3000003",
+        ",\"x\":{\"timestamp\":1},\"timestamp\":3000002",
+    );
+    s += &line("entry-dup", "1,\"timestamp\":3000001", "");
+    s += &line(
+        "tie-a",
+        "\"2025-01-01T00:00:00.000Z\"",
+        ",\"timestamp\":1000099",
+    );
+    // Two entries on one line (a lone \r between them), both newest.
+    s.pop();
+    s += "\r";
+    s += &line(
+        "cr",
+        "\"2025-01-01T00:00:00.000Z\"",
+        ",\"timestamp\":1767225600001",
+    );
+    std::fs::write(&p, s).unwrap();
+    let files = stats(agent);
+    let (all, st) =
+        search::search(&files, &Query::new("walrus", Mode::Words, 1000), None, 1).unwrap();
+    assert_eq!(st.ranked_out_lines, 0, "{st:?}");
+    let order: Vec<&str> = all.iter().take(8).map(|h| h.entry_id.as_str()).collect();
+    assert_eq!(
+        order,
+        [
+            "cr",
+            "string-ts",
+            "nested",
+            "entry-dup",
+            "escaped",
+            "dup",
+            "plain-99",
+            "tie-a"
+        ]
+    );
+    for limit in [1, 2, 3, 5, 8, 20] {
+        let (h, st) =
+            search::search(&files, &Query::new("walrus", Mode::Words, limit), None, 1).unwrap();
+        let want: Vec<_> = all.iter().take(limit).cloned().collect();
+        assert_eq!(key(&h), key(&want), "limit {limit}");
+        for (a, b) in h.iter().zip(&want) {
+            assert_eq!(
+                (&a.snippet, &a.matches, a.ts_ms),
+                (&b.snippet, &b.matches, b.ts_ms)
+            );
+        }
+        assert!(
+            st.ranked_out_lines > 0 && st.decoded_lines < 80,
+            "limit {limit}: {st:?}"
+        );
+    }
+}

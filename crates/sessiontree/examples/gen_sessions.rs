@@ -1,7 +1,10 @@
 //! Writes a large synthetic agent dir for benchmarks: `gen_sessions OUT COUNT TOTAL_MB
 //! [PROJECTS]`. Sessions are spread over PROJECTS working directories (default 20); each is a chain of user, assistant
 //! (with usage), tool-result and bash messages with occasional branches, sized so the
-//! whole set is about TOTAL_MB. Deterministic.
+//! whole set is about TOTAL_MB. Deterministic. Every other session has the common word
+//! `compaction` in a third of its tool results (a word a user searches for that is in many
+//! lines), one user message in fifty has the rare `quokka_marker`. Each file's mtime is
+//! its last entry's time, as a file Pi appends to has it.
 
 use sessiontree_testkit::rng as xorshift;
 use std::io::Write;
@@ -48,7 +51,7 @@ fn main() {
         let iso = |ms: u64| sessiontree::date::iso_from_ms(ms as i64);
         let id = format!("0194{:04x}-0000-7000-8000-{:012x}", i % 65536, i);
         let path = dir.join(sessiontree::dirs::session_file_name(&iso(start), &id));
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
         let mut written = 0usize;
         let header = format!(
             "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"{cwd}\"}}\n",
@@ -82,11 +85,16 @@ fn main() {
                     50 + r.below(500),
                     r.below(20000)
                 ),
-                3 => format!(
-                    "{{\"role\":\"toolResult\",\"toolCallId\":\"c{}\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"{}\"}}],\"isError\":false,\"timestamp\":{ts}}}",
-                    n - 1,
-                    words(&mut r, &vocab, 200, 900)
-                ),
+                3 => {
+                    let mut t = words(&mut r, &vocab, 200, 900);
+                    if i % 2 == 0 && n % 12 == 3 {
+                        t.push_str(" compaction");
+                    }
+                    format!(
+                        "{{\"role\":\"toolResult\",\"toolCallId\":\"c{}\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":\"{t}\"}}],\"isError\":false,\"timestamp\":{ts}}}",
+                        n - 1,
+                    )
+                }
                 _ => format!(
                     "{{\"role\":\"bashExecution\",\"command\":\"make test\",\"output\":\"{}\",\"exitCode\":0,\"cancelled\":false,\"truncated\":false,\"timestamp\":{ts}}}",
                     words(&mut r, &vocab, 100, 400)
@@ -108,6 +116,11 @@ fn main() {
                 iso(start + (n + 1) * 1000)
             );
             f.write_all(line.as_bytes()).unwrap();
+            n += 1;
         }
+        // The file's mtime is its last entry's time (searches read newest files first).
+        let f = f.into_inner().unwrap();
+        let last = std::time::UNIX_EPOCH + std::time::Duration::from_millis(start + n * 1000);
+        f.set_modified(last).unwrap();
     }
 }

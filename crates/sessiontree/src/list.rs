@@ -602,12 +602,41 @@ impl Acc {
     }
 }
 
-fn push_row(rows: &mut Vec<EntryText>, line: &Line<'_>, role: &str, text: String) {
-    let Some(id) = line.get_str("id") else { return };
-    let ts_ms = match line.inner("message", "timestamp") {
+/// A search row's time: the message's numeric `timestamp`, else the entry's.
+fn row_ts(line: &Line<'_>) -> Option<f64> {
+    match line.inner("message", "timestamp") {
         Some(t) if t.kind() == Kind::Number => t.as_f64(),
         _ => js_date_ms(line.get("timestamp")),
+    }
+}
+
+/// The `ts_ms` of every search row that [`Acc::feed`] makes of this physical line (after
+/// the header), found with one validating scan and nothing decoded: a search ranks a
+/// candidate line before paying for its text. `Some(None)`: its rows have no time, or it
+/// makes none (blank, invalid); `None`: its rows may differ (lone `\r` split the line).
+#[doc(hidden)] // the search's rank bound
+pub fn row_ts_ms(line: &[u8]) -> Option<Option<f64>> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if memchr::memchr(b'\r', line).is_some() {
+        return None;
+    }
+    let owned;
+    let b: &[u8] = match simdutf8::basic::from_utf8(line) {
+        Ok(_) => line,
+        Err(_) => {
+            owned = String::from_utf8_lossy(line).into_owned();
+            owned.as_bytes()
+        }
     };
+    let Ok(s) = scan::scan(b) else {
+        return Some(None);
+    };
+    Some(row_ts(&Line { b, s }))
+}
+
+fn push_row(rows: &mut Vec<EntryText>, line: &Line<'_>, role: &str, text: String) {
+    let Some(id) = line.get_str("id") else { return };
+    let ts_ms = row_ts(line);
     rows.push(EntryText {
         entry_id: id.into_owned(),
         parent_id: line.get_str("parentId").map(|p| p.into_owned()),
