@@ -618,6 +618,9 @@ GRANT INSERT (usage_length), UPDATE (usage_length) ON sessiontree.versions TO PU
 "#;
 
 const V5_AFTER: &str = r#"
+-- The wholeness checks of the data step now (ALTER TABLE refuses pending trigger events).
+SET CONSTRAINTS sessiontree.versions_whole IMMEDIATE;
+SET CONSTRAINTS sessiontree.versions_whole DEFERRED;
 ALTER TABLE sessiontree.versions ENABLE TRIGGER versions_update;
 ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
 ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;

@@ -223,9 +223,12 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
                     s.pk AS spk, v.pk AS vpk, v.length, v.usage_length, v.hash,
                     c.machine::text AS machine, coalesce(m.name, c.machine::text) AS mname,
                     c.rel_path, v.redaction IS NOT NULL AS redacted,
-                    v.info->>'name' AS name, coalesce(v.info->>'firstMessage', '') AS first
-             FROM (SELECT DISTINCT ON (copy_pk) * FROM sessiontree.versions
-                   ORDER BY copy_pk, seq DESC) v
+                    -- (The listing holds the session's whole text: read only when needed.)
+                    CASE WHEN $1 THEN v.info->>'name' END AS name,
+                    CASE WHEN $1 THEN coalesce(v.info->>'firstMessage', '') ELSE '' END AS first
+             FROM (SELECT DISTINCT ON (copy_pk) pk, copy_pk, session_pk, owner, length,
+                          usage_length, hash, redaction, updated_at, info
+                   FROM sessiontree.versions ORDER BY copy_pk, seq DESC) v
              JOIN sessiontree.copies c
                   ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
              JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
@@ -235,7 +238,7 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
          SELECT session_id, owner, spk, vpk, length, hash, machine, mname, rel_path, redacted,
                 name, first, usage_length IS NOT DISTINCT FROM length
          FROM c ORDER BY session_id, owner",
-        &[],
+        &[&(by == By::Session)],
     )?;
     let mut out = Stats {
         sessions: rows.len(),
@@ -300,21 +303,27 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
         By::Day => "u.day",
         By::Session => "u.version_pk::text",
     };
-    // The versions in `known`'s order: the first session holding a record keeps it.
+    // The versions in `known`'s order: the first session holding a record keeps it. (The
+    // copies are found by hashing, not by sorting every record by its id: few records are
+    // held twice.)
     let sql = format!(
         "WITH k AS (SELECT * FROM unnest($1::int8[]) WITH ORDINALITY AS k(vpk, o)),
-         r AS (SELECT DISTINCT ON (u.entry_id, u.entry_ts, x.o, x.n)
-                      {key} AS key, u.input, u.output, u.cache_read, u.cache_write,
-                      u.total_tokens, u.cost
-               FROM sessiontree.usage u JOIN k ON k.vpk = u.version_pk
-               -- A record without an id is never taken for another.
-               CROSS JOIN LATERAL (SELECT CASE WHEN u.entry_id IS NULL THEN k.o END AS o,
-                                          CASE WHEN u.entry_id IS NULL THEN u.n END AS n) x
-               WHERE ($2 = false OR u.on_branch)
-               ORDER BY u.entry_id, u.entry_ts, x.o, x.n, k.o, u.n)
+         u AS MATERIALIZED (
+             SELECT {key} AS key, u.entry_id, u.entry_ts, k.o, u.n, u.input, u.output,
+                    u.cache_read, u.cache_write, u.total_tokens, u.cost
+             FROM sessiontree.usage u JOIN k ON k.vpk = u.version_pk
+             WHERE ($2 = false OR u.on_branch)),
+         d AS (SELECT entry_id, entry_ts FROM u WHERE entry_id IS NOT NULL
+               GROUP BY entry_id, entry_ts HAVING count(*) > 1),
+         x AS (SELECT o, n FROM (
+                   SELECT u.o, u.n, row_number() OVER (PARTITION BY u.entry_id, u.entry_ts
+                                                       ORDER BY u.o, u.n) AS r
+                   FROM u JOIN d ON d.entry_id = u.entry_id AND d.entry_ts = u.entry_ts) y
+               WHERE r > 1)
          SELECT key, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
                 sum(total_tokens), sum(cost)
-         FROM r GROUP BY key ORDER BY key"
+         FROM u WHERE NOT EXISTS (SELECT 1 FROM x WHERE x.o = u.o AND x.n = u.n)
+         GROUP BY key"
     );
     let summed = if known.is_empty() {
         Vec::new()

@@ -1459,7 +1459,7 @@ fn usage_rows_hold_against_another_role() {
     let keys = victim_keys(&c);
     let (sp, _, vp, len) = keys[&s1];
     let before = server(&c, "SELECT string_agg(n || ':' || cost || ':' || on_branch, ',' ORDER BY n) FROM sessiontree.usage");
-    assert_eq!(before, "0:0.25:t,1:0.25:t,2:0.25:t");
+    assert_eq!(before, "0:0.25:true,1:0.25:true,2:0.25:true");
     let d = decoy(&c, "decoy");
     let row = |owner: &str, session: &str, n: u32| {
         format!(
