@@ -628,7 +628,8 @@ ALTER TABLE sessiontree.usage FORCE ROW LEVEL SECURITY;
 "#;
 
 /// Version 5's data step: the usage rows of the newest version of every copy, from its
-/// chunks (a version whose chunks do not add up is left without: its readers read it).
+/// chunks (a version whose chunks do not add up, or that fails version 4's checks, is left
+/// without: `stats` reads its bytes).
 fn backfill_usage(tx: &mut Transaction) -> Result<()> {
     let versions = tx.query(
         "SELECT DISTINCT ON (copy_pk) pk, session_pk, owner::text, length
@@ -652,12 +653,18 @@ fn backfill_usage(tx: &mut Transaction) -> Result<()> {
         if bytes.len() as i64 != length {
             continue;
         }
-        let rows = crate::usage::rows(&bytes);
-        crate::usage::insert(tx, pk, spk, Some(&owner), &rows)?;
-        tx.execute(
-            "UPDATE sessiontree.versions SET usage_length = length WHERE pk = $1",
+        // Only a version that passes version 4's checks (older rows were left as they
+        // were, `NOT VALID`, and an update would check them now).
+        let n = tx.execute(
+            "UPDATE sessiontree.versions SET usage_length = length
+             WHERE pk = $1 AND seq >= 1 AND length >= 0 AND src_length >= 0
+               AND octet_length(hash) = 32",
             &[&pk],
         )?;
+        if n == 1 {
+            let rows = crate::usage::rows(&bytes);
+            crate::usage::insert(tx, pk, spk, Some(&owner), &rows)?;
+        }
     }
     Ok(())
 }
