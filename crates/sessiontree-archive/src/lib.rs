@@ -33,6 +33,7 @@ pub mod schema;
 pub mod secrets;
 pub mod state;
 pub mod trigram;
+pub mod usage;
 pub mod watch;
 
 use std::fmt;

@@ -115,6 +115,8 @@ struct Planned {
     op: Op,
     info: serde_json::Value,
     texts: Vec<Text>,
+    /// The usage records of all of `content` (kept beside the version, schema version 5).
+    usage: Vec<crate::usage::Row>,
 }
 
 /// A search row: the entry's text (NUL made a space: PostgreSQL text cannot hold it) and
@@ -303,6 +305,7 @@ fn plan_file(
         Op::Version { .. } => 0,
     };
     let (info, texts) = describe(&content, &rel_path, from);
+    let usage = crate::usage::rows(&content);
     Ok(Item::Send(Box::new(Planned {
         path,
         stamp,
@@ -316,6 +319,7 @@ fn plan_file(
         op,
         info,
         texts,
+        usage,
     })))
 }
 
@@ -584,10 +588,11 @@ fn flush(
             .ok_or_else(|| Error::msg("archive: a copy of this push was not recorded"))?;
         let rows = tx.query_typed(
             "INSERT INTO sessiontree.versions
-                 (copy_pk, session_pk, seq, length, hash, src_length, redaction, info)
+                 (copy_pk, session_pk, seq, length, hash, src_length, redaction, info,
+                  usage_length)
              SELECT c, s, (SELECT coalesce(max(seq), 0) + 1 FROM sessiontree.versions
                            WHERE copy_pk = u.c),
-                    len, hash, src, $7, info::jsonb
+                    len, hash, src, $7, info::jsonb, len
              FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[], $5::int8[], $6::text[])
                   AS u(c, s, len, hash, src, info)
              RETURNING session_pk, pk",
@@ -620,7 +625,7 @@ fn flush(
         let rows = tx.query_typed(
             "UPDATE sessiontree.versions v
              SET length = u.len, hash = u.hash, src_length = u.src, info = u.info::jsonb,
-                 updated_at = now()
+                 usage_length = u.len, updated_at = now()
              FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[], $5::int8[], $6::text[])
                   AS u(pk, old, len, hash, src, info)
              WHERE v.pk = u.pk AND v.length = u.old
@@ -641,6 +646,7 @@ fn flush(
     }
     let mut rows: Vec<(i64, i64, i64, &[u8])> = Vec::new();
     let mut text_rows: Vec<(i64, i64, &Text)> = Vec::new();
+    let mut usage = crate::usage::Columns::default();
     for p in batch.iter() {
         let (vpk, spk, from) = match p.op {
             Op::Version { .. } => {
@@ -649,6 +655,7 @@ fn flush(
             }
             Op::Append { version_pk, from } => (version_pk, grew[&version_pk], from),
         };
+        usage.add(vpk, spk, &p.usage);
         for (off, data) in chunks(&p.content[from as usize..], from) {
             rows.push((vpk, spk, off, data));
         }
@@ -713,6 +720,18 @@ fn flush(
         }
     } else {
         copy_rows(&mut tx, &rows, &text_rows)?;
+    }
+    if !usage.is_empty() {
+        tx.execute_typed(
+            &format!(
+                "{} SELECT v, s, n, id, ts, provider, model, day, branch, i, o, cr, cw, tt, cost
+                 FROM {} {}",
+                crate::usage::INSERT,
+                crate::usage::unnest(1),
+                crate::usage::ON_CONFLICT
+            ),
+            &usage.params(),
+        )?;
     }
     tx.commit()?;
     Ok(batch
@@ -804,14 +823,20 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
         (&body, Type::TEXT_ARRAY),
         (&tri, Type::TEXT_ARRAY),
     ];
-    let params = [&u.params()[..], &rest[..]].concat();
+    let mut usage = crate::usage::Columns::default();
+    for (p, v) in batch.iter().zip(&u.vpks) {
+        // The session is the version's (joined below): 0 stands for it here.
+        usage.add(*v, 0, &p.usage);
+    }
+    let usage_params = usage.params();
+    let params = [&u.params()[..], &rest[..], &usage_params[..]].concat();
     // Conditional on the length this push saw: two pushes racing cannot both append.
-    let rows = archive.client.query_typed(
+    let sql = format!(
         "WITH u AS (SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[],
                                          $5::int8[], $6::text[]) AS u(pk, old, len, hash, src, info)),
          up AS (UPDATE sessiontree.versions v
                 SET length = u.len, hash = u.hash, src_length = u.src, info = u.info::jsonb,
-                    updated_at = now()
+                    usage_length = u.len, updated_at = now()
                 FROM u WHERE v.pk = u.pk AND v.length = u.old
                 RETURNING v.pk, v.session_pk),
          ch AS (INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
@@ -823,10 +848,16 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                 SELECT t.v, up.session_pk, t.o, t.i, t.r, t.t, t.b, t.tri::int4[]
                 FROM unnest($10::int8[], $11::int8[], $12::text[], $13::text[], $14::text[],
                             $15::text[], $16::text[]) AS t(v, o, i, r, t, b, tri)
-                JOIN up ON up.pk = t.v)
+                JOIN up ON up.pk = t.v),
+         us AS ({} SELECT u.v, up.session_pk, n, id, ts, provider, model, day, branch, i, o,
+                          cr, cw, tt, cost
+                FROM {} JOIN up ON up.pk = u.v {})
          SELECT pk FROM up",
-        &params,
-    )?;
+        crate::usage::INSERT,
+        crate::usage::unnest(17),
+        crate::usage::ON_CONFLICT
+    );
+    let rows = archive.client.query_typed(&sql, &params)?;
     let vpks = std::mem::take(&mut u.vpks);
     let matched: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
     let mut done = Vec::new();

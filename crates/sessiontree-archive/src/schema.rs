@@ -548,6 +548,127 @@ ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
 ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
 "#;
 
+/// Version 5: the usage of a version (what `stats` sums), kept at push time.
+///
+/// * `sessiontree.usage`: one row per record with a usage (an assistant message's `usage`,
+///   a `usage` entry) of a version, in file order (`n`), as the client computed it from the
+///   bytes it pushed: the entry's id and timestamp text (which identify a record copied into
+///   a fork), provider, model, UTC day, whether it is on the version's current branch, and
+///   the six numbers. Read under the same rule as the version (its owner, and the roles it
+///   is shared with); written by the version's owner only, tied to the version by
+///   `(version_pk, session_pk, owner)`; only `on_branch` changes (an append moves the leaf),
+///   rows go with their version.
+/// * `versions.usage_length`: how many of the version's bytes its usage rows describe; a
+///   reader counts a version's rows only when it equals `length` (a version pushed before
+///   this schema has `NULL`: its bytes are read instead).
+/// * The data step computes the rows of the newest version of every copy already in the
+///   archive from its chunks, once.
+const V5_BEFORE: &str = r#"
+ALTER TABLE sessiontree.versions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.versions ADD COLUMN usage_length bigint;
+-- The data step sets usage_length only: not an append (the version's time stays).
+ALTER TABLE sessiontree.versions DISABLE TRIGGER versions_update;
+
+CREATE TABLE sessiontree.usage (
+    version_pk bigint NOT NULL,
+    session_pk bigint NOT NULL,
+    owner name NOT NULL DEFAULT current_user,
+    n int NOT NULL,
+    entry_id text,
+    entry_ts text NOT NULL,
+    provider text NOT NULL,
+    model text NOT NULL,
+    day text NOT NULL,
+    on_branch boolean NOT NULL,
+    input float8 NOT NULL,
+    output float8 NOT NULL,
+    cache_read float8 NOT NULL,
+    cache_write float8 NOT NULL,
+    total_tokens float8 NOT NULL,
+    cost float8 NOT NULL,
+    PRIMARY KEY (version_pk, n),
+    CONSTRAINT usage_version FOREIGN KEY (version_pk, session_pk, owner)
+        REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE,
+    -- Finite numbers (NaN is above 'Infinity' in PostgreSQL's order).
+    CONSTRAINT usage_sane CHECK (n >= 0
+        AND input > '-Infinity' AND input < 'Infinity'
+        AND output > '-Infinity' AND output < 'Infinity'
+        AND cache_read > '-Infinity' AND cache_read < 'Infinity'
+        AND cache_write > '-Infinity' AND cache_write < 'Infinity'
+        AND total_tokens > '-Infinity' AND total_tokens < 'Infinity'
+        AND cost > '-Infinity' AND cost < 'Infinity')
+);
+CREATE INDEX usage_session ON sessiontree.usage (session_pk);
+ALTER TABLE sessiontree.usage ENABLE ROW LEVEL SECURITY;
+CREATE POLICY usage_read ON sessiontree.usage FOR SELECT
+    USING (owner = current_user
+        OR session_pk IN (SELECT sh.session_pk FROM sessiontree.shares sh));
+CREATE POLICY usage_write ON sessiontree.usage FOR ALL
+    USING (owner = current_user)
+    WITH CHECK (owner = current_user
+        AND session_pk IN (SELECT s.pk FROM sessiontree.sessions s
+                           WHERE s.owner = current_user));
+REVOKE ALL ON sessiontree.usage FROM PUBLIC;
+GRANT SELECT ON sessiontree.usage TO PUBLIC;
+GRANT INSERT (owner, version_pk, session_pk, n, entry_id, entry_ts, provider, model, day,
+              on_branch, input, output, cache_read, cache_write, total_tokens, cost),
+    UPDATE (on_branch) ON sessiontree.usage TO PUBLIC;
+GRANT INSERT (usage_length), UPDATE (usage_length) ON sessiontree.versions TO PUBLIC;
+"#;
+
+const V5_AFTER: &str = r#"
+-- The wholeness checks of the data step now (ALTER TABLE refuses pending trigger events).
+SET CONSTRAINTS sessiontree.versions_whole IMMEDIATE;
+SET CONSTRAINTS sessiontree.versions_whole DEFERRED;
+ALTER TABLE sessiontree.versions ENABLE TRIGGER versions_update;
+ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.usage FORCE ROW LEVEL SECURITY;
+"#;
+
+/// Version 5's data step: the usage rows of the newest version of every copy, from its
+/// chunks (a version whose chunks do not add up, or that fails version 4's checks, is left
+/// without: `stats` reads its bytes).
+fn backfill_usage(tx: &mut Transaction) -> Result<()> {
+    let versions = tx.query(
+        "SELECT DISTINCT ON (copy_pk) pk, session_pk, owner::text, length
+         FROM sessiontree.versions ORDER BY copy_pk, seq DESC",
+        &[],
+    )?;
+    for v in versions {
+        let (pk, spk, owner, length): (i64, i64, String, i64) =
+            (v.get(0), v.get(1), v.get(2), v.get(3));
+        let mut bytes = Vec::new();
+        for c in tx.query(
+            "SELECT off, data FROM sessiontree.chunks WHERE version_pk = $1 ORDER BY off",
+            &[&pk],
+        )? {
+            let (off, data): (i64, &[u8]) = (c.get(0), c.get(1));
+            if off != bytes.len() as i64 {
+                break;
+            }
+            bytes.extend_from_slice(data);
+        }
+        if bytes.len() as i64 != length {
+            continue;
+        }
+        // Only a version that passes version 4's checks (older rows were left as they
+        // were, `NOT VALID`, and an update would check them now).
+        let n = tx.execute(
+            "UPDATE sessiontree.versions SET usage_length = length
+             WHERE pk = $1 AND seq >= 1 AND length >= 0 AND src_length >= 0
+               AND octet_length(hash) = 32",
+            &[&pk],
+        )?;
+        if n == 1 {
+            let rows = crate::usage::rows(&bytes);
+            crate::usage::insert(tx, pk, spk, Some(&owner), &rows)?;
+        }
+    }
+    Ok(())
+}
+
 /// Version 3's data step: the trigram codes of the texts already in the archive.
 fn backfill_trigrams(tx: &mut Transaction) -> Result<()> {
     tx.batch_execute(
@@ -607,6 +728,15 @@ pub const MIGRATIONS: &[(i32, &str, &[Step])] = &[
         4,
         "another role cannot read or write what is not its own: pinned search_path, ownership through every key, server-chosen keys and seq, whole versions, immutable rows",
         &[Step::Sql(V4)],
+    ),
+    (
+        5,
+        "usage per version kept at push time (stats --archive without reading every session)",
+        &[
+            Step::Sql(V5_BEFORE),
+            Step::Rust(backfill_usage),
+            Step::Sql(V5_AFTER),
+        ],
     ),
 ];
 

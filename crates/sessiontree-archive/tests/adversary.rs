@@ -1415,3 +1415,234 @@ fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
         "0"
     );
 }
+
+/// A session of `texts` with an assistant answer carrying a usage after each one.
+fn session_with_usage(id: &str, cwd: &str, texts: &[&str], cost: f64) -> Vec<u8> {
+    let mut s = String::from_utf8(session(id, cwd, &[])).unwrap();
+    let mut parent = "null".to_string();
+    for (n, t) in texts.iter().enumerate() {
+        let (eid, line) = entry(None, t, n);
+        s.push_str(&line.replacen("\"parentId\":null", &format!("\"parentId\":{parent}"), 1));
+        let aid = format!("{:08x}", fold_hash(eid.as_bytes()) as u32);
+        s.push_str(&format!(
+            "{{\"type\":\"message\",\"id\":\"{aid}\",\"parentId\":\"{eid}\",\"timestamp\":\"2025-04-01T09:01:{:02}.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[],\"provider\":\"anthropic\",\"model\":\"claude\",\"usage\":{{\"input\":{},\"output\":5,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":{},\"cost\":{{\"total\":{cost}}}}},\"stopReason\":\"stop\",\"timestamp\":1743498060000}}}}\n",
+            n % 60,
+            100 + n,
+            105 + n
+        ));
+        parent = format!("\"{aid}\"");
+    }
+    s.into_bytes()
+}
+
+/// The usage rows (schema version 5) against bob: he cannot write a row under carol's
+/// version (as carol, as himself tied to his decoy, or with keys of his choosing), change
+/// or delete hers, or mark her version's usage as describing other bytes; he does not see
+/// the usage of her sessions that are not shared with him, and his stats hold only his
+/// own. What carol sees of her own stays what she pushed.
+#[test]
+fn usage_rows_hold_against_another_role() {
+    let Some(c) = start() else { return };
+    let mut carol = open(&c, "carol");
+    let a = c.path("a");
+    let s1 = sid(21);
+    let p1 = session_path(&a, "/w", &s1);
+    std::fs::create_dir_all(p1.parent().unwrap()).unwrap();
+    std::fs::write(
+        &p1,
+        session_with_usage(&s1, "/w", &["one", "two", "three"], 0.25),
+    )
+    .unwrap();
+    push(&mut carol, &opts(&a)).unwrap();
+    // Shared with team, which bob is not in.
+    query::share(&mut carol, &s1, "team").unwrap();
+    let keys = victim_keys(&c);
+    let (sp, _, vp, len) = keys[&s1];
+    let before = server(&c, "SELECT string_agg(n || ':' || cost || ':' || on_branch, ',' ORDER BY n) FROM sessiontree.usage");
+    assert_eq!(before, "0:0.25:true,1:0.25:true,2:0.25:true");
+    let d = decoy(&c, "decoy");
+    let row = |owner: &str, session: &str, n: u32| {
+        format!(
+            "INSERT INTO sessiontree.usage (owner, version_pk, session_pk, n, entry_ts, provider,
+                 model, day, on_branch, input, output, cache_read, cache_write, total_tokens, cost)
+             VALUES ('{owner}', {vp}, {session}, {n}, 'x', 'p', 'm', '-', true, 1e9, 0, 0, 0, 0, 1e6)"
+        )
+    };
+    let attacks: Vec<(&str, String)> = vec![
+        ("a usage row of carol's version as carol", row("carol", &sp.to_string(), 9)),
+        ("a usage row of carol's version as bob, tied to the decoy", row("bob", &d, 9)),
+        ("a usage row of carol's version as bob, her session", row("bob", &sp.to_string(), 9)),
+        (
+            "a usage row at n = 0 of carol's version (a key she uses)",
+            row("bob", &d, 0),
+        ),
+        ("deleting carol's usage", "DELETE FROM sessiontree.usage".to_string()),
+        (
+            "changing a number of a usage row",
+            "UPDATE sessiontree.usage SET cost = 1e6".to_string(),
+        ),
+        (
+            "naming the session of a usage row",
+            "UPDATE sessiontree.usage SET session_pk = session_pk".to_string(),
+        ),
+        (
+            "a NaN cost in a row of bob's own",
+            format!(
+                "INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                     SELECT c.pk, c.session_pk, 1, 0, sha256(''), 0 FROM sessiontree.copies c
+                     WHERE c.owner = current_user AND c.session_pk = {d};
+                 INSERT INTO sessiontree.usage (version_pk, session_pk, n, entry_ts, provider,
+                     model, day, on_branch, input, output, cache_read, cache_write, total_tokens, cost)
+                     SELECT pk, session_pk, 0, 'x', 'p', 'm', '-', true, 0, 0, 0, 0, 0, 'NaN'
+                     FROM sessiontree.versions WHERE owner = current_user"
+            ),
+        ),
+    ];
+    // bob's decoy needs a copy of his own for the last one.
+    c.psql(
+        "bob",
+        "archive",
+        &format!(
+            "INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+             VALUES ({d}, gen_random_uuid(), '--w--/decoy.jsonl')"
+        ),
+    )
+    .unwrap();
+    let accepted = attempt(&c, &attacks);
+    assert!(accepted.is_empty(), "the server accepted: {accepted:#?}");
+    // What passes the privileges finds no row of carol's (row-level security).
+    for sql in [
+        "UPDATE sessiontree.usage SET on_branch = false".to_string(),
+        format!("UPDATE sessiontree.versions SET usage_length = 1 WHERE pk = {vp}"),
+    ] {
+        c.psql("bob", "archive", &sql).unwrap();
+    }
+    assert_eq!(
+        server(&c, "SELECT string_agg(n || ':' || cost || ':' || on_branch, ',' ORDER BY n) FROM sessiontree.usage"),
+        before
+    );
+    assert_eq!(
+        server(
+            &c,
+            &format!("SELECT usage_length FROM sessiontree.versions WHERE pk = {vp}")
+        ),
+        len.to_string()
+    );
+    // bob sees none of it, and his stats hold nothing of hers.
+    assert_eq!(
+        c.psql("bob", "archive", "SELECT count(*) FROM sessiontree.usage")
+            .unwrap(),
+        "0"
+    );
+    let mut bob = open(&c, "bob");
+    let st =
+        sessiontree_archive::usage::stats(&mut bob, sessiontree_archive::usage::By::Model, false)
+            .unwrap();
+    assert!(st.known.iter().all(|s| s.owner == "bob"), "{:?}", st.known);
+    assert!(
+        st.groups.iter().all(|(_, u)| u.cost < 1.0),
+        "{:?}",
+        st.groups
+    );
+    // carol's own: her three records at 0.25, whatever bob tried.
+    let st =
+        sessiontree_archive::usage::stats(&mut carol, sessiontree_archive::usage::By::Model, false)
+            .unwrap();
+    assert_eq!(st.groups.len(), 1, "{:?}", st.groups);
+    assert_eq!(st.groups[0].0, "anthropic/claude");
+    assert_eq!(st.groups[0].1.records, 3);
+    assert!((st.groups[0].1.cost - 0.75).abs() < 1e-9);
+    assert!(st.unknown.is_empty());
+}
+
+/// An archive of schema 4 with a session in it (as that sessiontree stored it: no usage):
+/// the migration computes its usage from its chunks once, so stats read it like a session
+/// pushed now; the version's time is left as it was.
+#[test]
+fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
+    let Some(c) = pg::archive() else { return };
+    c.psql(
+        "postgres",
+        "postgres",
+        &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
+    )
+    .unwrap();
+    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
+    assert_eq!(
+        sessiontree_archive::schema::migrate_to(&mut raw, 4).unwrap(),
+        vec![1, 2, 3, 4]
+    );
+    drop(raw);
+    let s1 = sid(31);
+    let mine = session_with_usage(&s1, "/w", &["a", "b", "c", "d"], 0.5);
+    let n = mine.len();
+    c.psql(
+        "carol",
+        "archive",
+        &format!(
+            "INSERT INTO sessiontree.machines (id, name) VALUES ('00000000-0000-4000-8000-00000000000c', 'm');
+             INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s1}', '/w');
+             INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+                 SELECT pk, '00000000-0000-4000-8000-00000000000c',
+                        '--w--/2025-04-01T09-00-00-000Z_{s1}.jsonl' FROM sessiontree.sessions;
+             INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                 SELECT pk, session_pk, 1, {n}, sha256({b}), {n} FROM sessiontree.copies;
+             INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+                 SELECT pk, session_pk, 0, {b} FROM sessiontree.versions",
+            b = bytea(&mine)
+        ),
+    )
+    .unwrap();
+    let updated = server(&c, "SELECT updated_at FROM sessiontree.versions");
+    drop(open(&c, "alice"));
+    assert_eq!(
+        server(&c, "SELECT max(version) FROM sessiontree.migrations"),
+        schema_latest()
+    );
+    assert_eq!(
+        server(&c, "SELECT updated_at FROM sessiontree.versions"),
+        updated
+    );
+    assert_eq!(
+        server(
+            &c,
+            "SELECT count(*) || ',' || min(owner) || ',' || sum(cost) || ',' || sum(input)
+             FROM sessiontree.usage"
+        ),
+        "4,carol,2,406"
+    );
+    assert_eq!(
+        server(&c, "SELECT usage_length = length FROM sessiontree.versions"),
+        "t"
+    );
+    // The same numbers the local stats compute from the bytes.
+    let mut carol = open(&c, "carol");
+    let st =
+        sessiontree_archive::usage::stats(&mut carol, sessiontree_archive::usage::By::Model, false)
+            .unwrap();
+    let recs = sessiontree::usage::records_in(&mine).unwrap();
+    let mut want = sessiontree::usage::Usage::default();
+    for r in &recs {
+        if let Some(u) = &r.usage {
+            want.add(u);
+        }
+    }
+    assert_eq!(st.sessions, 1);
+    assert!(st.unknown.is_empty());
+    assert_eq!(st.groups.len(), 1);
+    assert_eq!(st.groups[0].1, want);
+    // And her pushes go on: an append keeps the rows in step with the bytes.
+    let a = c.path("a");
+    let p = session_path(&a, "/w", &s1);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let grown = session_with_usage(&s1, "/w", &["a", "b", "c", "d", "e"], 0.5);
+    assert!(grown.starts_with(&mine));
+    std::fs::write(&p, &grown).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.created + r.appended + r.new_versions, 1, "{r:?}");
+    let st =
+        sessiontree_archive::usage::stats(&mut carol, sessiontree_archive::usage::By::Model, false)
+            .unwrap();
+    // (From this machine a copy of its own: the newest copy is the one counted.)
+    assert_eq!(st.groups.iter().map(|g| g.1.records).sum::<u64>(), 5);
+}

@@ -366,7 +366,7 @@ fn temp_dir() -> Result<PathBuf> {
     Ok(p)
 }
 
-/// Removes the folders [`fetch_to_temp`] and [`fetch_all_to_temp`] made.
+/// Removes the folders [`fetch_to_temp`] made.
 pub fn cleanup() {
     TEMP.lock().unwrap_or_else(|e| e.into_inner()).clear();
 }
@@ -402,35 +402,4 @@ pub fn fetch_to_temp(url: Option<&str>, id: &str) -> Result<PathBuf> {
         "session.jsonl"
     };
     Ok(local::write_new(&dir, name, &bytes)?)
-}
-
-/// For `stats --archive` without an id: every visible session's most recently pushed copy
-/// (per owner and session id) in a private temporary folder, as `<n>_<id>.jsonl` (the id
-/// only when it is a plain name). A session whose bytes do not check out is reported and
-/// left out.
-pub fn fetch_all_to_temp(url: Option<&str>) -> Result<PathBuf> {
-    let mut ar = Archive::open(&archive_url(url)?)?;
-    let all = sessiontree_archive::pull::copies(&mut ar, &[])?;
-    let dir = temp_dir()?;
-    let mut done = std::collections::HashSet::new();
-    for c in all {
-        if c.length == 0 || !done.insert((c.owner.clone(), c.session_id.clone())) {
-            continue;
-        }
-        let bytes = match sessiontree_archive::pull::fetch(&mut ar, &c) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("sessiontree: skipped session {:?}: {e}", c.session_id);
-                continue;
-            }
-        };
-        let n = done.len();
-        let name = if local::safe_name(&format!("{n:06}_{}.jsonl", c.session_id)) {
-            format!("{n:06}_{}.jsonl", c.session_id)
-        } else {
-            format!("{n:06}.jsonl")
-        };
-        local::write_new(&dir, &name, &bytes)?;
-    }
-    Ok(dir)
 }

@@ -6,7 +6,7 @@
 
 use crate::ls::progress_bar;
 use crate::out::Out;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sessiontree::usage::{on_branch, records, Usage};
 use sessiontree::{dirs, list};
 use std::collections::{BTreeMap, HashSet};
@@ -47,11 +47,20 @@ pub struct StatsArgs {
 pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
     let mut a = a;
     if let Some(url) = a.archive.take() {
-        // The archived sessions (one, or every visible one with --all) in a temporary folder.
-        a.path = Some(match (&a.path, a.all) {
-            (Some(id), _) => crate::archive::fetch_to_temp(Some(&url), &id.to_string_lossy())?,
-            (None, _) => crate::archive::fetch_all_to_temp(Some(&url))?,
-        });
+        let Some(id) = &a.path else {
+            // Every visible session: the usage kept at push time.
+            let (sessions, groups) = archive_usage(&url, &a)?;
+            let mut total = Usage::default();
+            for u in groups.values() {
+                total.add(u);
+            }
+            return report(out, &a, sessions, groups, total, "in the archive");
+        };
+        // The archived session in a temporary folder.
+        a.path = Some(crate::archive::fetch_to_temp(
+            Some(&url),
+            &id.to_string_lossy(),
+        )?);
         a.all = false;
     }
     let single = a.path.as_ref().filter(|p| !p.is_dir()).cloned();
@@ -134,11 +143,7 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
             let key = match a.by {
                 By::Model => format!("{}/{}", r.provider, r.model),
                 By::Provider => r.provider.clone(),
-                By::Day => r
-                    .ts_ms
-                    .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
-                    .map(|t| sessiontree::date::iso_from_ms(t as i64)[..10].to_string())
-                    .unwrap_or_else(|| "-".into()),
+                By::Day => sessiontree::usage::day_of(r.ts_ms),
                 By::Session => match titles.get(f) {
                     Some(t) if !t.is_empty() => t.clone(),
                     _ => f
@@ -154,6 +159,76 @@ pub fn stats(out: &mut Out, a: StatsArgs) -> Result<bool> {
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
+    report(out, &a, sessions, groups, total, &where_)
+}
+
+/// `stats --archive` without an id, from the usage rows kept at push time: (sessions read,
+/// sums per group). A session without them (pushed before the archive's schema version 5
+/// and not migrated, or rows that do not describe its bytes) is summed from its bytes, and
+/// that is said.
+fn archive_usage(url: &str, a: &StatsArgs) -> Result<(usize, BTreeMap<String, Usage>)> {
+    use sessiontree_archive::usage;
+    let mut ar =
+        sessiontree_archive::Archive::open(&sessiontree_archive::conn::archive_url(Some(url))?)?;
+    let by = match a.by {
+        By::Model => usage::By::Model,
+        By::Provider => usage::By::Provider,
+        By::Day => usage::By::Day,
+        By::Session => usage::By::Session,
+    };
+    let found = usage::stats(&mut ar, by, a.branch)?;
+    if !found.unknown.is_empty() {
+        eprintln!(
+            "sessiontree: {} of {} archived sessions have no usage kept at push time (pushed before the archive's schema 5?): read from their bytes",
+            found.unknown.len(),
+            found.sessions
+        );
+    }
+    for (id, why) in &found.skipped {
+        eprintln!(
+            "sessiontree: skipped session {}: {}",
+            crate::safe::line(id),
+            crate::safe::line(why)
+        );
+    }
+    let mut groups: BTreeMap<String, Usage> = BTreeMap::new();
+    for (key, u) in found.groups {
+        let key = match by {
+            // As for local files: the session's name, else its first message, else its
+            // file name.
+            usage::By::Session => {
+                let s = key
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| found.known.get(i))
+                    .context("archive: a usage group of an unknown session")?;
+                let title = s
+                    .name
+                    .clone()
+                    .filter(|n| !n.trim().is_empty())
+                    .unwrap_or_else(|| crate::out::preview(&s.first_message, 48));
+                if title.is_empty() {
+                    s.file_name.clone()
+                } else {
+                    title
+                }
+            }
+            _ => key,
+        };
+        groups.entry(key).or_default().add(&u);
+    }
+    Ok((found.sessions - found.skipped.len(), groups))
+}
+
+/// Prints the sums (a table, or `--json`); whether any record was found.
+fn report(
+    out: &mut Out,
+    a: &StatsArgs,
+    sessions: usize,
+    groups: BTreeMap<String, Usage>,
+    total: Usage,
+    where_: &str,
+) -> Result<bool> {
     if a.json {
         let g: Vec<serde_json::Value> = groups
             .iter()

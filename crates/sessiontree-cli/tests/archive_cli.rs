@@ -431,3 +431,213 @@ fn the_commands_read_the_archive() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("SESSIONTREE_ARCHIVE"));
     let _ = f;
 }
+
+/// Sessions with usage in Pi's layout: assistant messages of two models over two days, a
+/// `usage` entry, a record without an id, a session name, a branch (an entry whose parent
+/// is not the one before it), and a fork whose first entries are copies of its parent's
+/// (same ids and timestamps, counted once).
+fn usage_sessions(agent: &Path) -> Vec<PathBuf> {
+    let mut r = Rng(77);
+    let folder = agent.join("sessions/--u--");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut files = Vec::new();
+    let mut parent_lines: Vec<String> = Vec::new();
+    for s in 0..4u64 {
+        let id = format!("0196bbbb-0000-7000-8000-{s:012x}");
+        let start = 1748772000000u64 + s * 50_000_000; // from 2025-06-01T10:00Z, days apart
+        let iso = |ms: u64| sessiontree::date::iso_from_ms(ms as i64);
+        let path = folder.join(sessiontree::dirs::session_file_name(&iso(start), &id));
+        let mut lines = vec![format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"{}\",\"cwd\":\"/u\"{}}}",
+            iso(start),
+            if s == 3 {
+                format!(",\"parentSession\":{:?}", files[0])
+            } else {
+                String::new()
+            }
+        )];
+        let mut parent = "null".to_string();
+        let mut ids: Vec<String> = Vec::new();
+        if s == 3 {
+            // The fork: its parent's first six entries, as they were.
+            lines.extend(parent_lines.iter().take(6).cloned());
+            parent = format!("\"{}\"", ids_of(&parent_lines[5]));
+        }
+        for n in 0..30u64 {
+            let ts = start + n * 3_000_000; // the last ones on the next day
+            let eid = format!("{:08x}", r.next() as u32);
+            if n == 20 && ids.len() > 5 {
+                parent = format!("\"{}\"", ids[ids.len() - 5]); // a branch
+            }
+            let usage = format!(
+                "{{\"input\":{},\"output\":{},\"cacheRead\":{},\"cacheWrite\":{},\"totalTokens\":{},\"cost\":{{\"total\":{}}}}}",
+                r.below(5000),
+                r.below(900),
+                r.below(20000),
+                r.below(300),
+                r.below(30000),
+                r.below(1000) as f64 / 1000.0
+            );
+            let model = ["claude-sonnet-4-5", "gpt-5"][(r.below(2)) as usize];
+            let provider = if model == "gpt-5" {
+                "openai"
+            } else {
+                "anthropic"
+            };
+            let line = match n % 5 {
+                0 => format!(
+                    "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"{}\",\"message\":{{\"role\":\"user\",\"content\":\"question {s}-{n}\",\"timestamp\":{ts}}}}}",
+                    iso(ts)
+                ),
+                4 if n == 14 => format!(
+                    "{{\"type\":\"usage\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"{}\",\"provider\":\"{provider}\",\"model\":\"{model}\",\"usage\":{usage}}}",
+                    iso(ts)
+                ),
+                4 if n == 24 => format!(
+                    // No id: never taken for another record.
+                    "{{\"type\":\"usage\",\"timestamp\":\"{}\",\"provider\":\"{provider}\",\"model\":\"{model}\",\"usage\":{usage}}}",
+                    iso(ts)
+                ),
+                _ => format!(
+                    "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"{}\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"answer {s}-{n}\"}}],\"provider\":\"{provider}\",\"model\":\"{model}\",\"usage\":{usage},\"stopReason\":\"stop\",\"timestamp\":{ts}}}}}",
+                    iso(ts)
+                ),
+            };
+            lines.push(line);
+            if !(n % 5 == 4 && n == 24) {
+                parent = format!("\"{eid}\"");
+                ids.push(eid);
+            }
+        }
+        if s == 1 {
+            lines.push(format!(
+                "{{\"type\":\"session_info\",\"id\":\"{:08x}\",\"parentId\":{parent},\"timestamp\":\"{}\",\"name\":\"the named one\"}}",
+                r.next() as u32,
+                iso(start + 99_000_000)
+            ));
+        }
+        if s == 0 {
+            parent_lines = lines[1..].to_vec();
+        }
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        // Modified in the order made (local stats read the newest file first).
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1_750_000_000 + s))
+            .unwrap();
+        files.push(path);
+    }
+    files
+}
+
+fn ids_of(line: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// `stats` as JSON, with the arguments given (`--archive URL` or `--all`).
+fn stats_json(agent: &Path, args: &[&str]) -> serde_json::Value {
+    let mut cmd = st(agent);
+    cmd.arg("stats").args(args).arg("--json");
+    let o = cmd.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("no usage kept"),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// `stats --archive` without an id sums the usage kept at push time, and that is exactly
+/// what `stats` finds in the same sessions' files, for every grouping and both branch
+/// choices, also after an append moved a session's leaf to another branch. A version
+/// without usage rows (as one pushed before schema 5) makes it read every session's bytes,
+/// and say so.
+#[test]
+fn stats_of_the_archive_are_the_local_stats_of_the_same_sessions() {
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("a");
+    let files = usage_sessions(&a);
+    let same = |round: &str| {
+        for by in ["model", "provider", "day", "session"] {
+            for branch in ["--all-branches", "--branch"] {
+                let local = stats_json(&a, &["--all", "--by", by, branch]);
+                let archived = stats_json(&a, &["--archive", &c.url, "--by", by, branch]);
+                assert_eq!(archived, local, "{round}: --by {by} {branch}");
+                assert!(local["total"]["records"].as_u64().unwrap() > 10);
+            }
+        }
+    };
+    let mut cmd = st(&a);
+    cmd.args(["push", "--archive", &c.url]);
+    ok(cmd.output().unwrap());
+    same("first push");
+    let all = stats_json(&a, &["--all"]);
+    assert_eq!(all["sessions"], 4);
+    // The fork's copies of its parent's records count once.
+    let fork_only = stats_json(&a, &[files[3].to_str().unwrap()]);
+    let parent_only = stats_json(&a, &[files[0].to_str().unwrap()]);
+    assert!(
+        all["total"]["records"].as_u64().unwrap()
+            < fork_only["total"]["records"].as_u64().unwrap()
+                + parent_only["total"]["records"].as_u64().unwrap()
+                + stats_json(&a, &[files[1].to_str().unwrap()])["total"]["records"]
+                    .as_u64()
+                    .unwrap()
+                + stats_json(&a, &[files[2].to_str().unwrap()])["total"]["records"]
+                    .as_u64()
+                    .unwrap()
+    );
+    // An append whose parent is an older entry: the current branch changes.
+    let text = std::fs::read_to_string(&files[2]).unwrap();
+    let old = ids_of(text.lines().nth(3).unwrap());
+    std::fs::write(
+        &files[2],
+        format!(
+            "{text}{{\"type\":\"message\",\"id\":\"feedf00d\",\"parentId\":\"{old}\",\"timestamp\":\"2025-06-09T10:00:00.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[],\"provider\":\"anthropic\",\"model\":\"claude-sonnet-4-5\",\"usage\":{{\"input\":7,\"output\":8,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":15,\"cost\":{{\"total\":0.5}}}},\"stopReason\":\"stop\",\"timestamp\":1749463200000}}}}\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = st(&a);
+    cmd.args(["push", "--archive", &c.url]);
+    ok(cmd.output().unwrap());
+    same("after an append on another branch");
+    // What is summed is the kept rows: one changed in the server shows (a record no other
+    // session holds, so no copy of it is counted instead).
+    c.psql(
+        "postgres",
+        "archive",
+        "UPDATE sessiontree.usage SET cost = cost + 1000
+         WHERE (version_pk, n) = (SELECT version_pk, n FROM sessiontree.usage u
+                                  WHERE NOT EXISTS (SELECT 1 FROM sessiontree.usage o
+                                      WHERE o.entry_id = u.entry_id AND o.entry_ts = u.entry_ts
+                                        AND o.version_pk <> u.version_pk)
+                                  ORDER BY version_pk, n LIMIT 1)",
+    )
+    .unwrap();
+    let changed = stats_json(&a, &["--archive", &c.url]);
+    let local = stats_json(&a, &["--all"]);
+    let cost = |v: &serde_json::Value| v["total"]["cost"].as_f64().unwrap();
+    assert!((cost(&changed) - cost(&local) - 1000.0).abs() < 1e-6);
+    // A version without kept usage: every session's bytes are read instead, and said.
+    c.psql(
+        "postgres",
+        "archive",
+        "UPDATE sessiontree.versions SET usage_length = NULL
+         WHERE pk = (SELECT min(pk) FROM sessiontree.versions)",
+    )
+    .unwrap();
+    let mut cmd = st(&a);
+    cmd.args(["stats", "--archive", &c.url, "--json"]);
+    let o = cmd.output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no usage kept at push time"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v, local);
+}

@@ -97,6 +97,11 @@ pub fn records(path: &Path) -> Option<Vec<Record>> {
     let mut bytes = Vec::new();
     // Sessions are read whole here, one at a time per thread.
     f.read_to_end(&mut bytes).ok()?;
+    records_in(&bytes)
+}
+
+/// [`records`] of a session's bytes (the archive computes them at push time).
+pub fn records_in(bytes: &[u8]) -> Option<Vec<Record>> {
     let mut out = Vec::new();
     let mut header = false;
     for raw in bytes.split(|&c| c == b'\n') {
@@ -173,24 +178,42 @@ pub fn records(path: &Path) -> Option<Vec<Record>> {
 
 /// The records on the current branch: from the last entry up the parent links.
 pub fn on_branch(records: &[Record]) -> Vec<&Record> {
-    let mut by: std::collections::HashMap<&str, &Record> = std::collections::HashMap::new();
-    for r in records {
+    on_branch_at(records)
+        .into_iter()
+        .map(|i| &records[i])
+        .collect()
+}
+
+/// The positions in `records` of [`on_branch`]'s records, in its order.
+pub fn on_branch_at(records: &[Record]) -> Vec<usize> {
+    let mut by: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, r) in records.iter().enumerate() {
         if let Some(id) = &r.id {
-            by.insert(id, r);
+            by.insert(id, i);
         }
     }
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let mut cur = records.iter().rev().find(|r| r.id.is_some());
-    while let Some(r) = cur {
+    let mut cur = records.iter().rposition(|r| r.id.is_some());
+    while let Some(i) = cur {
+        let r = &records[i];
         if !seen.insert(r.id.as_deref()) {
             break;
         }
-        out.push(r);
+        out.push(i);
         cur = r.parent.as_deref().and_then(|p| by.get(p).copied());
     }
     out.reverse();
     out
+}
+
+/// The UTC day (`YYYY-MM-DD`) of a record's time in ms, `-` without one (or past what a
+/// date holds): `stats --by day`'s key.
+pub fn day_of(ts_ms: Option<f64>) -> String {
+    ts_ms
+        .filter(|t| t.is_finite() && t.abs() <= 8.64e15)
+        .map(|t| crate::date::iso_from_ms(t as i64)[..10].to_string())
+        .unwrap_or_else(|| "-".into())
 }
 
 /// A token count for people: rounded to a whole number, with thousands separators
