@@ -94,7 +94,11 @@ const PARALLEL_MIN: usize = 8 << 20;
 /// relative to the chunk, starting at 0.
 fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
     let bytes: &[u8] = (**buf).as_ref();
-    let mut out = Vec::new();
+    // Room for one line per LINE_GUESS bytes, so that a session of long lines (tool
+    // output) never regrows the list: each regrowth copies it into fresh pages the kernel
+    // zeroes first. Only what is used is touched; shorter lines grow it as usual.
+    const LINE_GUESS: usize = 2048;
+    let mut out = Vec::with_capacity((to - from) / LINE_GUESS + 1);
     let mut pos = from;
     let mut line: u64 = 0;
     // Scanned bytes are given back in steps, so a mapped file is never resident whole.

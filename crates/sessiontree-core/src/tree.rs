@@ -89,20 +89,29 @@ impl SessionTree {
         } = parsed;
         let mut t = SessionTree::new(header);
         t.diagnostics = diagnostics;
-        t.entries.reserve(entries.len());
         t.parent_of.reserve(entries.len());
         t.slots.reserve(entries.len());
         t.by_id.reserve(entries.len());
-        for e in entries {
-            t.index_entry(e, true);
+        // Indexed where they are: the list is kept, not moved entry by entry into a new one.
+        for (i, e) in entries.iter().enumerate() {
+            t.index_fields(&entries[..i], e, true);
         }
+        t.entries = entries;
         t.check_structure();
         t.diagnostics.sort_by_key(|d| (d.line, d.offset));
         t
     }
 
     fn index_entry(&mut self, e: Entry, report: bool) {
-        let idx = self.entries.len() as u32;
+        let entries = std::mem::take(&mut self.entries);
+        self.index_fields(&entries, &e, report);
+        self.entries = entries;
+        self.entries.push(e);
+    }
+
+    /// Indexes `e`, about to become the entry after `before` (the entries so far).
+    fn index_fields(&mut self, before: &[Entry], e: &Entry, report: bool) {
+        let idx = before.len() as u32;
         let parent = e
             .parent
             .walk_id()
@@ -114,7 +123,7 @@ impl SessionTree {
                 match self.by_id.get(id) {
                     Some(&slot) => {
                         if report {
-                            let first = &self.entries[self.slots[slot as usize] as usize];
+                            let first = &before[self.slots[slot as usize] as usize];
                             self.diagnostics.push(diag(
                                 e.line,
                                 e.offset,
@@ -194,7 +203,6 @@ impl SessionTree {
             EntryType::SessionInfo => self.name_entry = Some(idx),
             _ => {}
         }
-        self.entries.push(e);
     }
 
     /// Orphans, cycles and compactions that keep a missing entry.
