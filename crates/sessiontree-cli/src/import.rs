@@ -91,7 +91,7 @@ pub fn import(out: &mut Out, a: ImportArgs) -> Result<crate::status::Outcome> {
     files.dedup();
     let session_dir = dirs::session_dir_override(a.session_dir.as_deref());
     // Many transcripts take a while: a bar on stderr when it is a terminal.
-    let pb = crate::ls::progress_bar(files.len(), "importing transcripts");
+    let pb = crate::out::progress_bar(files.len(), "importing transcripts");
     let tick = || {
         if let Some(pb) = &pb {
             pb.inc(1);

@@ -69,20 +69,6 @@ pub fn parse_date(s: &str) -> Result<f64> {
         .with_context(|| format!("not a date: {s} (use 2025-01-31, 2025-01-31T12:00Z or 7d)"))
 }
 
-/// A progress bar on stderr, only when stderr is a terminal and there is much to do.
-pub fn progress_bar(total: usize, what: &str) -> Option<indicatif::ProgressBar> {
-    if total < 200 || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let pb = indicatif::ProgressBar::new(total as u64);
-    pb.set_style(
-        indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    pb.set_message(what.to_string());
-    Some(pb)
-}
-
 /// Opens the index of the agent dir; `None` (with a warning) when it cannot be used.
 pub fn open_index() -> Option<Index> {
     let path = Index::default_path(&dirs::agent_dir());
@@ -113,7 +99,7 @@ pub fn listing(
     opts: ListOptions,
     use_index: bool,
 ) -> Result<(Vec<SessionInfo>, Option<Index>)> {
-    let pb = progress_bar(files.len(), "reading sessions");
+    let pb = crate::out::progress_bar(files.len(), "reading sessions");
     let tick = |n: usize| {
         if let Some(pb) = &pb {
             pb.set_position(n as u64);

@@ -1,4 +1,5 @@
-//! Output: stdout that treats a closed pipe as the end, colour only on a terminal.
+//! Output: stdout that treats a closed pipe as the end, colour only on a terminal; progress
+//! on stderr.
 
 use std::io::{IsTerminal, Write};
 
@@ -117,4 +118,18 @@ pub fn cut(s: &str, max: usize) -> String {
         t.push('…');
         t
     }
+}
+
+/// A progress bar on stderr, only when stderr is a terminal and there is much to do.
+pub fn progress_bar(total: usize, what: &str) -> Option<indicatif::ProgressBar> {
+    if total < 200 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total as u64);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    pb.set_message(what.to_string());
+    Some(pb)
 }

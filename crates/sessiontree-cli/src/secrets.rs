@@ -129,7 +129,7 @@ fn threads() -> usize {
 /// Exit 0 none found, 1 found, 2 error (a file that could not be read or is not a session).
 pub fn run(out: &mut Out, a: Args) -> Result<u8> {
     let files = files_of(&a)?;
-    let pb = crate::ls::progress_bar(files.len(), "scanning for secrets");
+    let pb = crate::out::progress_bar(files.len(), "scanning for secrets");
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<FileResult>> = (0..files.len()).map(|_| None).collect();
     let parts: Vec<Vec<(usize, FileResult)>> = std::thread::scope(|s| {

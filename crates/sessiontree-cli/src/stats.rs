@@ -4,7 +4,7 @@
 //! too; `--branch` counts the current branch only (what the context still carries).
 //! Entries copied into forks (same id and timestamp) are counted once per run.
 
-use crate::ls::progress_bar;
+use crate::out::progress_bar;
 use crate::out::Out;
 use anyhow::{Context, Result};
 use sessiontree::usage::{on_branch, records, Usage};
