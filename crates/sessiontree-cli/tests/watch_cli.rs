@@ -32,10 +32,14 @@ fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.insert(
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                );
+                // A file can go between the listing and the read (the watch's temporary
+                // files, renamed into place): what is compared is what stays.
+                let bytes = match std::fs::read(&p) {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => panic!("{}: {e}", p.display()),
+                };
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), bytes);
             }
         }
     }
