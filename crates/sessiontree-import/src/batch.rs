@@ -1070,6 +1070,44 @@ mod tests {
         assert!(checked > 500, "{checked}");
     }
 
+    /// A Codex rollout cut right after a response's usage record (its tool still running,
+    /// or the agent gone) converts, as it is, to the start of the finished rollout's
+    /// conversion: a watch that writes it whole once the rollout was quiet for
+    /// `--open-quiet` has the message's usage and stop reason right, although the
+    /// response's `token_count` comes only after the tool ran.
+    #[test]
+    fn a_codex_rollout_cut_after_a_usage_record_is_the_start_of_its_final_conversion() {
+        let mut checked = 0;
+        for src in crate::fixture_files() {
+            if !src.to_string_lossy().contains("codex") {
+                continue;
+            }
+            let bytes = std::fs::read(&src).unwrap();
+            let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+            let fin = crate::codex::convert(&bytes, &stem);
+            let mut end = 0;
+            for line in bytes.split_inclusive(|&b| b == b'\n') {
+                end += line.len();
+                let record = br#""type":"token_usage_record""#;
+                if !line.windows(record.len()).any(|w| w == record) {
+                    continue;
+                }
+                let part = crate::codex::convert(&bytes[..end], &stem);
+                assert!(part.lines.len() <= fin.lines.len());
+                for (a, b) in part.lines.iter().zip(&fin.lines) {
+                    assert_eq!(
+                        (a.id.as_str(), part.json(a)),
+                        (b.id.as_str(), fin.json(b)),
+                        "{} cut at byte {end}",
+                        src.display()
+                    );
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked >= 30, "{checked}");
+    }
+
     /// The same for a Codex thread whose newest segment (written by a revert) is growing:
     /// what a watch writes of the thread while Codex writes that segment is the start of
     /// the thread's final conversion.

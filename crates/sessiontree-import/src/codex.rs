@@ -14,11 +14,13 @@
 //!   call id); `*_output` items -> `toolResult`; user messages -> `user`; the injected
 //!   blocks (`<environment_context>`, `<user_instructions>`, AGENTS.md instructions, and
 //!   `developer` messages) -> `custom_message` entries that reach the model, not shown.
-//! * `event_msg` `token_count` -> the usage of the assistant message it follows;
+//! * `token_usage_record` (current releases, right after a response's items), else
+//!   `event_msg` `token_count` -> the usage of the assistant message it follows;
 //!   `thread_rolled_back` -> the next entries continue from before the rolled-back user
 //!   turns (a branch), with a `custom` entry recording it; `user_message` /
 //!   `agent_message` / `agent_reasoning` / `item_completed` repeat response items and are
-//!   skipped (as are `token_usage_record` lines); other events are kept as `custom` entries.
+//!   skipped (as is a `token_count` after a usage record); other events are kept as
+//!   `custom` entries.
 //! * `compacted` -> a Pi `compaction` that keeps nothing before it; its
 //!   `replacement_history` (what Codex continues from), when present, follows it as
 //!   entries, less the message that repeats the summary.
@@ -656,8 +658,7 @@ impl<'a> Converter<'a> {
                 self.close();
             }
             "event_msg" => self.event(&key, ms, &payload),
-            // Per-response usage records repeat what token_count events say.
-            "token_usage_record" => self.skip(ty),
+            "token_usage_record" => self.usage_record(&payload),
             _ => {
                 self.close();
                 self.add(
@@ -675,6 +676,41 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// The usage of the assistant message waiting for its token count, from a Codex
+    /// usage record (`usage`) or a `token_count` event (`info.last_token_usage`).
+    fn set_usage(&mut self, n: usize, u: &V<'a>) {
+        let g = |k: &str| u.get(k).and_then(V::as_f64).unwrap_or(0.0);
+        let cached = g("cached_input_tokens");
+        let usage = node::usage(
+            (g("input_tokens") - cached).max(0.0),
+            g("output_tokens"),
+            cached,
+            g("cache_write_input_tokens"),
+            u.get("total_tokens").and_then(V::as_f64),
+        );
+        if let Body::Message(m) = &mut self.nodes.nodes[n].body {
+            m.insert("usage", usage);
+        }
+        self.last_assistant = Some((n, true));
+    }
+
+    /// A `token_usage_record`: current releases write one right after a response's last
+    /// item, while the `token_count` of a response that called a tool comes only once the
+    /// tool has run (minutes, for a build). The record's usage is the message's (the same
+    /// numbers as that `token_count`'s `last_token_usage`, which is then skipped), and no
+    /// item can join the message after it: it is closed, final at once.
+    fn usage_record(&mut self, p: &V<'a>) {
+        match (p.get("usage"), self.last_assistant) {
+            (Some(u), Some((n, false))) => {
+                self.set_usage(n, u);
+                if self.open.as_ref().is_some_and(|o| o.node == n) {
+                    self.close();
+                }
+            }
+            _ => self.skip("token_usage_record"),
+        }
+    }
+
     fn event(&mut self, key: &str, ms: i64, p: &V<'a>) {
         let ty = p.get("type").and_then(V::as_str).unwrap_or("");
         match ty {
@@ -684,21 +720,7 @@ impl<'a> Converter<'a> {
                     self.context_tokens = t;
                 }
                 match (last, self.last_assistant) {
-                    (Some(u), Some((n, false))) => {
-                        let g = |k: &str| u.get(k).and_then(V::as_f64).unwrap_or(0.0);
-                        let cached = g("cached_input_tokens");
-                        let usage = node::usage(
-                            (g("input_tokens") - cached).max(0.0),
-                            g("output_tokens"),
-                            cached,
-                            g("cache_write_input_tokens"),
-                            u.get("total_tokens").and_then(V::as_f64),
-                        );
-                        if let Body::Message(m) = &mut self.nodes.nodes[n].body {
-                            m.insert("usage", usage);
-                        }
-                        self.last_assistant = Some((n, true));
-                    }
+                    (Some(u), Some((n, false))) => self.set_usage(n, u),
                     _ => self.skip("token_count"),
                 }
             }
