@@ -291,6 +291,55 @@ fn parents(items: &[(&'static str, PathBuf, Vec<u8>)]) -> Vec<Option<usize>> {
         .collect()
 }
 
+/// Where the burst of lines an agent writes together, started by `lines[at..end]`, ends:
+/// after a Codex response's output items, through the usage line that closes the response;
+/// after a Claude Code compaction boundary, through its summary.
+fn burst_end(lines: &[Vec<u8>], at: usize, end: usize) -> usize {
+    let parse = |l: &[u8]| serde_json::from_slice::<serde_json::Value>(l).ok();
+    let Some(last) = parse(&lines[end - 1]) else {
+        return end;
+    };
+    if last["type"] == "system" && last["subtype"] == "compact_boundary" {
+        return (end + 1).min(lines.len());
+    }
+    let output = |v: &serde_json::Value| {
+        let p = &v["payload"];
+        v["type"] == "response_item"
+            && (matches!(
+                p["type"].as_str(),
+                Some(
+                    "reasoning"
+                        | "function_call"
+                        | "custom_tool_call"
+                        | "local_shell_call"
+                        | "web_search_call"
+                )
+            ) || (p["type"] == "message" && p["role"] == "assistant"))
+    };
+    if !(at..end).any(|i| parse(&lines[i]).is_some_and(|v| output(&v))) {
+        return end;
+    }
+    let mut i = end;
+    while let Some(v) = lines.get(i).and_then(|l| parse(l)) {
+        let usage = v["type"] == "token_usage_record"
+            || (v["type"] == "event_msg" && v["payload"]["type"] == "token_count");
+        let quiet_event = v["type"] == "event_msg"
+            && matches!(
+                v["payload"]["type"].as_str(),
+                Some("item_completed" | "item_started" | "agent_message" | "agent_reasoning")
+            );
+        if usage {
+            return i + 1;
+        }
+        if !(output(&v) || quiet_event) {
+            // The response ended without a usage line where it was cut: nothing to add.
+            return end;
+        }
+        i += 1;
+    }
+    end
+}
+
 impl Grower {
     fn new(h: &Home, seed: u64) -> Grower {
         let all = transcripts();
@@ -353,7 +402,16 @@ impl Grower {
             end += 1;
         }
         f.write_all(&lines[*at..end].concat()).unwrap();
-        *at = end;
+        // Codex writes a response's items and the usage that ends them within milliseconds
+        // (a usage record, or in older releases the `token_count` right after them), and
+        // Claude Code a compaction's boundary with its summary: the rest of such a burst
+        // follows at once, in its own write (a watch may still look in between). A writer
+        // pausing inside one for longer than `--open-quiet` is taken as gone.
+        let burst = burst_end(lines, *at, end);
+        if burst > end {
+            f.write_all(&lines[end..burst].concat()).unwrap();
+        }
+        *at = burst;
         true
     }
 
