@@ -35,6 +35,8 @@ one_corpus() { # NAME COUNT MB PROJECTS: RESULTS for that corpus
   measure "grep -rciF $COMMON (warm cache)" "$RUNS" grep -rciF "$COMMON" "$dir/sessions"
   measure "grep -rciF $RARE (warm cache)" "$RUNS" grep -rciF "$RARE" "$dir/sessions"
   unset LC_ALL
+  # The floor of any warm figure that must know whether a file changed: one stat per file.
+  measure "stat every file (find -printf '%s %T@')" "$RUNS" find "$dir/sessions" -name '*.jsonl' -printf '%s %T@\n'
   measure "ls --all --json, no index" "$RUNS" "$BIN" ls --all --no-index --json
   measure "ls --all --json, first (builds listings)" 0 "$BIN" ls --all --json
   measure "ls --all --json, warm" "$RUNS" "$BIN" ls --all --json

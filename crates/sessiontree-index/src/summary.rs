@@ -31,8 +31,10 @@ const FIXED: usize = 6 * 8 + 4 * 4;
 /// The summaries of a store, loaded and checked.
 pub struct Summaries {
     data: Vec<u8>,
-    /// Path -> offset of the record body in `data`.
-    by_path: rustc_hash::FxHashMap<PathBuf, usize>,
+    /// Offsets of the record bodies in `data`, found by their path's bytes (hashed as
+    /// bytes: `Path`'s own hash goes component by component, and keys owned apart from
+    /// `data` would cost an allocation per record).
+    by_path: hashbrown::HashTable<usize>,
     /// Records whose checksum failed.
     pub damaged: usize,
 }
@@ -41,6 +43,19 @@ pub struct Summaries {
 #[derive(Clone, Copy)]
 pub struct FileSummary<'a> {
     body: &'a [u8],
+}
+
+fn path_hash(p: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(p);
+    h.finish()
+}
+
+/// The path bytes of the record whose body starts at `at` (checked by [`Summaries::load`]).
+fn path_at(data: &[u8], at: usize) -> &[u8] {
+    let pl = u32_at(data, at + 56) as usize;
+    &data[at + FIXED..at + FIXED + pl]
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -143,7 +158,7 @@ impl Summaries {
     pub fn empty() -> Summaries {
         Summaries {
             data: Vec::new(),
-            by_path: Default::default(),
+            by_path: hashbrown::HashTable::new(),
             damaged: 0,
         }
     }
@@ -155,9 +170,9 @@ impl Summaries {
         if data.len() < 16 || &data[..8] != MAGIC {
             return None;
         }
-        let count = u32_at(&data, 8) as usize;
-        let mut by_path = rustc_hash::FxHashMap::default();
-        by_path.reserve(count);
+        // The count in the header only hints (it sizes nothing beyond what the file holds).
+        let count = (u32_at(&data, 8) as usize).min(data.len() / (FIXED + 17));
+        let mut by_path = hashbrown::HashTable::with_capacity(count);
         let mut damaged = 0;
         let mut at = 16;
         while at + 16 <= data.len() {
@@ -184,8 +199,17 @@ impl Summaries {
                 continue;
             }
             let p = &body[FIXED..FIXED + pl];
-            let p = PathBuf::from(std::ffi::OsStr::from_encoded_bytes_checked(p));
-            by_path.insert(p, body_at);
+            // A path twice (not written so): the later record counts.
+            match by_path.entry(
+                path_hash(p),
+                |&o| path_at(&data, o) == p,
+                |&o| path_hash(path_at(&data, o)),
+            ) {
+                hashbrown::hash_table::Entry::Occupied(mut e) => *e.get_mut() = body_at,
+                hashbrown::hash_table::Entry::Vacant(e) => {
+                    e.insert(body_at);
+                }
+            }
         }
         Some(Summaries {
             data,
@@ -203,7 +227,10 @@ impl Summaries {
     }
 
     fn record(&self, p: &Path) -> Option<FileSummary<'_>> {
-        let &at = self.by_path.get(p)?;
+        let p = p.as_os_str().as_encoded_bytes();
+        let &at = self
+            .by_path
+            .find(path_hash(p), |&o| path_at(&self.data, o) == p)?;
         let len = u64_at(&self.data, at - 8) as usize;
         Some(FileSummary {
             body: &self.data[at..at + len],
@@ -224,18 +251,6 @@ impl Summaries {
                 Some(st) => self.get_valid(p, st).is_some(),
                 None => true,
             })
-    }
-}
-
-/// `OsStr` from bytes this module wrote from an `OsStr` (Unix: any bytes).
-trait FromBytes {
-    fn from_encoded_bytes_checked(b: &[u8]) -> &std::ffi::OsStr;
-}
-
-impl FromBytes for std::ffi::OsStr {
-    fn from_encoded_bytes_checked(b: &[u8]) -> &std::ffi::OsStr {
-        use std::os::unix::ffi::OsStrExt;
-        std::ffi::OsStr::from_bytes(b)
     }
 }
 
@@ -444,4 +459,24 @@ pub fn build(
     stats.store_bytes = out.len() as u64;
     drop(lock);
     Ok(Some(stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record count in a store's header is the file's word, not a size to allocate:
+    /// a store claiming four billion records in 16 bytes loads as an empty one.
+    #[test]
+    fn a_header_claiming_more_records_than_the_file_holds_sizes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(FILE_NAME);
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(&u32::MAX.to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        std::fs::write(&p, &b).unwrap();
+        let s = Summaries::load(&p).expect("a store");
+        assert!(s.is_empty());
+        assert_eq!(s.damaged, 0);
+    }
 }
