@@ -1013,6 +1013,19 @@ pub fn gone_copies(file: &Path) -> std::collections::HashSet<PathBuf> {
 mod tests {
     use super::*;
 
+    /// `part`'s entries are the first of `fin`'s, id for id and byte for byte (`at` says
+    /// where the source was cut, for the failure).
+    fn assert_starts(part: &Conversion, fin: &Conversion, at: &dyn std::fmt::Display) {
+        assert!(part.lines.len() <= fin.lines.len(), "{at}");
+        for (a, b) in part.lines.iter().zip(&fin.lines) {
+            assert_eq!(
+                (a.id.as_str(), part.json(a)),
+                (b.id.as_str(), fin.json(b)),
+                "{at}"
+            );
+        }
+    }
+
     /// What a watch writes of a transcript cut at any line (the part that cannot change
     /// any more) is, entry for entry and byte for byte, the start of what the whole
     /// transcript converts to: appending the rest later gives a one-shot import's file.
@@ -1054,15 +1067,8 @@ mod tests {
                     let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
                         continue;
                     };
-                    assert!(part.lines.len() <= fin.lines.len());
-                    for (a, b) in part.lines.iter().zip(&fin.lines) {
-                        assert_eq!(
-                            (a.id.as_str(), part.json(a)),
-                            (b.id.as_str(), fin.json(b)),
-                            "{} cut at byte {end}",
-                            src.display()
-                        );
-                    }
+                    let at = format!("{} cut at byte {end}", src.display());
+                    assert_starts(&part, fin, &at);
                     checked += 1;
                 }
             }
@@ -1093,15 +1099,7 @@ mod tests {
                     continue;
                 }
                 let part = crate::codex::convert(&bytes[..end], &stem);
-                assert!(part.lines.len() <= fin.lines.len());
-                for (a, b) in part.lines.iter().zip(&fin.lines) {
-                    assert_eq!(
-                        (a.id.as_str(), part.json(a)),
-                        (b.id.as_str(), fin.json(b)),
-                        "{} cut at byte {end}",
-                        src.display()
-                    );
-                }
+                assert_starts(&part, &fin, &format!("{} cut at byte {end}", src.display()));
                 checked += 1;
             }
         }
@@ -1162,14 +1160,7 @@ mod tests {
             );
             for last in [true, false] {
                 let part = settled_part(part.clone(), last).0;
-                assert!(part.lines.len() <= fin.lines.len());
-                for (a, b) in part.lines.iter().zip(&fin.lines) {
-                    assert_eq!(
-                        (a.id.as_str(), part.json(a)),
-                        (b.id.as_str(), fin.json(b)),
-                        "cut at byte {end}"
-                    );
-                }
+                assert_starts(&part, &fin, &format!("cut at byte {end}"));
                 checked += 1;
             }
         }
@@ -1208,16 +1199,8 @@ mod tests {
                     let Some(fin) = finals.iter().find(|f| f.session_id == part.session_id) else {
                         continue;
                     };
-                    assert!(part.lines.len() <= fin.lines.len());
-                    for (a, b) in part.lines.iter().zip(&fin.lines) {
-                        assert_eq!(
-                            (a.id.as_str(), part.json(a)),
-                            (b.id.as_str(), fin.json(b)),
-                            "{} cut after line {}",
-                            src.display(),
-                            i + 1
-                        );
-                    }
+                    let at = format!("{} cut after line {}", src.display(), i + 1);
+                    assert_starts(&part, fin, &at);
                     checked += 1;
                 }
             }
