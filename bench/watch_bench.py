@@ -56,13 +56,14 @@ def wait_for(pred, timeout=120.0, step=0.002):
 
 
 def read_all(folder):
-    out = b""
+    """The bytes of every session file under `folder`, in walk order."""
+    parts = []
     for d, _, fs in os.walk(folder):
         for f in fs:
             if f.endswith(".jsonl"):
                 with open(os.path.join(d, f), "rb") as h:
-                    out += h.read()
-    return out
+                    parts.append(h.read())
+    return b"".join(parts)
 
 
 def pct(xs, p):

@@ -442,3 +442,53 @@ fn the_first_search_reads_newest_mtimes_first_and_no_index_reads_every_file() {
     assert_eq!(files, ["back.jsonl", "s9.jsonl"], "{stats}");
     assert!(stats.contains("11 files: 11 scanned"), "{stats}");
 }
+
+/// A shell command the user ran in Pi (`!cmd`: a `bashExecution` message, which has a
+/// command and an output but no `content`) is found by its command and by its output, with
+/// and without summaries, and `--role bashExecution` finds only it.
+#[test]
+fn commands_the_user_ran_are_found_by_command_and_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let bash = r#"{"type":"message","id":"b1","parentId":"u1","timestamp":"2025-01-01T00:00:00.000Z","message":{"role":"bashExecution","command":"cargo build --features zebrafish","output":"error[E0433]: unresolved import `okapi_marker`","exitCode":101,"cancelled":false,"truncated":false,"timestamp":3000}}"#;
+    session(
+        agent,
+        "/w/p",
+        "s1.jsonl",
+        &(msg("u1", None, 1000, "user", "build it") + bash + "\n"),
+    );
+    // No search starts a background build here: the second round builds the summaries.
+    let run = |agent: &Path, args: &[&str]| {
+        cmd(agent, args)
+            .env("SESSIONTREE_NO_BACKGROUND_INDEX", "1")
+            .output()
+            .unwrap()
+    };
+    for build in [false, true] {
+        if build {
+            let o = run(agent, &["search", "--build-index"]);
+            assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+        }
+        for (word, extra) in [("zebrafish", None), ("okapi_marker", Some("bashExecution"))] {
+            let mut args = vec!["search", word, "--json"];
+            if let Some(r) = extra {
+                args.extend(["--role", r]);
+            }
+            let o = run(agent, &args);
+            assert_eq!(o.status.code(), Some(0), "{word}: {}", err(&o));
+            let h = hits(&o);
+            assert_eq!(h.len(), 1, "{h:?}");
+            assert_eq!(h[0]["entryId"], "b1");
+            assert_eq!(h[0]["role"], "bashExecution");
+        }
+        let o = run(
+            agent,
+            &["search", "build", "--role", "bashExecution", "--json"],
+        );
+        assert_eq!(
+            hits(&o).len(),
+            1,
+            "only the command, not the user's message"
+        );
+    }
+}

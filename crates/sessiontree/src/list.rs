@@ -506,7 +506,8 @@ impl Acc {
             self.mark_message(line, &role);
         }
         let content = line.inner("message", "content");
-        if content.is_none() {
+        // A shell command the user ran (`!cmd`) has a command and an output, no content.
+        if content.is_none() && role != "bashExecution" {
             return;
         }
         let chat = role == "user" || role == "assistant";
