@@ -46,8 +46,42 @@ pub struct PullReport {
     /// (file, entries appended as a branch)
     pub branched: Vec<(PathBuf, usize)>,
     pub bytes_written: u64,
-    /// (session id, why)
-    pub skipped: Vec<(String, String)>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// A session a pull did not write, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub session: String,
+    /// Whose it is, when it is not the puller's own.
+    pub owner: Option<String>,
+    pub reason: String,
+}
+
+impl Skipped {
+    fn of(who: &Who, reason: String) -> Skipped {
+        Skipped {
+            session: who.id.clone(),
+            owner: who.owner.clone(),
+            reason,
+        }
+    }
+}
+
+/// A session as a pull names it: its id, and its owner when that is not the puller.
+struct Who {
+    id: String,
+    owner: Option<String>,
+}
+
+impl std::fmt::Display for Skipped {
+    /// `ID`, or `ID (of "OWNER")` for another owner's session.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.owner {
+            None => f.write_str(&self.session),
+            Some(o) => write!(f, "{} (of {o:?})", self.session),
+        }
+    }
 }
 
 impl PullReport {
@@ -59,7 +93,7 @@ impl PullReport {
             "fastForwarded": self.fast_forwarded,
             "branched": self.branched.iter().map(|(p, n)| serde_json::json!({"path": p, "entries": n})).collect::<Vec<_>>(),
             "bytesWritten": self.bytes_written,
-            "skipped": self.skipped.iter().map(|(s, r)| serde_json::json!({"session": s, "reason": r})).collect::<Vec<_>>(),
+            "skipped": self.skipped.iter().map(|s| serde_json::json!({"session": s.session, "owner": s.owner, "reason": s.reason})).collect::<Vec<_>>(),
         })
     }
 }
@@ -400,10 +434,9 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
             local.shared.get(&(local::owner_folder(&owner), id.clone()))
         };
         // How the report names it: another owner's session says whose it is.
-        let who = if owner == role {
-            id.clone()
-        } else {
-            format!("{id} (of {owner:?})")
+        let who = Who {
+            id: id.clone(),
+            owner: (owner != role).then(|| owner.clone()),
         };
         let r = match found {
             None => create(archive, opts, &who, &group, &mut state, &mut report),
@@ -420,7 +453,7 @@ pub fn pull(archive: &mut Archive, opts: &PullOptions) -> Result<PullReport> {
             }
         };
         if let Err(e) = r {
-            report.skipped.push((who, e.to_string()));
+            report.skipped.push(Skipped::of(&who, e.to_string()));
         }
         // Progress survives a kill (at most a second of it is checked again next time).
         if last_save.elapsed() > std::time::Duration::from_secs(1) {
@@ -449,7 +482,7 @@ fn complete_lines(mut b: Vec<u8>) -> Vec<u8> {
 fn create(
     archive: &mut Archive,
     opts: &PullOptions,
-    who: &str,
+    who: &Who,
     group: &[Copy],
     state: &mut State,
     report: &mut PullReport,
@@ -465,7 +498,7 @@ fn create(
         let other = match fetch(archive, c) {
             Ok(o) => o,
             Err(e) => {
-                report.skipped.push((who.to_string(), e.to_string()));
+                report.skipped.push(Skipped::of(who, e.to_string()));
                 unread.push(c.version_pk);
                 continue;
             }
@@ -473,8 +506,8 @@ fn create(
         match merge::plan(&content, &other, &marker_name(c)) {
             Plan::UpToDate => {}
             Plan::FastForward(b) | Plan::Branch { bytes: b, .. } => content.extend_from_slice(&b),
-            Plan::Skip(why) => report.skipped.push((
-                who.to_string(),
+            Plan::Skip(why) => report.skipped.push(Skipped::of(
+                who,
                 format!("copy from {:?}: {why}", c.machine_name),
             )),
         }
@@ -504,7 +537,7 @@ fn create(
 fn update(
     archive: &mut Archive,
     path: &Path,
-    who: &str,
+    who: &Who,
     others: &[&Copy],
     state: &mut State,
     report: &mut PullReport,
@@ -533,7 +566,7 @@ fn update(
         let other = match fetch(archive, c) {
             Ok(o) => o,
             Err(e) => {
-                report.skipped.push((who.to_string(), e.to_string()));
+                report.skipped.push(Skipped::of(who, e.to_string()));
                 continue;
             }
         };
@@ -554,8 +587,8 @@ fn update(
                 changed = true;
             }
             Plan::Skip(why) => {
-                report.skipped.push((
-                    who.to_string(),
+                report.skipped.push(Skipped::of(
+                    who,
                     format!("{}: copy from {:?}: {why}", path.display(), c.machine_name),
                 ));
                 continue;
@@ -567,4 +600,33 @@ fn update(
         report.up_to_date += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod report_tests {
+    use super::*;
+
+    /// Another owner's skipped session keeps its id as an id; whose it is is a field of
+    /// its own (and the human line says both).
+    #[test]
+    fn a_skipped_session_of_another_owner_has_its_owner_apart_from_its_id() {
+        let r = PullReport {
+            skipped: vec![Skipped {
+                session: "0193f1a2-0000-7000-8000-000000000001".into(),
+                owner: Some("bob".into()),
+                reason: "a writer holds its lock".into(),
+            }],
+            ..Default::default()
+        };
+        let j = r.to_json();
+        assert_eq!(
+            j["skipped"][0]["session"],
+            "0193f1a2-0000-7000-8000-000000000001"
+        );
+        assert_eq!(j["skipped"][0]["owner"], "bob");
+        assert_eq!(
+            r.skipped[0].to_string(),
+            "0193f1a2-0000-7000-8000-000000000001 (of \"bob\")"
+        );
+    }
 }

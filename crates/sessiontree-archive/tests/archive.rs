@@ -465,7 +465,19 @@ fn diverged_session_keeps_both_branches_and_the_leaf() {
     let held = sessiontree::store::WriterLock::acquire(&pa, None).unwrap();
     let r = pull(&mut ar, &pull_opts(&a)).unwrap();
     assert_eq!(r.skipped.len(), 1, "{r:?}");
-    assert!(r.skipped[0].1.contains("lock"), "{r:?}");
+    assert!(r.skipped[0].reason.contains("lock"), "{r:?}");
+    // Named by its id alone (it is the puller's own), in the JSON report too.
+    assert_eq!(r.skipped[0].owner, None, "{r:?}");
+    assert_eq!(
+        r.to_json()["skipped"][0]["session"],
+        r.skipped[0].session.as_str()
+    );
+    assert!(
+        std::fs::read_to_string(&pa)
+            .unwrap()
+            .contains(&format!("\"id\":\"{}\"", r.skipped[0].session)),
+        "{r:?}"
+    );
     assert_eq!(std::fs::read(&pa).unwrap().len(), na);
     drop(held);
     let r = pull(&mut ar, &pull_opts(&a)).unwrap();

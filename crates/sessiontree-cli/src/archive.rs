@@ -160,11 +160,11 @@ fn print_pull(out: &mut Out, r: &PullReport, json: bool) -> Result<()> {
         r.branched.len(),
         r.up_to_date
     ))?;
-    for (id, why) in &r.skipped {
+    for s in &r.skipped {
         eprintln!(
             "sessiontree: skipped session {}: {}",
-            crate::safe::line(id),
-            crate::safe::line(why)
+            crate::safe::line(&s.to_string()),
+            crate::safe::line(&s.reason)
         );
     }
     Ok(())
