@@ -120,7 +120,7 @@ fn forge(
 }
 
 fn skipped_ids(r: &PullReport) -> Vec<String> {
-    r.skipped.iter().map(|(s, _)| s.clone()).collect()
+    r.skipped.iter().map(|s| s.to_string()).collect()
 }
 
 /// bob pushes a session of his own under alice's session id (her bytes and an injected
