@@ -1909,7 +1909,8 @@ fn ids_of_line(line: &str) -> String {
 /// A push after an append writes only the usage groups the append changed: none for a
 /// user message (the groups keep their row versions), the one whose sums grew for an
 /// answer, and after a branch moved the leaf the records that left the branch move to
-/// their own group. The sums stay what the bytes say.
+/// their own group; a large append rewrites the version's groups in its transaction. The
+/// sums stay what the bytes say.
 #[test]
 fn an_append_rewrites_only_the_usage_groups_it_changes() {
     let Some(c) = start() else { return };
@@ -1980,4 +1981,17 @@ fn an_append_rewrites_only_the_usage_groups_it_changes() {
     assert_eq!(st.groups.len(), 1);
     assert_eq!(st.groups[0].1.records, 1);
     assert!((st.groups[0].1.cost - 0.125).abs() < 1e-9);
+    // A large append (more texts than the one-statement append takes) goes through the
+    // batch's transaction: the version's groups are written whole again, the same.
+    for i in 0..210 {
+        grow(&p, &format!("question {i}"));
+    }
+    let text = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
+    let last = ids_of_line(text.lines().last().unwrap());
+    std::fs::write(&p, format!("{text}{}", answer("c3c3c3c3", &last))).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.appended, 1, "{r:?}");
+    let bytes = std::fs::read(&p).unwrap();
+    assert_eq!(strip(&server(&c, rows)), want(&bytes));
+    assert_eq!(want(&bytes), "anthropic:true:false:3,anthropic:true:true:2");
 }
