@@ -76,6 +76,8 @@ struct Remote {
     hash: Vec<u8>,
     src_length: i64,
     redacted: bool,
+    /// How many bytes of the version its usage sums describe (schema version 6).
+    usage_length: Option<i64>,
 }
 
 /// Splits bytes into chunks of at most [`CHUNK`], cut after a newline where possible.
@@ -115,8 +117,14 @@ struct Planned {
     op: Op,
     info: serde_json::Value,
     texts: Vec<Text>,
-    /// The usage records of all of `content` (kept beside the version, schema version 5).
-    usage: Vec<crate::usage::Row>,
+    /// The usage sums of all of `content` (kept beside the version, schema version 6).
+    groups: Vec<crate::usage::Group>,
+    /// Which of `groups` the archive does not have as they are (all, but for an append to a
+    /// version whose sums describe its bytes: those that changed).
+    changed: Vec<usize>,
+    /// An append after which the version may hold groups that `groups` has not (a key that
+    /// went, or sums that do not describe the version's bytes): those are deleted.
+    clean: bool,
 }
 
 /// A search row: the entry's text (NUL made a space: PostgreSQL text cannot hold it) and
@@ -305,7 +313,22 @@ fn plan_file(
         Op::Version { .. } => 0,
     };
     let (info, texts) = describe(&content, &rel_path, from);
-    let usage = crate::usage::rows(&content);
+    let groups = crate::usage::groups(&crate::usage::rows(&content));
+    // An append to a version whose sums describe its bytes: only the groups that changed
+    // (an appended record, a leaf moved to another branch) are written; usually none.
+    let (changed, clean) = match (&op, r) {
+        (Op::Append { from, .. }, Some(r)) if r.usage_length == Some(*from) => {
+            let old = crate::usage::groups(&crate::usage::rows(&content[..*from as usize]));
+            let keys: HashMap<_, &crate::usage::Group> = old.iter().map(|g| (g.key(), g)).collect();
+            let changed = (0..groups.len())
+                .filter(|&i| keys.get(&groups[i].key()) != Some(&&groups[i]))
+                .collect();
+            let new: std::collections::HashSet<_> = groups.iter().map(|g| g.key()).collect();
+            (changed, old.iter().any(|g| !new.contains(&g.key())))
+        }
+        (Op::Append { .. }, _) => ((0..groups.len()).collect(), true),
+        (Op::Version { .. }, _) => ((0..groups.len()).collect(), false),
+    };
     Ok(Item::Send(Box::new(Planned {
         path,
         stamp,
@@ -319,7 +342,9 @@ fn plan_file(
         op,
         info,
         texts,
-        usage,
+        groups,
+        changed,
+        clean,
     })))
 }
 
@@ -471,7 +496,7 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
         // this copy is not this machine's copy (whatever the policies let through).
         "WITH registered AS ({} RETURNING 1)
          SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
-                v.redaction IS NOT NULL
+                v.redaction IS NOT NULL, v.usage_length
          FROM sessiontree.versions v
          JOIN sessiontree.copies c
               ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
@@ -496,6 +521,7 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
                     hash: r.get(3),
                     src_length: r.get(4),
                     redacted: r.get(5),
+                    usage_length: r.get(6),
                 },
             )
         })
@@ -646,7 +672,8 @@ fn flush(
     }
     let mut rows: Vec<(i64, i64, i64, &[u8])> = Vec::new();
     let mut text_rows: Vec<(i64, i64, &Text)> = Vec::new();
-    let mut usage = crate::usage::Columns::default();
+    let mut sums = crate::usage::SumColumns::default();
+    let mut cleaned: Vec<i64> = Vec::new();
     for p in batch.iter() {
         let (vpk, spk, from) = match p.op {
             Op::Version { .. } => {
@@ -655,7 +682,13 @@ fn flush(
             }
             Op::Append { version_pk, from } => (version_pk, grew[&version_pk], from),
         };
-        usage.add(vpk, spk, &p.usage);
+        if matches!(p.op, Op::Append { .. }) && (p.clean || !p.changed.is_empty()) {
+            // Its groups are written whole again.
+            cleaned.push(vpk);
+            sums.add(vpk, spk, &p.groups);
+        } else {
+            sums.add(vpk, spk, p.changed.iter().map(|&i| &p.groups[i]));
+        }
         for (off, data) in chunks(&p.content[from as usize..], from) {
             rows.push((vpk, spk, off, data));
         }
@@ -721,16 +754,16 @@ fn flush(
     } else {
         copy_rows(&mut tx, &rows, &text_rows)?;
     }
-    if !usage.is_empty() {
+    if !cleaned.is_empty() {
         tx.execute_typed(
-            &format!(
-                "{} SELECT v, s, n, id, ts, provider, model, day, branch, i, o, cr, cw, tt, cost
-                 FROM {} {}",
-                crate::usage::INSERT,
-                crate::usage::unnest(1),
-                crate::usage::ON_CONFLICT
-            ),
-            &usage.params(),
+            "DELETE FROM sessiontree.usage_sums WHERE version_pk = ANY ($1)",
+            &[(&cleaned, Type::INT8_ARRAY)],
+        )?;
+    }
+    if !sums.is_empty() {
+        tx.execute_typed(
+            &crate::usage::insert_sums(1, "g.s", "current_user", ""),
+            &sums.params(),
         )?;
     }
     tx.commit()?;
@@ -786,6 +819,17 @@ impl<'a> Appended<'a> {
     }
 }
 
+/// The keys of usage groups as columns: version, provider, model, day, in_all, in_branch.
+#[derive(Default)]
+struct GroupKeys<'a>(
+    Vec<i64>,
+    Vec<&'a str>,
+    Vec<&'a str>,
+    Vec<&'a str>,
+    Vec<bool>,
+    Vec<bool>,
+);
+
 /// Appends to a few versions (the push after an entry was added) in one statement, so one
 /// round trip: the conditional version update, the new chunks and the new search texts, the
 /// latter two only for the versions the update matched.
@@ -823,13 +867,72 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
         (&body, Type::TEXT_ARRAY),
         (&tri, Type::TEXT_ARRAY),
     ];
-    let mut usage = crate::usage::Columns::default();
+    let mut sums = crate::usage::SumColumns::default();
+    // The versions that may hold groups they no longer have, with every key they have now.
+    let mut clean: Vec<i64> = Vec::new();
+    let mut keys = GroupKeys::default();
     for (p, v) in batch.iter().zip(&u.vpks) {
         // The session is the version's (joined below): 0 stands for it here.
-        usage.add(*v, 0, &p.usage);
+        sums.add(*v, 0, p.changed.iter().map(|&i| &p.groups[i]));
+        if p.clean {
+            clean.push(*v);
+            for g in &p.groups {
+                keys.0.push(*v);
+                keys.1.push(&g.provider);
+                keys.2.push(&g.model);
+                keys.3.push(&g.day);
+                keys.4.push(g.in_all);
+                keys.5.push(g.in_branch);
+            }
+        }
     }
-    let usage_params = usage.params();
-    let params = [&u.params()[..], &rest[..], &usage_params[..]].concat();
+    let sums_params = sums.params();
+    let clean_params: [(&(dyn postgres::types::ToSql + Sync), Type); 7] = [
+        (&clean, Type::INT8_ARRAY),
+        (&keys.0, Type::INT8_ARRAY),
+        (&keys.1, Type::TEXT_ARRAY),
+        (&keys.2, Type::TEXT_ARRAY),
+        (&keys.3, Type::TEXT_ARRAY),
+        (&keys.4, Type::BOOL_ARRAY),
+        (&keys.5, Type::BOOL_ARRAY),
+    ];
+    // Usually an append changes no usage group (a user message has none): then the
+    // statement is the one without them (a third of its planning).
+    let mut params = [&u.params()[..], &rest[..]].concat();
+    let k = 17 + crate::usage::SUM_PARAMS;
+    let usage_sql = if sums.is_empty() && clean.is_empty() {
+        String::new()
+    } else {
+        params.extend_from_slice(&sums_params);
+        params.extend_from_slice(&clean_params);
+        format!(
+            ",
+         -- The groups that changed, and (where keys may have gone) the ones that went:
+         -- never the same rows.
+         us AS ({} {}),
+         ud AS (DELETE FROM sessiontree.usage_sums x USING up
+                WHERE x.version_pk = up.pk AND x.version_pk = ANY (${}::int8[])
+                  AND NOT EXISTS (
+                      SELECT 1 FROM unnest(${}::int8[], ${}::text[], ${}::text[], ${}::text[],
+                                           ${}::bool[], ${}::bool[]) AS k(v, p, m, d, a, b)
+                      WHERE k.v = x.version_pk AND k.p = x.provider AND k.m = x.model
+                        AND k.d = x.day AND k.a = x.in_all AND k.b = x.in_branch))",
+            crate::usage::insert_sums(
+                17,
+                "up.session_pk",
+                "current_user",
+                "JOIN up ON up.pk = g.v"
+            ),
+            crate::usage::SUMS_UPSERT,
+            k,
+            k + 1,
+            k + 2,
+            k + 3,
+            k + 4,
+            k + 5,
+            k + 6,
+        )
+    };
     // Conditional on the length this push saw: two pushes racing cannot both append.
     let sql = format!(
         "WITH u AS (SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::bytea[],
@@ -848,14 +951,8 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                 SELECT t.v, up.session_pk, t.o, t.i, t.r, t.t, t.b, t.tri::int4[]
                 FROM unnest($10::int8[], $11::int8[], $12::text[], $13::text[], $14::text[],
                             $15::text[], $16::text[]) AS t(v, o, i, r, t, b, tri)
-                JOIN up ON up.pk = t.v),
-         us AS ({} SELECT u.v, up.session_pk, n, id, ts, provider, model, day, branch, i, o,
-                          cr, cw, tt, cost
-                FROM {} JOIN up ON up.pk = u.v {})
-         SELECT pk FROM up",
-        crate::usage::INSERT,
-        crate::usage::unnest(17),
-        crate::usage::ON_CONFLICT
+                JOIN up ON up.pk = t.v){usage_sql}
+         SELECT pk FROM up"
     );
     let rows = archive.client.query_typed(&sql, &params)?;
     let vpks = std::mem::take(&mut u.vpks);

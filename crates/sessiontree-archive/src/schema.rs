@@ -669,6 +669,154 @@ fn backfill_usage(tx: &mut Transaction) -> Result<()> {
     Ok(())
 }
 
+/// Version 6: the usage of a version as a few sums (what `stats --archive` reads), written
+/// whole at push time and only where it changed on an append.
+///
+/// * `sessiontree.usage_sums`: one row per version, provider, model, UTC day and how its
+///   records count (`in_all`: over every branch, the first record of its id and time in the
+///   version; `in_branch`: on the current branch), with the records' count and the six sums,
+///   and of each record with an id its identity digest, id, time and numbers (`ids`, `eid`,
+///   `ets`, `nums`, six per record), so that a reader leaves out the copies of a record that
+///   a session it counts first holds (a fork). Read under the same rule as the version;
+///   written by the version's owner only, tied to it by `(version_pk, session_pk, owner)`;
+///   the sums and records of a group may be rewritten (an append) or the group deleted,
+///   never moved to another version or owner. Counts are non-negative, numbers finite,
+///   the arrays one-dimensional, without NULLs and of matching lengths.
+/// * The data step groups the usage rows of every version whose rows describe its bytes
+///   (`usage_length = length`), with the same code a push uses; `sessiontree.usage` is then
+///   dropped: nothing reads it (`stats --archive ID` reads the session's bytes), and its
+///   rows, one per record and rewritten on every append, were most of an append's cost.
+///   `versions.usage_length` now says how many bytes the sums describe.
+const V6_BEFORE: &str = r#"
+-- The owner of the tables runs this; for the data step it must see every row.
+ALTER TABLE sessiontree.usage NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.versions NO FORCE ROW LEVEL SECURITY;
+
+CREATE TABLE sessiontree.usage_sums (
+    version_pk bigint NOT NULL,
+    session_pk bigint NOT NULL,
+    owner name NOT NULL DEFAULT current_user,
+    provider text NOT NULL,
+    model text NOT NULL,
+    day text NOT NULL,
+    in_all boolean NOT NULL,
+    in_branch boolean NOT NULL,
+    records int NOT NULL,
+    input float8 NOT NULL,
+    output float8 NOT NULL,
+    cache_read float8 NOT NULL,
+    cache_write float8 NOT NULL,
+    total_tokens float8 NOT NULL,
+    cost float8 NOT NULL,
+    ids int8[] NOT NULL,
+    eid text[] NOT NULL,
+    ets text[] NOT NULL,
+    nums float8[] NOT NULL,
+    PRIMARY KEY (version_pk, provider, model, day, in_all, in_branch),
+    CONSTRAINT usage_sums_version FOREIGN KEY (version_pk, session_pk, owner)
+        REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE,
+    -- Finite numbers (NaN is above 'Infinity' in PostgreSQL's order, and equal to NaN).
+    CONSTRAINT usage_sums_sane CHECK (records >= 0 AND records >= cardinality(ids)
+        AND input > '-Infinity' AND input < 'Infinity'
+        AND output > '-Infinity' AND output < 'Infinity'
+        AND cache_read > '-Infinity' AND cache_read < 'Infinity'
+        AND cache_write > '-Infinity' AND cache_write < 'Infinity'
+        AND total_tokens > '-Infinity' AND total_tokens < 'Infinity'
+        AND cost > '-Infinity' AND cost < 'Infinity'
+        AND NOT (nums && '{NaN,Infinity,-Infinity}'::float8[])
+        AND coalesce(array_ndims(ids), 1) = 1 AND coalesce(array_ndims(eid), 1) = 1
+        AND coalesce(array_ndims(ets), 1) = 1 AND coalesce(array_ndims(nums), 1) = 1
+        AND cardinality(eid) = cardinality(ids) AND cardinality(ets) = cardinality(ids)
+        AND cardinality(nums) = 6 * cardinality(ids)
+        AND array_position(ids, NULL) IS NULL AND array_position(eid, NULL) IS NULL
+        AND array_position(ets, NULL) IS NULL AND array_position(nums, NULL) IS NULL)
+);
+CREATE INDEX usage_sums_session ON sessiontree.usage_sums (session_pk);
+ALTER TABLE sessiontree.usage_sums ENABLE ROW LEVEL SECURITY;
+CREATE POLICY usage_sums_read ON sessiontree.usage_sums FOR SELECT
+    USING (owner = current_user
+        OR session_pk IN (SELECT sh.session_pk FROM sessiontree.shares sh));
+CREATE POLICY usage_sums_write ON sessiontree.usage_sums FOR ALL
+    USING (owner = current_user)
+    WITH CHECK (owner = current_user
+        AND session_pk IN (SELECT s.pk FROM sessiontree.sessions s
+                           WHERE s.owner = current_user));
+REVOKE ALL ON sessiontree.usage_sums FROM PUBLIC;
+GRANT SELECT, DELETE ON sessiontree.usage_sums TO PUBLIC;
+GRANT INSERT (owner, version_pk, session_pk, provider, model, day, in_all, in_branch, records,
+              input, output, cache_read, cache_write, total_tokens, cost, ids, eid, ets, nums),
+    UPDATE (records, input, output, cache_read, cache_write, total_tokens, cost, ids, eid, ets,
+            nums) ON sessiontree.usage_sums TO PUBLIC;
+"#;
+
+const V6_AFTER: &str = r#"
+DROP TABLE sessiontree.usage;
+ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.usage_sums FORCE ROW LEVEL SECURITY;
+"#;
+
+/// Version 6's data step: the groups of every version whose usage rows describe its bytes,
+/// from those rows, version by version (a cursor: the rows of a large archive need not fit
+/// in memory at once).
+fn backfill_sums(tx: &mut Transaction) -> Result<()> {
+    tx.batch_execute(
+        "DECLARE st_sums NO SCROLL CURSOR FOR
+             SELECT u.version_pk, u.session_pk, u.owner::text, u.entry_id, u.entry_ts,
+                    u.provider, u.model, u.day, u.on_branch, u.input, u.output, u.cache_read,
+                    u.cache_write, u.total_tokens, u.cost
+             FROM sessiontree.usage u JOIN sessiontree.versions v
+                  ON v.pk = u.version_pk AND v.session_pk = u.session_pk AND v.owner = u.owner
+             WHERE v.usage_length = v.length
+             ORDER BY u.version_pk, u.n",
+    )?;
+    let mut cur: Option<(i64, i64, String)> = None;
+    let mut rows: Vec<crate::usage::Row> = Vec::new();
+    let flush = |tx: &mut Transaction,
+                 cur: &Option<(i64, i64, String)>,
+                 rows: &mut Vec<crate::usage::Row>|
+     -> Result<()> {
+        if let Some((v, s, o)) = cur {
+            let g = crate::usage::groups(rows);
+            crate::usage::insert_groups(tx, *v, *s, o, &g)?;
+        }
+        rows.clear();
+        Ok(())
+    };
+    loop {
+        let batch = tx.query("FETCH 10000 FROM st_sums", &[])?;
+        if batch.is_empty() {
+            break;
+        }
+        for r in batch {
+            let key: (i64, i64, String) = (r.get(0), r.get(1), r.get(2));
+            if cur.as_ref() != Some(&key) {
+                flush(tx, &cur, &mut rows)?;
+                cur = Some(key);
+            }
+            rows.push(crate::usage::Row {
+                entry_id: r.get(3),
+                entry_ts: r.get(4),
+                provider: r.get(5),
+                model: r.get(6),
+                day: r.get(7),
+                on_branch: r.get(8),
+                usage: sessiontree::usage::Usage {
+                    records: 1,
+                    input: r.get(9),
+                    output: r.get(10),
+                    cache_read: r.get(11),
+                    cache_write: r.get(12),
+                    total_tokens: r.get(13),
+                    cost: r.get(14),
+                },
+            });
+        }
+    }
+    flush(tx, &cur, &mut rows)?;
+    tx.batch_execute("CLOSE st_sums")?;
+    Ok(())
+}
+
 /// Version 3's data step: the trigram codes of the texts already in the archive.
 fn backfill_trigrams(tx: &mut Transaction) -> Result<()> {
     tx.batch_execute(
@@ -736,6 +884,15 @@ pub const MIGRATIONS: &[(i32, &str, &[Step])] = &[
             Step::Sql(V5_BEFORE),
             Step::Rust(backfill_usage),
             Step::Sql(V5_AFTER),
+        ],
+    ),
+    (
+        6,
+        "usage per version as a few sums (stats --archive reads them; an append rewrites only what changed)",
+        &[
+            Step::Sql(V6_BEFORE),
+            Step::Rust(backfill_sums),
+            Step::Sql(V6_AFTER),
         ],
     ),
 ];

@@ -1,11 +1,12 @@
 //! The usage of a version (what `sessiontree stats` sums), computed by the client from the
-//! bytes it pushes and kept in `sessiontree.usage` (schema version 5), so that `stats
+//! bytes it pushes and kept per version as a few sums (`sessiontree.usage_sums`, schema
+//! version 6; before, one `sessiontree.usage` row per record, version 5), so that `stats
 //! --archive` reads a few numbers per session instead of every session's bytes.
 
 use crate::{Archive, Error, Result};
 use postgres::types::{ToSql, Type};
 use sessiontree::usage::{day_of, on_branch_at, records_in, Usage};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// One record with a usage (an assistant message's `usage`, a `usage` entry), as stored.
 #[derive(Clone, Debug, PartialEq)]
@@ -131,18 +132,8 @@ pub(crate) fn unnest(first: usize) -> String {
     )
 }
 
-/// The insert of the rows of `unnest` aliased `u` (rows already there, from the part of an
-/// appended version the archive had, only get their `on_branch`: the bytes before an append
-/// do not change, the leaf does).
-pub(crate) const INSERT: &str = "INSERT INTO sessiontree.usage AS x
-         (version_pk, session_pk, n, entry_id, entry_ts, provider, model, day, on_branch,
-          input, output, cache_read, cache_write, total_tokens, cost)";
-pub(crate) const ON_CONFLICT: &str = "ON CONFLICT (version_pk, n) DO UPDATE
-         SET on_branch = EXCLUDED.on_branch
-         WHERE x.on_branch IS DISTINCT FROM EXCLUDED.on_branch";
-
-/// Writes the usage rows of one version in a transaction; `owner` for the migration (which
-/// writes every owner's rows), else the current user's.
+/// Writes the usage rows of one version in a transaction, for the migration to schema 5
+/// (which writes every owner's rows; `None`: the current user's).
 pub(crate) fn insert(
     tx: &mut postgres::Transaction,
     vpk: i64,
@@ -167,6 +158,273 @@ pub(crate) fn insert(
              FROM {}",
             unnest(1)
         ),
+        &params,
+    )?;
+    Ok(())
+}
+
+/// The sums of a version's records that share provider, model, day and how they count: one
+/// `sessiontree.usage_sums` row (schema version 6). With the id, time and numbers of each of
+/// its records that has an id, so that a reader can leave out a record copied into another
+/// session it counts first (a fork).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub provider: String,
+    pub model: String,
+    pub day: String,
+    /// Counted over every branch: the first record of its id and time in the version (and
+    /// every record without an id).
+    pub in_all: bool,
+    /// Counted on the current branch.
+    pub in_branch: bool,
+    pub sums: Usage,
+    /// Per record with an id, in file order: [`identity`] of its id and time, the id, the
+    /// time, and its six numbers (input, output, cache read, cache write, total, cost).
+    pub ids: Vec<i64>,
+    pub eid: Vec<String>,
+    pub ets: Vec<String>,
+    pub nums: Vec<f64>,
+}
+
+impl Group {
+    /// The group's key in `sessiontree.usage_sums`.
+    pub fn key(&self) -> (&str, &str, &str, bool, bool) {
+        (
+            &self.provider,
+            &self.model,
+            &self.day,
+            self.in_all,
+            self.in_branch,
+        )
+    }
+}
+
+/// A 64-bit digest of a record's id and time: the server finds the records that several
+/// versions hold by it (an int8 is cheap to group), and then compares ids and times.
+pub fn identity(id: &str, ts: &str) -> i64 {
+    let mut b = Vec::with_capacity(id.len() + ts.len() + 1);
+    b.extend_from_slice(id.as_bytes());
+    b.push(0);
+    b.extend_from_slice(ts.as_bytes());
+    let d = crate::sha256(&b);
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&d[..8]);
+    i64::from_be_bytes(x)
+}
+
+/// The groups of a version's usage rows, in the order of their first record. A record
+/// whose id and time an earlier record of the version has counts on the current branch
+/// only (if it is on it), as `stats` counts it; a record counted in neither way is left out.
+pub fn groups(rows: &[Row]) -> Vec<Group> {
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut out: Vec<Group> = Vec::new();
+    let mut at: HashMap<(&str, &str, &str, bool, bool), usize> = HashMap::new();
+    for r in rows {
+        let in_all = match &r.entry_id {
+            Some(id) => seen.insert((id.as_str(), r.entry_ts.as_str())),
+            None => true,
+        };
+        let in_branch = r.on_branch;
+        if !in_all && !in_branch {
+            continue;
+        }
+        let key = (
+            r.provider.as_str(),
+            r.model.as_str(),
+            r.day.as_str(),
+            in_all,
+            in_branch,
+        );
+        let i = *at.entry(key).or_insert_with(|| {
+            out.push(Group {
+                provider: r.provider.clone(),
+                model: r.model.clone(),
+                day: r.day.clone(),
+                in_all,
+                in_branch,
+                sums: Usage::default(),
+                ids: Vec::new(),
+                eid: Vec::new(),
+                ets: Vec::new(),
+                nums: Vec::new(),
+            });
+            out.len() - 1
+        });
+        let g = &mut out[i];
+        g.sums.add(&r.usage);
+        if let Some(id) = &r.entry_id {
+            g.ids.push(identity(id, &r.entry_ts));
+            g.eid.push(id.clone());
+            g.ets.push(r.entry_ts.clone());
+            let u = &r.usage;
+            g.nums.extend_from_slice(&[
+                u.input,
+                u.output,
+                u.cache_read,
+                u.cache_write,
+                u.total_tokens,
+                u.cost,
+            ]);
+        }
+    }
+    out
+}
+
+/// The groups of many versions as the parameters of one statement (`$first`..): version,
+/// session, provider, model, day, in_all, in_branch, records, the six sums, and each
+/// group's slice `[lo, hi]` (1-based) of the flat arrays of its records' identities, ids,
+/// times and numbers (six per record).
+#[derive(Default)]
+pub(crate) struct SumColumns<'a> {
+    vpk: Vec<i64>,
+    spk: Vec<i64>,
+    provider: Vec<&'a str>,
+    model: Vec<&'a str>,
+    day: Vec<&'a str>,
+    in_all: Vec<bool>,
+    in_branch: Vec<bool>,
+    records: Vec<i32>,
+    sums: [Vec<f64>; 6],
+    lo: Vec<i32>,
+    hi: Vec<i32>,
+    ids: Vec<i64>,
+    eid: Vec<&'a str>,
+    ets: Vec<&'a str>,
+    nums: Vec<f64>,
+}
+
+impl<'a> SumColumns<'a> {
+    pub(crate) fn add(&mut self, vpk: i64, spk: i64, groups: impl IntoIterator<Item = &'a Group>) {
+        for g in groups {
+            self.vpk.push(vpk);
+            self.spk.push(spk);
+            self.provider.push(&g.provider);
+            self.model.push(&g.model);
+            self.day.push(&g.day);
+            self.in_all.push(g.in_all);
+            self.in_branch.push(g.in_branch);
+            self.records
+                .push(g.sums.records.min(i32::MAX as u64) as i32);
+            let u = &g.sums;
+            for (col, x) in self.sums.iter_mut().zip([
+                u.input,
+                u.output,
+                u.cache_read,
+                u.cache_write,
+                u.total_tokens,
+                u.cost,
+            ]) {
+                col.push(x);
+            }
+            self.lo.push(self.ids.len() as i32 + 1);
+            self.ids.extend_from_slice(&g.ids);
+            self.eid.extend(g.eid.iter().map(String::as_str));
+            self.ets.extend(g.ets.iter().map(String::as_str));
+            self.nums.extend_from_slice(&g.nums);
+            self.hi.push(self.ids.len() as i32);
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.vpk.is_empty()
+    }
+
+    pub(crate) fn params(&self) -> Vec<(&(dyn ToSql + Sync), Type)> {
+        let mut p: Vec<(&(dyn ToSql + Sync), Type)> = vec![
+            (&self.vpk, Type::INT8_ARRAY),
+            (&self.spk, Type::INT8_ARRAY),
+            (&self.provider, Type::TEXT_ARRAY),
+            (&self.model, Type::TEXT_ARRAY),
+            (&self.day, Type::TEXT_ARRAY),
+            (&self.in_all, Type::BOOL_ARRAY),
+            (&self.in_branch, Type::BOOL_ARRAY),
+            (&self.records, Type::INT4_ARRAY),
+        ];
+        for c in &self.sums {
+            p.push((c, Type::FLOAT8_ARRAY));
+        }
+        p.push((&self.lo, Type::INT4_ARRAY));
+        p.push((&self.hi, Type::INT4_ARRAY));
+        p.push((&self.ids, Type::INT8_ARRAY));
+        p.push((&self.eid, Type::TEXT_ARRAY));
+        p.push((&self.ets, Type::TEXT_ARRAY));
+        p.push((&self.nums, Type::FLOAT8_ARRAY));
+        p
+    }
+}
+
+/// How many parameters [`SumColumns::params`] has.
+pub(crate) const SUM_PARAMS: usize = 20;
+
+/// `INSERT INTO sessiontree.usage_sums ... SELECT ... FROM unnest(...) AS g` of
+/// [`SumColumns::params`] from parameter `$first` on; `session` is the SQL of the session
+/// key (`g.s`, or a joined column), `owner` of the owner (`DEFAULT` is not allowed here:
+/// `current_user`), `join` what follows the `unnest` (a join, a condition).
+pub(crate) fn insert_sums(first: usize, session: &str, owner: &str, join: &str) -> String {
+    let p = |i: usize| format!("${}", first + i);
+    format!(
+        "INSERT INTO sessiontree.usage_sums AS x
+             (version_pk, session_pk, owner, provider, model, day, in_all, in_branch, records,
+              input, output, cache_read, cache_write, total_tokens, cost, ids, eid, ets, nums)
+         SELECT g.v, {session}, {owner}, g.p, g.m, g.d, g.a, g.b, g.r, g.i, g.o, g.cr, g.cw,
+                g.tt, g.c, ({ids}::int8[])[g.lo:g.hi], ({eid}::text[])[g.lo:g.hi],
+                ({ets}::text[])[g.lo:g.hi], ({nums}::float8[])[6 * g.lo - 5:6 * g.hi]
+         FROM unnest({v}::int8[], {s}::int8[], {pr}::text[], {m}::text[], {d}::text[],
+                     {a}::bool[], {b}::bool[], {r}::int4[], {i}::float8[], {o}::float8[],
+                     {cr}::float8[], {cw}::float8[], {tt}::float8[], {c}::float8[],
+                     {lo}::int4[], {hi}::int4[])
+              AS g(v, s, p, m, d, a, b, r, i, o, cr, cw, tt, c, lo, hi) {join}",
+        v = p(0),
+        s = p(1),
+        pr = p(2),
+        m = p(3),
+        d = p(4),
+        a = p(5),
+        b = p(6),
+        r = p(7),
+        i = p(8),
+        o = p(9),
+        cr = p(10),
+        cw = p(11),
+        tt = p(12),
+        c = p(13),
+        lo = p(14),
+        hi = p(15),
+        ids = p(16),
+        eid = p(17),
+        ets = p(18),
+        nums = p(19),
+    )
+}
+
+/// The `ON CONFLICT` of [`insert_sums`] for an append: a group whose key the version has
+/// already gets the new sums.
+pub(crate) const SUMS_UPSERT: &str =
+    "ON CONFLICT (version_pk, provider, model, day, in_all, in_branch)
+         DO UPDATE SET records = EXCLUDED.records, input = EXCLUDED.input,
+             output = EXCLUDED.output, cache_read = EXCLUDED.cache_read,
+             cache_write = EXCLUDED.cache_write, total_tokens = EXCLUDED.total_tokens,
+             cost = EXCLUDED.cost, ids = EXCLUDED.ids, eid = EXCLUDED.eid, ets = EXCLUDED.ets,
+             nums = EXCLUDED.nums";
+
+/// Writes the groups of one version in a transaction (the migration to schema 6, which
+/// writes every owner's rows: `owner`).
+pub(crate) fn insert_groups(
+    tx: &mut postgres::Transaction,
+    vpk: i64,
+    spk: i64,
+    owner: &str,
+    groups: &[Group],
+) -> Result<()> {
+    let mut c = SumColumns::default();
+    c.add(vpk, spk, groups);
+    if c.is_empty() {
+        return Ok(());
+    }
+    let mut params = c.params();
+    params.push((&owner, Type::TEXT));
+    tx.execute_typed(
+        &insert_sums(1, "g.s", &format!("${}::text::name", SUM_PARAMS + 1), ""),
         &params,
     )?;
     Ok(())
@@ -212,7 +470,7 @@ pub struct Stats {
 
 /// The usage sums of every visible session's most recently pushed copy (the copy `stats
 /// --archive` used to download: per owner and session id, the newest non-empty one), from
-/// the rows kept at push time, grouped by `by`, over every branch or the current one only.
+/// the sums kept at push time, grouped by `by`, over every branch or the current one only.
 /// A record copied into a fork (same entry id and timestamp) counts once, for the first
 /// session in the order of local files (file name descending: Pi names files by creation
 /// time, so the newest copy, usually the fork).
@@ -298,42 +556,19 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
         }
     }
     let key = match by {
-        By::Model => "u.provider || '/' || u.model",
-        By::Provider => "u.provider",
-        By::Day => "u.day",
-        By::Session => "u.version_pk::text",
+        By::Model => "g.provider || '/' || g.model",
+        By::Provider => "g.provider",
+        By::Day => "g.day",
+        By::Session => "g.version_pk::text",
     };
-    // The versions in `known`'s order: the first session holding a record keeps it. (The
-    // copies are found by hashing, not by sorting every record by its id: few records are
-    // held twice.)
-    let sql = format!(
-        "WITH k AS (SELECT * FROM unnest($1::int8[]) WITH ORDINALITY AS k(vpk, o)),
-         u AS MATERIALIZED (
-             SELECT {key} AS key, u.entry_id, u.entry_ts, k.o, u.n, u.input, u.output,
-                    u.cache_read, u.cache_write, u.total_tokens, u.cost
-             FROM sessiontree.usage u JOIN k ON k.vpk = u.version_pk
-             WHERE ($2 = false OR u.on_branch)),
-         d AS (SELECT entry_id, entry_ts FROM u WHERE entry_id IS NOT NULL
-               GROUP BY entry_id, entry_ts HAVING count(*) > 1),
-         x AS (SELECT o, n FROM (
-                   SELECT u.o, u.n, row_number() OVER (PARTITION BY u.entry_id, u.entry_ts
-                                                       ORDER BY u.o, u.n) AS r
-                   FROM u JOIN d ON d.entry_id = u.entry_id AND d.entry_ts = u.entry_ts) y
-               WHERE r > 1)
-         SELECT key, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
-                sum(total_tokens), sum(cost)
-         FROM u WHERE NOT EXISTS (SELECT 1 FROM x WHERE x.o = u.o AND x.n = u.n)
-         GROUP BY key"
-    );
-    let summed = if known.is_empty() {
-        Vec::new()
-    } else {
-        archive.client.query(&sql, &[&known, &branch_only])?
-    };
-    let mut groups: std::collections::BTreeMap<String, Usage> = Default::default();
-    for r in summed {
-        let key: String = r.get(0);
-        let key = match by {
+    let mode = "CASE WHEN $2 THEN g.in_branch ELSE g.in_all END";
+    // The sums of the versions' groups that count (every branch, or the current one), less
+    // the records a version earlier in `known`'s order holds too (same id and time; each
+    // version's groups hold an id and time at most once). Those are found here by their
+    // identity digests (grouping 55,000 of them in the server took 80 ms, reading them 8),
+    // then read and compared exactly. Few records are held twice.
+    let key_of = |key: String| -> Result<String> {
+        Ok(match by {
             By::Session => {
                 let pk: i64 = key
                     .parse()
@@ -344,17 +579,103 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
                     .to_string()
             }
             _ => key,
-        };
-        groups.entry(key).or_default().add(&Usage {
-            records: r.get::<_, i64>(1) as u64,
-            input: r.get(2),
-            output: r.get(3),
-            cache_read: r.get(4),
-            cache_write: r.get(5),
-            total_tokens: r.get(6),
-            cost: r.get(7),
-        });
+        })
+    };
+    // Per key: records, then the six numbers (the sums, less the copies left out).
+    let mut acc: std::collections::BTreeMap<String, (i64, [f64; 6])> = Default::default();
+    let mut digests: HashMap<i64, u32> = HashMap::new();
+    if !known.is_empty() {
+        let sql = format!(
+            "WITH k AS (SELECT * FROM unnest($1::int8[]) WITH ORDINALITY AS k(vpk, o))
+             SELECT {key}, g.records, g.input, g.output, g.cache_read, g.cache_write,
+                    g.total_tokens, g.cost, g.ids
+             FROM sessiontree.usage_sums g JOIN k ON k.vpk = g.version_pk
+             WHERE {mode}"
+        );
+        for r in archive.client.query(&sql, &[&known, &branch_only])? {
+            let e = acc.entry(key_of(r.get(0))?).or_default();
+            e.0 =
+                e.0.saturating_add(r.get::<_, Option<i32>>(1).unwrap_or(0) as i64);
+            for (i, x) in e.1.iter_mut().enumerate() {
+                *x += r.get::<_, Option<f64>>(2 + i).unwrap_or(0.0);
+            }
+            for d in r
+                .get::<_, Option<Vec<Option<i64>>>>(8)
+                .unwrap_or_default()
+                .into_iter()
+                .flatten()
+            {
+                *digests.entry(d).or_default() += 1;
+            }
+        }
     }
+    let twice: Vec<i64> = digests
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(d, _)| d)
+        .collect();
+    if !twice.is_empty() {
+        let sql = format!(
+            "WITH k AS (SELECT * FROM unnest($1::int8[]) WITH ORDINALITY AS k(vpk, o))
+             SELECT {key}, k.o, e.n, g.eid[e.n], g.ets[e.n], g.nums[6 * e.n - 5:6 * e.n]
+             FROM sessiontree.usage_sums g JOIN k ON k.vpk = g.version_pk,
+                  unnest(g.ids) WITH ORDINALITY AS e(x, n)
+             WHERE {mode} AND g.ids && $3::int8[] AND e.x = ANY ($3::int8[])"
+        );
+        // (id, time) -> every copy: (order, position, key, numbers).
+        type Copy = (i64, i64, String, Vec<f64>);
+        let mut copies: HashMap<(String, String), Vec<Copy>> = HashMap::new();
+        for r in archive
+            .client
+            .query(&sql, &[&known, &branch_only, &twice])?
+        {
+            let (Some(id), Some(ts)) =
+                (r.get::<_, Option<String>>(3), r.get::<_, Option<String>>(4))
+            else {
+                continue;
+            };
+            let nums: Vec<f64> = r
+                .get::<_, Option<Vec<Option<f64>>>>(5)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|x| x.unwrap_or(0.0))
+                .collect();
+            copies
+                .entry((id, ts))
+                .or_default()
+                .push((r.get(1), r.get(2), key_of(r.get(0))?, nums));
+        }
+        for mut held in copies.into_values() {
+            held.sort_by_key(|a| (a.0, a.1));
+            for (_, _, key, nums) in held.into_iter().skip(1) {
+                let e = acc.entry(key).or_default();
+                e.0 -= 1;
+                for (x, n) in
+                    e.1.iter_mut()
+                        .zip(nums.iter().chain(std::iter::repeat(&0.0)))
+                {
+                    *x -= n;
+                }
+            }
+        }
+    }
+    // A group all of whose records a session before holds is no group (as in `stats`).
+    let mut groups: std::collections::BTreeMap<String, Usage> = acc
+        .into_iter()
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(k, (n, x))| {
+            let u = Usage {
+                records: n.max(0) as u64,
+                input: x[0],
+                output: x[1],
+                cache_read: x[2],
+                cache_write: x[3],
+                total_tokens: x[4],
+                cost: x[5],
+            };
+            (k, u)
+        })
+        .collect();
     // The sessions without kept usage, from their bytes; a record that a session above
     // holds too (same id and timestamp) is already counted.
     let mut read: Vec<(usize, Vec<Row>)> = Vec::new();
@@ -376,9 +697,11 @@ pub fn stats(archive: &mut Archive, by: By, branch_only: bool) -> Result<Stats> 
     let mut seen: std::collections::HashSet<(String, String)> = Default::default();
     if !ids.is_empty() && !known.is_empty() {
         for r in archive.client.query(
-            "SELECT DISTINCT u.entry_id, u.entry_ts FROM sessiontree.usage u
-             WHERE u.version_pk = ANY ($1) AND ($2 = false OR u.on_branch)
-               AND (u.entry_id, u.entry_ts) IN (SELECT * FROM unnest($3::text[], $4::text[]))",
+            "SELECT DISTINCT e.id, e.ts
+             FROM sessiontree.usage_sums g, unnest(g.eid, g.ets) AS e(id, ts)
+             WHERE g.version_pk = ANY ($1)
+               AND CASE WHEN $2 THEN g.in_branch ELSE g.in_all END
+               AND (e.id, e.ts) IN (SELECT * FROM unnest($3::text[], $4::text[]))",
             &[&known, &branch_only, &ids, &tss],
         )? {
             seen.insert((r.get(0), r.get(1)));

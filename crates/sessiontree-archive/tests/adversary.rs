@@ -1439,92 +1439,160 @@ fn session_with_usage(id: &str, cwd: &str, texts: &[&str], cost: f64) -> Vec<u8>
     s.into_bytes()
 }
 
-/// The usage rows (schema version 5) against bob: he cannot write a row under carol's
-/// version (as carol, as himself tied to his decoy, or with keys of his choosing), change
-/// or delete hers, or mark her version's usage as describing other bytes; he does not see
-/// the usage of her sessions that are not shared with him, and his stats hold only his
-/// own. What carol sees of her own stays what she pushed.
+/// The usage sums (schema version 6) against bob: he cannot write a group under carol's
+/// version (as carol, as himself tied to his decoy or to her session, shared with him or
+/// not), change, move or delete hers, write non-finite or ill-shaped sums into his own, or
+/// mark her version's sums as describing other bytes; he does not see the sums of her
+/// session that is not shared with him, sees those of the one that is exactly as she
+/// pushed them, and his stats hold nothing else of hers. What carol sees of her own stays
+/// what she pushed.
 #[test]
-fn usage_rows_hold_against_another_role() {
+fn usage_sums_hold_against_another_role() {
     let Some(c) = start() else { return };
     let mut carol = open(&c, "carol");
     let a = c.path("a");
-    let s1 = sid(21);
-    let p1 = session_path(&a, "/w", &s1);
-    std::fs::create_dir_all(p1.parent().unwrap()).unwrap();
-    std::fs::write(
-        &p1,
-        session_with_usage(&s1, "/w", &["one", "two", "three"], 0.25),
-    )
-    .unwrap();
+    let (s1, s2) = (sid(21), sid(22));
+    // (Other texts in each: other entry ids, so no record is a copy of another.)
+    for (s, texts, cost) in [
+        (&s1, ["one", "two", "three"], 0.25),
+        (&s2, ["four", "five", "six"], 0.5),
+    ] {
+        let p = session_path(&a, "/w", s);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, session_with_usage(s, "/w", &texts, cost)).unwrap();
+    }
     push(&mut carol, &opts(&a)).unwrap();
-    // Shared with team, which bob is not in.
+    // s1 shared with team, which bob is not in; s2 with bob.
     query::share(&mut carol, &s1, "team").unwrap();
+    query::share(&mut carol, &s2, "bob").unwrap();
     let keys = victim_keys(&c);
     let (sp, _, vp, len) = keys[&s1];
-    let before = server(&c, "SELECT string_agg(n || ':' || cost || ':' || on_branch, ',' ORDER BY n) FROM sessiontree.usage");
-    assert_eq!(before, "0:0.25:true,1:0.25:true,2:0.25:true");
-    let d = decoy(&c, "decoy");
-    let row = |owner: &str, session: &str, n: u32| {
+    let (sp2, _, vp2, _) = keys[&s2];
+    let all = "SELECT string_agg(version_pk || ':' || owner || ':' || provider || ':' || records
+                    || ':' || cost || ':' || in_all || ':' || in_branch || ':'
+                    || cardinality(ids) || ':' || nums::text, ',' ORDER BY cost)
+               FROM sessiontree.usage_sums";
+    let before = server(&c, all);
+    assert_eq!(
+        before,
         format!(
-            "INSERT INTO sessiontree.usage (owner, version_pk, session_pk, n, entry_ts, provider,
-                 model, day, on_branch, input, output, cache_read, cache_write, total_tokens, cost)
-             VALUES ('{owner}', {vp}, {session}, {n}, 'x', 'p', 'm', '-', true, 1e9, 0, 0, 0, 0, 1e6)"
+            "{vp}:carol:anthropic:3:0.75:true:true:3:{{100,5,0,0,105,0.25,101,5,0,0,106,0.25,102,5,0,0,107,0.25}},\
+             {vp2}:carol:anthropic:3:1.5:true:true:3:{{100,5,0,0,105,0.5,101,5,0,0,106,0.5,102,5,0,0,107,0.5}}"
         )
-    };
-    let attacks: Vec<(&str, String)> = vec![
-        ("a usage row of carol's version as carol", row("carol", &sp.to_string(), 9)),
-        ("a usage row of carol's version as bob, tied to the decoy", row("bob", &d, 9)),
-        ("a usage row of carol's version as bob, her session", row("bob", &sp.to_string(), 9)),
-        (
-            "a usage row at n = 0 of carol's version (a key she uses)",
-            row("bob", &d, 0),
-        ),
-        ("deleting carol's usage", "DELETE FROM sessiontree.usage".to_string()),
-        (
-            "changing a number of a usage row",
-            "UPDATE sessiontree.usage SET cost = 1e6".to_string(),
-        ),
-        (
-            "naming the session of a usage row",
-            "UPDATE sessiontree.usage SET session_pk = session_pk".to_string(),
-        ),
-        (
-            "a NaN cost in a row of bob's own",
-            format!(
-                "INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-                     SELECT c.pk, c.session_pk, 1, 0, sha256(''), 0 FROM sessiontree.copies c
-                     WHERE c.owner = current_user AND c.session_pk = {d};
-                 INSERT INTO sessiontree.usage (version_pk, session_pk, n, entry_ts, provider,
-                     model, day, on_branch, input, output, cache_read, cache_write, total_tokens, cost)
-                     SELECT pk, session_pk, 0, 'x', 'p', 'm', '-', true, 0, 0, 0, 0, 0, 'NaN'
-                     FROM sessiontree.versions WHERE owner = current_user"
-            ),
-        ),
-    ];
-    // bob's decoy needs a copy of his own for the last one.
+    );
+    let d = decoy(&c, "decoy");
+    // bob's decoy gets a copy and an empty version of his own, for the rows of his own.
     c.psql(
         "bob",
         "archive",
         &format!(
             "INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-             VALUES ({d}, gen_random_uuid(), '--w--/decoy.jsonl')"
+                 VALUES ({d}, gen_random_uuid(), '--w--/decoy.jsonl');
+             INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                 SELECT c.pk, c.session_pk, 1, 0, sha256(''), 0 FROM sessiontree.copies c
+                 WHERE c.owner = current_user AND c.session_pk = {d}"
         ),
     )
     .unwrap();
+    let bv = c
+        .psql(
+            "bob",
+            "archive",
+            "SELECT pk FROM sessiontree.versions WHERE owner = current_user",
+        )
+        .unwrap();
+    let group = |owner: &str, version: &str, session: &str, tail: &str| {
+        format!(
+            "INSERT INTO sessiontree.usage_sums (owner, version_pk, session_pk, provider, model,
+                 day, in_all, in_branch, records, input, output, cache_read, cache_write,
+                 total_tokens, cost, ids, eid, ets, nums)
+             VALUES ('{owner}', {version}, {session}, 'p', 'm', '-', true, true, {tail})"
+        )
+    };
+    let forged = "1, 1e9, 0, 0, 0, 0, 1e6, '{1}', '{x}', '{y}', '{1e9,0,0,0,0,1e6}'";
+    let attacks: Vec<(&str, String)> = vec![
+        (
+            "a group of carol's version as carol",
+            group("carol", &vp.to_string(), &sp.to_string(), forged),
+        ),
+        (
+            "a group of carol's version as bob, tied to the decoy",
+            group("bob", &vp.to_string(), &d, forged),
+        ),
+        (
+            "a group of carol's version as bob, her session",
+            group("bob", &vp.to_string(), &sp.to_string(), forged),
+        ),
+        (
+            "a group of carol's version shared with bob, as bob",
+            group("bob", &vp2.to_string(), &sp2.to_string(), forged),
+        ),
+        (
+            "a group of carol's version shared with bob, as carol",
+            group("carol", &vp2.to_string(), &sp2.to_string(), forged),
+        ),
+        (
+            "a group of bob's version under carol's session",
+            group("bob", &bv, &sp2.to_string(), forged),
+        ),
+        (
+            "moving a group to another version",
+            format!("UPDATE sessiontree.usage_sums SET version_pk = {bv}"),
+        ),
+        (
+            "moving a group to another owner",
+            "UPDATE sessiontree.usage_sums SET owner = 'bob'".to_string(),
+        ),
+        (
+            "naming the session of a group",
+            "UPDATE sessiontree.usage_sums SET session_pk = session_pk".to_string(),
+        ),
+        (
+            "a NaN cost in a group of bob's own",
+            group("bob", &bv, &d, "1, 0, 0, 0, 0, 0, 'NaN', '{}', '{}', '{}', '{}'"),
+        ),
+        (
+            "an infinite number of a record in a group of bob's own",
+            group(
+                "bob",
+                &bv,
+                &d,
+                "1, 0, 0, 0, 0, 0, 0, '{1}', '{x}', '{y}', '{Infinity,0,0,0,0,0}'",
+            ),
+        ),
+        (
+            "a negative count in a group of bob's own",
+            group("bob", &bv, &d, "-5, 0, 0, 0, 0, 0, 0, '{}', '{}', '{}', '{}'"),
+        ),
+        (
+            "fewer numbers than records in a group of bob's own",
+            group("bob", &bv, &d, "2, 0, 0, 0, 0, 0, 0, '{1,2}', '{x,z}', '{y,y}', '{0,0,0,0,0,0}'"),
+        ),
+        (
+            "a two-dimensional array in a group of bob's own",
+            group(
+                "bob",
+                &bv,
+                &d,
+                "2, 0, 0, 0, 0, 0, 0, '{{1},{2}}', '{{x},{z}}', '{{y},{y}}', '{0,0,0,0,0,0,0,0,0,0,0,0}'",
+            ),
+        ),
+        (
+            "a NULL id in a group of bob's own",
+            group("bob", &bv, &d, "1, 0, 0, 0, 0, 0, 0, '{1}', '{NULL}', '{y}', '{0,0,0,0,0,0}'"),
+        ),
+    ];
     let accepted = attempt(&c, &attacks);
     assert!(accepted.is_empty(), "the server accepted: {accepted:#?}");
     // What passes the privileges finds no row of carol's (row-level security).
     for sql in [
-        "UPDATE sessiontree.usage SET on_branch = false".to_string(),
-        format!("UPDATE sessiontree.versions SET usage_length = 1 WHERE pk = {vp}"),
+        "UPDATE sessiontree.usage_sums SET cost = 1e6, records = 1000".to_string(),
+        "DELETE FROM sessiontree.usage_sums".to_string(),
+        format!("UPDATE sessiontree.versions SET usage_length = 1 WHERE pk IN ({vp}, {vp2})"),
     ] {
         c.psql("bob", "archive", &sql).unwrap();
     }
-    assert_eq!(
-        server(&c, "SELECT string_agg(n || ':' || cost || ':' || on_branch, ',' ORDER BY n) FROM sessiontree.usage"),
-        before
-    );
+    assert_eq!(server(&c, all), before);
     assert_eq!(
         server(
             &c,
@@ -1532,36 +1600,46 @@ fn usage_rows_hold_against_another_role() {
         ),
         len.to_string()
     );
-    // bob sees none of it, and his stats hold nothing of hers.
+    // bob sees the sums of the session shared with him only, and his stats hold nothing
+    // else of hers.
     assert_eq!(
-        c.psql("bob", "archive", "SELECT count(*) FROM sessiontree.usage")
-            .unwrap(),
-        "0"
+        c.psql(
+            "bob",
+            "archive",
+            "SELECT string_agg(DISTINCT version_pk::text, ',') FROM sessiontree.usage_sums"
+        )
+        .unwrap(),
+        vp2.to_string()
     );
     let mut bob = open(&c, "bob");
     let st =
         sessiontree_archive::usage::stats(&mut bob, sessiontree_archive::usage::By::Model, false)
             .unwrap();
-    assert!(st.known.iter().all(|s| s.owner == "bob"), "{:?}", st.known);
     assert!(
-        st.groups.iter().all(|(_, u)| u.cost < 1.0),
+        st.known
+            .iter()
+            .all(|s| s.owner == "bob" || s.session_id == s2),
         "{:?}",
-        st.groups
+        st.known
     );
-    // carol's own: her three records at 0.25, whatever bob tried.
+    assert_eq!(st.groups.len(), 1, "{:?}", st.groups);
+    assert_eq!(st.groups[0].0, "anthropic/claude");
+    assert_eq!(st.groups[0].1.records, 3);
+    assert!((st.groups[0].1.cost - 1.5).abs() < 1e-9);
+    // carol's own: her six records, whatever bob tried.
     let st =
         sessiontree_archive::usage::stats(&mut carol, sessiontree_archive::usage::By::Model, false)
             .unwrap();
     assert_eq!(st.groups.len(), 1, "{:?}", st.groups);
     assert_eq!(st.groups[0].0, "anthropic/claude");
-    assert_eq!(st.groups[0].1.records, 3);
-    assert!((st.groups[0].1.cost - 0.75).abs() < 1e-9);
+    assert_eq!(st.groups[0].1.records, 6);
+    assert!((st.groups[0].1.cost - 2.25).abs() < 1e-9);
     assert!(st.unknown.is_empty());
 }
 
 /// An archive of schema 4 with a session in it (as that sessiontree stored it: no usage):
-/// the migration computes its usage from its chunks once, so stats read it like a session
-/// pushed now; the version's time is left as it was.
+/// the migrations compute its usage from its chunks once (5) and sum it (6), so stats read
+/// it like a session pushed now; the version's time is left as it was.
 #[test]
 fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
     let Some(c) = pg::archive() else { return };
@@ -1610,10 +1688,10 @@ fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
     assert_eq!(
         server(
             &c,
-            "SELECT count(*) || ',' || min(owner) || ',' || sum(cost) || ',' || sum(input)
-             FROM sessiontree.usage"
+            "SELECT count(*) || ',' || min(owner) || ',' || sum(records) || ',' || sum(cost)
+                    || ',' || sum(input) FROM sessiontree.usage_sums"
         ),
-        "4,carol,2,406"
+        "1,carol,4,2,406"
     );
     assert_eq!(
         server(&c, "SELECT usage_length = length FROM sessiontree.versions"),
@@ -1649,4 +1727,275 @@ fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
             .unwrap();
     // (From this machine a copy of its own: the newest copy is the one counted.)
     assert_eq!(st.groups.iter().map(|g| g.1.records).sum::<u64>(), 5);
+}
+
+/// `stats` of these sessions' bytes, as the local command counts them: files in name order
+/// descending, every branch or the current one, a record of the same id and time once.
+fn local_stats(files: &[(&str, &[u8])], branch: bool) -> Vec<sessiontree::usage::Usage> {
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by(|a, b| files[*b].0.cmp(files[*a].0));
+    let mut seen = std::collections::HashSet::new();
+    let mut out = vec![sessiontree::usage::Usage::default(); files.len()];
+    for i in order {
+        let recs = sessiontree::usage::records_in(files[i].1).unwrap();
+        let chosen: Vec<&sessiontree::usage::Record> = if branch {
+            sessiontree::usage::on_branch(&recs)
+        } else {
+            recs.iter().collect()
+        };
+        for r in chosen {
+            let Some(u) = &r.usage else { continue };
+            if let Some(id) = &r.id {
+                if !seen.insert((id.clone(), r.timestamp.clone())) {
+                    continue;
+                }
+            }
+            out[i].add(u);
+        }
+    }
+    out
+}
+
+/// An archive of schema 5 with usage rows (as that sessiontree pushed them) of a session
+/// and of a fork of it (the parent's records copied, then a branch off its first entry):
+/// the migration to 6 sums each version's rows with the code a push uses, drops the
+/// per-record table, and `stats` then counts what the local command counts in the same
+/// files, per session and for both branch choices.
+#[test]
+fn an_archive_of_schema_5_gets_usage_sums_on_migration() {
+    let Some(c) = pg::archive() else { return };
+    c.psql(
+        "postgres",
+        "postgres",
+        &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
+    )
+    .unwrap();
+    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
+    assert_eq!(
+        sessiontree_archive::schema::migrate_to(&mut raw, 4).unwrap(),
+        vec![1, 2, 3, 4]
+    );
+    let (s1, s2) = (sid(41), sid(42));
+    let mine = session_with_usage(&s1, "/w", &["a", "b", "c", "d"], 0.5);
+    let text = String::from_utf8(mine.clone()).unwrap();
+    let first = ids_of_line(text.lines().nth(1).unwrap());
+    let mut fork = String::from_utf8(session(&s2, "/w", &[])).unwrap();
+    for l in text.lines().skip(1) {
+        fork.push_str(l);
+        fork.push('\n');
+    }
+    fork.push_str(&format!(
+        "{{\"type\":\"message\",\"id\":\"f0f0f0f0\",\"parentId\":\"{first}\",\"timestamp\":\"2025-04-02T09:00:00.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[],\"provider\":\"openai\",\"model\":\"gpt\",\"usage\":{{\"input\":7,\"output\":8,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":15,\"cost\":{{\"total\":0.125}}}},\"stopReason\":\"stop\",\"timestamp\":1743584400000}}}}\n"
+    ));
+    let fork = fork.into_bytes();
+    // The fork's file name is the later one: it is counted first.
+    let files = [
+        ("2025-04-01T09-00-00-000Z", &s1, &mine[..]),
+        ("2025-04-02T09-00-00-000Z", &s2, &fork[..]),
+    ];
+    for (t, s, b) in files {
+        c.psql(
+            "carol",
+            "archive",
+            &format!(
+                "INSERT INTO sessiontree.machines (id, name)
+                     VALUES ('00000000-0000-4000-8000-00000000000c', 'm') ON CONFLICT DO NOTHING;
+                 INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s}', '/w');
+                 INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+                     SELECT pk, '00000000-0000-4000-8000-00000000000c', '--w--/{t}_{s}.jsonl'
+                     FROM sessiontree.sessions WHERE session_id = '{s}';
+                 INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+                     SELECT c.pk, c.session_pk, 1, {n}, sha256({b}), {n}
+                     FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
+                     WHERE s.session_id = '{s}';
+                 INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+                     SELECT v.pk, v.session_pk, 0, {b}
+                     FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
+                     WHERE s.session_id = '{s}'",
+                n = b.len(),
+                b = bytea(b)
+            ),
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        sessiontree_archive::schema::migrate_to(&mut raw, 5).unwrap(),
+        vec![5]
+    );
+    assert_eq!(server(&c, "SELECT count(*) FROM sessiontree.usage"), "9");
+    drop(raw);
+    drop(open(&c, "alice"));
+    assert_eq!(
+        server(&c, "SELECT max(version) FROM sessiontree.migrations"),
+        schema_latest()
+    );
+    assert_eq!(
+        server(&c, "SELECT to_regclass('sessiontree.usage') IS NULL"),
+        "t"
+    );
+    // The groups are those a push of the same bytes writes.
+    for (_, s, b) in files {
+        let want: Vec<String> =
+            sessiontree_archive::usage::groups(&sessiontree_archive::usage::rows(b))
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{}|{}|{}|{}|{}|{}|{}|{}",
+                        g.provider,
+                        g.model,
+                        g.day,
+                        if g.in_all { "t" } else { "f" },
+                        if g.in_branch { "t" } else { "f" },
+                        g.sums.records,
+                        g.sums.cost,
+                        g.eid.join(",")
+                    )
+                })
+                .collect();
+        let mut want = want;
+        want.sort();
+        assert_eq!(
+            server(
+                &c,
+                &format!(
+                    "SELECT g.provider, g.model, g.day, g.in_all, g.in_branch, g.records, g.cost,
+                            array_to_string(g.eid, ',')
+                     FROM sessiontree.usage_sums g JOIN sessiontree.sessions s ON s.pk = g.session_pk
+                     WHERE s.session_id = '{s}' AND g.owner = 'carol' ORDER BY 1, 2, 3, 4, 5, 6, 7, 8"
+                )
+            ),
+            want.join("\n"),
+            "{s}"
+        );
+    }
+    let mut carol = open(&c, "carol");
+    let named: Vec<(&str, &[u8])> = files.iter().map(|(t, _, b)| (*t, *b)).collect();
+    for branch in [false, true] {
+        let want = local_stats(&named, branch);
+        let st = sessiontree_archive::usage::stats(
+            &mut carol,
+            sessiontree_archive::usage::By::Session,
+            branch,
+        )
+        .unwrap();
+        assert!(st.unknown.is_empty());
+        // known: the fork first (its file name is the later one).
+        assert_eq!(st.known[0].session_id, s2);
+        let mut got = vec![sessiontree::usage::Usage::default(); 2];
+        for (k, u) in &st.groups {
+            let i: usize = k.parse().unwrap();
+            got[if st.known[i].session_id == s1 { 0 } else { 1 }].add(u);
+        }
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.records, w.records, "branch {branch}: {got:?} {want:?}");
+            assert!(
+                (g.cost - w.cost).abs() < 1e-9,
+                "branch {branch}: {got:?} {want:?}"
+            );
+            assert_eq!(g.input, w.input, "branch {branch}");
+        }
+        // Every record of the parent is the fork's too, over every branch.
+        assert_eq!(want[0].records, if branch { 4 } else { 0 });
+        assert_eq!(
+            st.groups.len(),
+            if branch { 2 } else { 1 },
+            "{:?}",
+            st.groups
+        );
+    }
+}
+
+fn ids_of_line(line: &str) -> String {
+    let v: serde_json::Value = serde_json::from_slice(line.as_bytes()).unwrap();
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// A push after an append writes only the usage groups the append changed: none for a
+/// user message (the groups keep their row versions), the one whose sums grew for an
+/// answer, and after a branch moved the leaf the records that left the branch move to
+/// their own group; a large append rewrites the version's groups in its transaction. The
+/// sums stay what the bytes say.
+#[test]
+fn an_append_rewrites_only_the_usage_groups_it_changes() {
+    let Some(c) = start() else { return };
+    let mut carol = open(&c, "carol");
+    let a = c.path("a");
+    let s1 = sid(51);
+    let p = session_path(&a, "/w", &s1);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, session_with_usage(&s1, "/w", &["one", "two"], 0.25)).unwrap();
+    push(&mut carol, &opts(&a)).unwrap();
+    let rows = "SELECT string_agg(provider || ':' || in_all || ':' || in_branch || ':' || records
+                    || ':' || xmin, ',' ORDER BY provider, in_branch) FROM sessiontree.usage_sums";
+    let want = |bytes: &[u8]| {
+        let mut g: Vec<String> =
+            sessiontree_archive::usage::groups(&sessiontree_archive::usage::rows(bytes))
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{}:{}:{}:{}",
+                        g.provider, g.in_all, g.in_branch, g.sums.records
+                    )
+                })
+                .collect();
+        g.sort();
+        g.join(",")
+    };
+    let strip = |s: &str| -> String {
+        let mut v: Vec<String> = s
+            .split(',')
+            .map(|x| x.rsplit_once(':').unwrap().0.to_string())
+            .collect();
+        v.sort();
+        v.join(",")
+    };
+    let before = server(&c, rows);
+    assert_eq!(strip(&before), "anthropic:true:true:2");
+    // A user message: no group changes.
+    grow(&p, "a question");
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.appended, 1, "{r:?}");
+    assert_eq!(server(&c, rows), before);
+    // An answer with a usage on the branch: its group is rewritten with the new sums.
+    let text = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
+    let last = ids_of_line(text.lines().last().unwrap());
+    let first = ids_of_line(text.lines().nth(1).unwrap());
+    let answer = |id: &str, parent: &str| {
+        format!(
+            "{{\"type\":\"message\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2025-04-02T09:00:00.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[],\"provider\":\"anthropic\",\"model\":\"claude\",\"usage\":{{\"input\":7,\"output\":8,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":15,\"cost\":{{\"total\":0.125}}}},\"stopReason\":\"stop\",\"timestamp\":1743498060000}}}}\n"
+        )
+    };
+    std::fs::write(&p, format!("{text}{}", answer("a1a1a1a1", &last))).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.appended, 1, "{r:?}");
+    let after = server(&c, rows);
+    assert_eq!(strip(&after), "anthropic:true:true:3");
+    assert_ne!(after, before);
+    // A branch off the first entry: the answers after it leave the current branch.
+    let text = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
+    std::fs::write(&p, format!("{text}{}", answer("b2b2b2b2", &first))).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.appended, 1, "{r:?}");
+    let bytes = std::fs::read(&p).unwrap();
+    assert_eq!(strip(&server(&c, rows)), want(&bytes));
+    assert_eq!(want(&bytes), "anthropic:true:false:3,anthropic:true:true:1");
+    let st =
+        sessiontree_archive::usage::stats(&mut carol, sessiontree_archive::usage::By::Model, true)
+            .unwrap();
+    assert_eq!(st.groups.len(), 1);
+    assert_eq!(st.groups[0].1.records, 1);
+    assert!((st.groups[0].1.cost - 0.125).abs() < 1e-9);
+    // A large append (more texts than the one-statement append takes) goes through the
+    // batch's transaction: the version's groups are written whole again, the same.
+    for i in 0..210 {
+        grow(&p, &format!("question {i}"));
+    }
+    let text = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
+    let last = ids_of_line(text.lines().last().unwrap());
+    std::fs::write(&p, format!("{text}{}", answer("c3c3c3c3", &last))).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.appended, 1, "{r:?}");
+    let bytes = std::fs::read(&p).unwrap();
+    assert_eq!(strip(&server(&c, rows)), want(&bytes));
+    assert_eq!(want(&bytes), "anthropic:true:false:3,anthropic:true:true:2");
 }

@@ -715,3 +715,103 @@ fn tls_client_in_its_own_process() {
     open("127.0.0.1", "sslmode=verify-full&sslrootcert=system").unwrap();
     assert!(open("localhost", "sslrootcert=system").is_err());
 }
+
+/// An assistant answer under `parent` with a usage of `cost` (and 10 input tokens).
+fn answer(eid: &str, parent: &str, sec: u32, cost: f64) -> String {
+    format!(
+        "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":\"{parent}\",\"timestamp\":\"2025-05-01T10:00:{sec:02}.000Z\",\"message\":{{\"role\":\"assistant\",\"content\":[],\"provider\":\"p\",\"model\":\"m\",\"usage\":{{\"input\":10,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":10,\"cost\":{{\"total\":{cost}}}}},\"stopReason\":\"stop\",\"timestamp\":{}}}}}\n",
+        1746093600000u64 + sec as u64
+    )
+}
+
+/// bob shares a session whose usage sums (schema 6) he wrote by hand, its file name sorting
+/// before alice's: one group claims a record of hers (its id and time, his numbers), one
+/// lists the digest of her other record under another id, one the largest count the
+/// server allows. Her `stats --archive` neither fails nor counts a record twice: the
+/// record bob claims exactly is counted once, for his session (as the local `stats` would
+/// count a fork's copy of it), the digest alone takes nothing of hers, and her own numbers
+/// stay what she pushed.
+#[test]
+fn forged_usage_sums_of_a_shared_session_take_only_what_they_claim_exactly() {
+    let Some(c) = pg::archive() else { return };
+    let a = c.path("alice");
+    let x = new_id();
+    let text = format!(
+        "{}{}{}",
+        session_text(&x, "/w", &["hello"]),
+        answer("a0000001", "e0000001", 10, 1.0),
+        answer("a0000002", "a0000001", 11, 2.0)
+    );
+    put(&a, "/w", &x, &text);
+    let mut alice = Archive::open(&c.url).unwrap();
+    push(&mut alice, &opts(&a)).unwrap();
+    let y = new_id();
+    let data = session_text(&y, "/w", &["bob's"]);
+    forge(
+        &c,
+        "bob",
+        &y,
+        &format!("--w--/2099-01-01T00-00-00-000Z_{y}.jsonl"),
+        data.as_bytes(),
+        None,
+        "alice",
+    );
+    let digest = |id: &str, ts: &str| {
+        format!(
+            "('x' || encode(substr(sha256(convert_to('{id}', 'UTF8') || '\\x00'::bytea
+                 || convert_to('{ts}', 'UTF8')), 1, 8), 'hex'))::bit(64)::int8"
+        )
+    };
+    let group = |model: &str, records: i64, ids: String, eid: &str, ets: &str, cost: &str| {
+        format!(
+            "INSERT INTO sessiontree.usage_sums (version_pk, session_pk, provider, model, day,
+                 in_all, in_branch, records, input, output, cache_read, cache_write,
+                 total_tokens, cost, ids, eid, ets, nums)
+             SELECT v.pk, v.session_pk, 'p', '{model}', '2025-05-01', true, true, {records},
+                    0, 0, 0, 0, 0, {cost}, ARRAY[{ids}], ARRAY['{eid}'], ARRAY['{ets}'],
+                    ARRAY[0, 0, 0, 0, 0, {cost}]::float8[]
+             FROM sessiontree.versions v WHERE v.owner = current_user;"
+        )
+    };
+    // (An entry's time as `stats` keeps it: the JSON text, quotes included.)
+    let t1 = "\"2025-05-01T10:00:10.000Z\"";
+    let t2 = "\"2025-05-01T10:00:11.000Z\"";
+    c.psql(
+        "bob",
+        "archive",
+        &format!(
+            "UPDATE sessiontree.versions SET usage_length = length WHERE owner = current_user;
+             {}{}{}",
+            group("claimed", 1, digest("a0000001", t1), "a0000001", t1, "0.5"),
+            group("digest", 1, digest("a0000002", t2), "zzzzzzzz", t2, "0.25"),
+            group("many", 2147483647, digest("b", "b"), "b", "b", "1e300"),
+        ),
+    )
+    .unwrap();
+    for branch in [false, true] {
+        let st = sessiontree_archive::usage::stats(
+            &mut alice,
+            sessiontree_archive::usage::By::Session,
+            branch,
+        )
+        .unwrap();
+        assert!(st.unknown.is_empty() && st.skipped.is_empty(), "{st:?}");
+        let of = |id: &str| {
+            let i = st.known.iter().position(|s| s.session_id == id).unwrap();
+            st.groups
+                .iter()
+                .find(|(k, _)| *k == i.to_string())
+                .map(|(_, u)| *u)
+                .unwrap_or_default()
+        };
+        // hers: only the record bob does not claim exactly.
+        let hers = of(&x);
+        assert_eq!(hers.records, 1, "{st:?}");
+        assert_eq!(hers.cost, 2.0);
+        assert_eq!(hers.input, 10.0);
+        // his: his three groups, as he wrote them.
+        let his = of(&y);
+        assert_eq!(his.records, 1 + 1 + 2147483647, "{st:?}");
+        assert!((his.cost - (0.5 + 0.25 + 1e300)).abs() <= 1e285);
+    }
+}

@@ -609,17 +609,18 @@ fn stats_of_the_archive_are_the_local_stats_of_the_same_sessions() {
     cmd.args(["push", "--archive", &c.url]);
     ok(cmd.output().unwrap());
     same("after an append on another branch");
-    // What is summed is the kept rows: one changed in the server shows (a record no other
-    // session holds, so no copy of it is counted instead).
+    // What is summed is the kept sums: a group changed in the server shows (one none of
+    // whose records another session holds, so no copy of them is counted instead).
     c.psql(
         "postgres",
         "archive",
-        "UPDATE sessiontree.usage SET cost = cost + 1000
-         WHERE (version_pk, n) = (SELECT version_pk, n FROM sessiontree.usage u
-                                  WHERE NOT EXISTS (SELECT 1 FROM sessiontree.usage o
-                                      WHERE o.entry_id = u.entry_id AND o.entry_ts = u.entry_ts
-                                        AND o.version_pk <> u.version_pk)
-                                  ORDER BY version_pk, n LIMIT 1)",
+        "UPDATE sessiontree.usage_sums SET cost = cost + 1000
+         WHERE (version_pk, provider, model, day, in_all, in_branch) = (
+             SELECT version_pk, provider, model, day, in_all, in_branch
+             FROM sessiontree.usage_sums g
+             WHERE in_all AND NOT EXISTS (SELECT 1 FROM sessiontree.usage_sums o
+                                          WHERE o.version_pk <> g.version_pk AND o.eid && g.eid)
+             ORDER BY version_pk, provider, model, day, in_branch LIMIT 1)",
     )
     .unwrap();
     let changed = stats_json(&a, &["--archive", &c.url]);
