@@ -472,13 +472,18 @@ fn convert_file(
 /// The conversions of a source cut to what is final when the source may still be written,
 /// each with whether it is whole.
 fn hold(convs: Vec<Conversion>, hot: &Path, holds: Holds<'_>) -> Vec<(Conversion, bool)> {
+    convs.into_iter().map(|c| hold_one(c, hot, holds)).collect()
+}
+
+/// [`hold`] of one conversion.
+fn hold_one(conv: Conversion, hot: &Path, holds: Holds<'_>) -> (Conversion, bool) {
     let (hold_last, hold_open) = holds;
     if hold_last.is_some_and(|hold| hold(hot)) {
-        convs.into_iter().map(|c| settled_part(c, true)).collect()
+        settled_part(conv, true)
     } else if hold_open.is_some_and(|hold| hold(hot)) {
-        convs.into_iter().map(|c| settled_part(c, false)).collect()
+        settled_part(conv, false)
     } else {
-        convs.into_iter().map(|c| (c, true)).collect()
+        (conv, true)
     }
 }
 
@@ -554,6 +559,48 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
     // writeback falls behind) leaves its core to another. (Once per core measures the same.)
     let threads =
         (2 * std::thread::available_parallelism().map_or(1, |n| n.get())).min(files.len().max(1));
+    // One conversion: written now, or set aside until its parent is written.
+    let handle = |i: usize, path: &PathBuf, k: usize, conv: Conversion, whole: bool| {
+        let order = (i << 32) + k;
+        let main_claude = matches!(agent, Agent::Claude | Agent::OpenCode) && conv.kind == "main";
+        if main_claude {
+            guard(&copies_seen).add(&conv);
+        }
+        let copy = main_claude && (conv.copied || shared_start.contains(path.as_path()));
+        if conv.parent_source.is_some() || copy {
+            guard(&waiting).push((order, path.clone(), conv, whole));
+            return;
+        }
+        let (result, aside) = write_one(
+            &conv,
+            whole,
+            (path, opts.pruned),
+            session_dir,
+            None,
+            opts.dry_run,
+        );
+        if let Some(aside) = aside {
+            guard(&asides).push((order, aside));
+        }
+        let entries = conv.lines.len();
+        let mut conv = Conversion {
+            lines: Vec::new(),
+            ..conv
+        };
+        // The body's memory serves this thread's next conversion.
+        crate::recycle(std::mem::take(&mut conv.body));
+        guard(&done).push((
+            order,
+            Done {
+                source: path.clone(),
+                conv,
+                entries,
+                result,
+                parent_session: None,
+            },
+        ));
+    };
+    let holds = (opts.hold_last, opts.hold_open);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -570,57 +617,23 @@ pub fn import_files(agent: Agent, files: &[PathBuf], opts: Options<'_>) -> Repor
                     if let Some(p) = opts.progress {
                         p();
                     }
-                    match convert_file(
-                        agent,
-                        path,
-                        files,
-                        &mut buf,
-                        (opts.hold_last, opts.hold_open),
-                        &segments,
-                    ) {
+                    if agent == Agent::OpenCode {
+                        // A database holds many sessions: each one written as soon as it
+                        // is converted, on the converter's threads.
+                        let each = |k: usize, conv: Conversion| {
+                            let (conv, whole) = hold_one(conv, path, holds);
+                            handle(i, path, k, conv, whole);
+                        };
+                        if let Err(e) = opencode::convert_each(path, &each) {
+                            guard(&errors).push((i, format!("{}: {e}", path.display())));
+                        }
+                        continue;
+                    }
+                    match convert_file(agent, path, files, &mut buf, holds, &segments) {
                         Err(e) => guard(&errors).push((i, format!("{}: {e}", path.display()))),
                         Ok(convs) => {
                             for (k, (conv, whole)) in convs.into_iter().enumerate() {
-                                let order = (i << 32) + k;
-                                let main_claude = matches!(agent, Agent::Claude | Agent::OpenCode)
-                                    && conv.kind == "main";
-                                if main_claude {
-                                    guard(&copies_seen).add(&conv);
-                                }
-                                let copy = main_claude
-                                    && (conv.copied || shared_start.contains(path.as_path()));
-                                if conv.parent_source.is_some() || copy {
-                                    guard(&waiting).push((order, path.clone(), conv, whole));
-                                    continue;
-                                }
-                                let (result, aside) = write_one(
-                                    &conv,
-                                    whole,
-                                    (path, opts.pruned),
-                                    session_dir,
-                                    None,
-                                    opts.dry_run,
-                                );
-                                if let Some(aside) = aside {
-                                    guard(&asides).push((order, aside));
-                                }
-                                let entries = conv.lines.len();
-                                let mut conv = Conversion {
-                                    lines: Vec::new(),
-                                    ..conv
-                                };
-                                // The body's memory serves this thread's next conversion.
-                                crate::recycle(std::mem::take(&mut conv.body));
-                                guard(&done).push((
-                                    order,
-                                    Done {
-                                        source: path.clone(),
-                                        conv,
-                                        entries,
-                                        result,
-                                        parent_session: None,
-                                    },
-                                ));
+                                handle(i, path, k, conv, whole);
                             }
                         }
                     }

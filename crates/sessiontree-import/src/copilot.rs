@@ -192,27 +192,27 @@ pub fn convert_all_named(bytes: &[u8], folder_id: &str, name: Option<&str>) -> V
     for (line, r) in records {
         let ty = r.get("type").and_then(V::as_str).unwrap_or("");
         let data = r.get("data");
-        let call = |k: &str| {
-            data.and_then(|d| d.get(k))
-                .and_then(V::as_str)
-                .map(str::to_string)
-        };
-        let owner = match ty {
+        // (Borrowed: most events name a call, a copy each was an allocation per event.)
+        let call = |k: &str| data.and_then(|d| d.get(k)).and_then(V::as_str);
+        let owner: Option<String> = match ty {
             "subagent.started" => {
                 if let Some(c) = call("toolCallId") {
-                    open.push(c);
+                    open.push(c.to_string());
                 }
                 None
             }
             "subagent.completed" | "subagent.failed" => {
                 if let Some(c) = call("toolCallId") {
-                    open.retain(|o| *o != c);
+                    open.retain(|o| o != c);
                 }
                 None
             }
             // The `task` call's own result (written before or after `subagent.completed`).
-            _ if call("toolCallId").is_some_and(|c| open.contains(&c)) => None,
-            _ => call("parentToolCallId").or_else(|| open.last().cloned()),
+            _ if call("toolCallId").is_some_and(|c| open.iter().any(|o| o == c)) => None,
+            _ => match call("parentToolCallId") {
+                Some(c) => Some(c.to_string()),
+                None => open.last().cloned(),
+            },
         };
         match owner {
             Some(c) => match subs.iter_mut().find(|(id, _)| *id == c) {

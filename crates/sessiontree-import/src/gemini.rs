@@ -90,9 +90,12 @@ pub fn convert(
 ) -> Conversion {
     let mut problems = Vec::new();
     // An older release's chat: one JSON document (often pretty-printed).
-    let whole = std::str::from_utf8(bytes)
-        .ok()
-        .filter(|t| t.trim_start().starts_with('{') && t.trim_end().ends_with('}'))
+    // (Checked on the bytes first: a chat of lines starts and ends so too, and its whole
+    // text is checked once more by `Lines`.)
+    let trimmed = bytes.trim_ascii();
+    let whole = (trimmed.first() == Some(&b'{') && trimmed.last() == Some(&b'}'))
+        .then(|| simdutf8::basic::from_utf8(bytes).ok())
+        .flatten()
         .and_then(crate::jv::parse)
         .filter(|v| v.get("messages").is_some_and(|m| m.as_array().is_some()));
     let complete = whole.is_some();
@@ -725,11 +728,18 @@ impl<'a> Converter<'a> {
                         calls.push((cid, name, args));
                     }
                 }
-                for (cid, name, args) in &calls {
-                    sig.push_str(cid);
-                    sig.push_str(name);
-                    sig.push_str(&args.to_json());
-                    content.push(obj! {"type": "toolCall", "id": cid.clone(), "name": name.clone(), "arguments": args.clone()});
+                let n_calls = calls.len();
+                // The arguments' JSON, for the signature, in one buffer for every call.
+                let mut json = String::new();
+                for (cid, name, args) in calls {
+                    sig.push_str(&cid);
+                    sig.push_str(&name);
+                    json.clear();
+                    args.write(&mut json);
+                    sig.push_str(&json);
+                    content.push(
+                        obj! {"type": "toolCall", "id": cid, "name": name, "arguments": args},
+                    );
                 }
                 let tokens = m.get("tokens");
                 let g = |k: &str| {
@@ -761,7 +771,7 @@ impl<'a> Converter<'a> {
                 a.push_new("usage", usage);
                 a.push_new(
                     "stopReason",
-                    V::from(if calls.is_empty() { "stop" } else { "toolUse" }),
+                    V::from(if n_calls == 0 { "stop" } else { "toolUse" }),
                 );
                 a.push_new("timestamp", V::from(ms));
                 a.push_new("geminiCli", mark());

@@ -446,7 +446,11 @@ fn write_f64(out: &mut String, f: f64) {
         if f < 0.0 && n != 0 {
             out.push('-');
         }
-        out.push_str(crate::decimal(n, &mut [0u8; 20]));
+        out.extend(
+            crate::decimal_bytes(n, &mut [0u8; 20])
+                .iter()
+                .map(|&b| char::from(b)),
+        );
     } else {
         out.push_str(&sessiontree::json::format_number(f));
     }

@@ -218,7 +218,13 @@ pub fn recycle(mut body: String) {
 }
 
 /// `n` in decimal, written at the end of `buf`.
-pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+pub(crate) fn decimal(n: u64, buf: &mut [u8; 20]) -> &str {
+    // ASCII digits.
+    std::str::from_utf8(decimal_bytes(n, buf)).unwrap_or_default()
+}
+
+/// [`decimal`] as bytes (not checked again as UTF-8: the id of every entry takes one).
+pub(crate) fn decimal_bytes(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
@@ -228,8 +234,7 @@ pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
             break;
         }
     }
-    // ASCII digits.
-    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+    &buf[at..]
 }
 
 /// Counts one more `what` (a copy of the name only the first time).

@@ -79,7 +79,7 @@ impl<'a> Nodes<'a> {
                 let h = fnv(&[
                     namespace.as_bytes(),
                     n.key.as_bytes(),
-                    crate::decimal(salt.into(), &mut digits).as_bytes(),
+                    crate::decimal_bytes(salt.into(), &mut digits),
                 ]);
                 let id = (h >> 32) as u32;
                 if used.insert(id) {

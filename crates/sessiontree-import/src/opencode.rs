@@ -25,8 +25,11 @@
 //!   are the abandoned branch, and a `custom` `opencode:revert` entry under the message
 //!   before them is the active leaf.
 //!
-//! The database is opened read-only (OpenCode may be writing it: WAL mode); nothing is
-//! ever written to it.
+//! The database is opened read-only (OpenCode may be writing it: WAL mode) and read in one
+//! transaction; nothing is ever written to it. Its rows' text is copied once, into arenas
+//! (not a string per row), and the parts are counted per session before they are read, so
+//! that each session is converted (and written, by [`convert_each`]'s caller) on the other
+//! cores as soon as its last part is read.
 
 use crate::jv::{self, obj, Obj, V};
 use crate::node::{self, Body, Nodes};
@@ -155,7 +158,7 @@ impl<'a> Converter<'a> {
         format!("{role}:{ms}:{n}")
     }
 
-    fn user(&mut self, line: usize, m: &MessageData, info: &Obj<'a>, parts: Vec<Obj<'a>>) {
+    fn user(&mut self, line: usize, m: &Msg<'_>, info: &Obj<'a>, parts: Vec<Obj<'a>>) {
         let ms = time_of(info, m.time_created);
         let key = self.key("user", ms);
         let mut content = Vec::new();
@@ -207,11 +210,11 @@ impl<'a> Converter<'a> {
         msg.push_new("role", V::from("user"));
         msg.push_new("content", V::Arr(content));
         msg.push_new("timestamp", V::from(ms));
-        msg.push_new("opencode", obj! {"messageID": m.id.clone()});
+        msg.push_new("opencode", obj! {"messageID": m.id.to_string()});
         self.add(key, ms, Body::Message(msg));
     }
 
-    fn assistant(&mut self, m: &MessageData, info: &Obj<'a>, parts: Vec<Obj<'a>>) {
+    fn assistant(&mut self, m: &Msg<'_>, info: &Obj<'a>, parts: Vec<Obj<'a>>) {
         let ms = time_of(info, m.time_created);
         let key = self.key("assistant", ms);
         let text_of = |parts: &[Obj<'a>]| {
@@ -232,7 +235,7 @@ impl<'a> Converter<'a> {
             let body = Body::Compaction {
                 summary: text_of(&parts),
                 tokens_before: self.context,
-                details: Some(obj! {"source": "opencode", "messageID": m.id.clone()}),
+                details: Some(obj! {"source": "opencode", "messageID": m.id.to_string()}),
                 first_kept: None,
                 system_message: None,
             };
@@ -365,7 +368,7 @@ impl<'a> Converter<'a> {
                 msg.push_new("errorMessage", V::from(text));
             }
             msg.push_new("timestamp", V::from(ms));
-            msg.push_new("opencode", obj! {"messageID": m.id.clone()});
+            msg.push_new("opencode", obj! {"messageID": m.id.to_string()});
             if tokens.is_some() {
                 self.context = context_size(tokens.as_ref());
             }
@@ -420,6 +423,37 @@ fn time_of(info: &Obj<'_>, row: i64) -> i64 {
 
 /// Converts one session.
 pub fn convert(session: &SessionData) -> Conversion {
+    Rows::of(session).convert(0)
+}
+
+/// Converts session `si` of `rows`.
+fn convert_rows(shared: &Shared, rows: &SessionRows) -> Conversion {
+    let session = &rows.row;
+    let text = |s: Span| rows.text(shared, s);
+    let session_id = text(session.id);
+    // Messages in id order (OpenCode's ids grow with time), each one's parts in id order.
+    let n = session.messages.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let by_id =
+        |a: &usize, b: &usize| text(session.messages[*a].id).cmp(text(session.messages[*b].id));
+    if !order.is_sorted_by(|a, b| by_id(a, b).is_le()) {
+        order.sort_by(by_id);
+    }
+    let mut rank = vec![0u32; n];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r as u32;
+    }
+    let rank_of = |p: &PartRow| rank.get(p.msg as usize).copied().unwrap_or(u32::MAX);
+    let mut parts: Vec<&PartRow> = rows.parts.iter().collect();
+    let part_order = |a: &&PartRow, b: &&PartRow| {
+        rank_of(a)
+            .cmp(&rank_of(b))
+            .then_with(|| text(a.id).cmp(text(b.id)))
+    };
+    if !parts.is_sorted_by(|a, b| part_order(a, b).is_le()) {
+        parts.sort_by(part_order);
+    }
+    let mut parts = parts.into_iter().peekable();
     let mut c = Converter {
         nodes: Nodes::default(),
         leaf: None,
@@ -429,7 +463,7 @@ pub fn convert(session: &SessionData) -> Conversion {
         context: 0.0,
         compaction: None,
     };
-    let revert = session.revert.as_deref().and_then(parse);
+    let revert = session.revert.map(text).and_then(parse);
     let revert_at = revert
         .as_ref()
         .and_then(|r| s(r, "messageID"))
@@ -439,25 +473,31 @@ pub fn convert(session: &SessionData) -> Conversion {
     // Where the messages deleted by a revert hang: the next live message continues there.
     let mut branch: Option<Option<usize>> = None;
     let mut first_ms = None;
-    // The parsed rows live as long as the conversion's nodes.
-    let datas: Vec<(Option<Obj<'_>>, Vec<Option<Obj<'_>>>)> = session
-        .messages
-        .iter()
-        .map(|m| (parse(&m.data), m.parts.iter().map(|p| parse(p)).collect()))
-        .collect();
     let mut settled = None;
-    for (line, (m, (info, parts))) in session.messages.iter().zip(datas).enumerate() {
+    for (line, &k) in order.iter().enumerate() {
+        let row = &session.messages[k];
+        let mut own = Vec::new();
+        while let Some(p) = parts.next_if(|p| rank_of(p) as usize == line) {
+            own.push(text(p.data));
+        }
         let line = line + 1;
-        let Some(info) = info else {
+        let m = Msg {
+            id: text(row.id),
+            time_created: row.time_created,
+            removed: row.removed,
+        };
+        // Parsed as each message is converted (its tree still in the cache); the values
+        // borrow the rows' text, which outlives the conversion's nodes.
+        let Some(info) = parse(text(row.data)) else {
             c.problems.push(Problem {
                 line,
                 message: format!("message {}: its data is not a JSON object", m.id),
             });
             continue;
         };
-        let mut good = Vec::with_capacity(parts.len());
-        for (k, p) in parts.into_iter().enumerate() {
-            match p {
+        let mut good = Vec::with_capacity(own.len());
+        for (k, p) in own.into_iter().enumerate() {
+            match parse(p) {
                 Some(p) => good.push(p),
                 None => c.problems.push(Problem {
                     line,
@@ -473,20 +513,20 @@ pub fn convert(session: &SessionData) -> Conversion {
             c.leaf = b;
             c.compaction = None;
         }
-        if revert_at.as_deref() == Some(m.id.as_str()) && !m.removed {
+        if revert_at.as_deref() == Some(m.id) && !m.removed {
             before_revert = Some(c.leaf);
         }
         let ms = time_of(&info, m.time_created);
         first_ms = Some(first_ms.map_or(ms, |f: i64| f.min(ms)));
         match s(&info, "role") {
-            Some("user") => c.user(line, m, &info, good),
+            Some("user") => c.user(line, &m, &info, good),
             Some("assistant") => {
                 let open = info.get("time").and_then(|t| t.get("completed")).is_none()
                     && info.get("error").is_none();
                 if open && settled.is_none() {
                     settled = Some(c.nodes.nodes.len());
                 }
-                c.assistant(m, &info, good)
+                c.assistant(&m, &info, good)
             }
             other => c.problems.push(Problem {
                 line,
@@ -517,7 +557,7 @@ pub fn convert(session: &SessionData) -> Conversion {
             },
         );
     }
-    let title = sessiontree::session::sanitize_name(&session.title);
+    let title = sessiontree::session::sanitize_name(text(session.title));
     if !default_title(&title) && !c.nodes.nodes.is_empty() {
         let ms = c.nodes.nodes.iter().map(|n| n.ms).max().unwrap_or(0);
         // Under the leaf, keyed by it too: once the session goes on, its title is a new
@@ -534,21 +574,23 @@ pub fn convert(session: &SessionData) -> Conversion {
     // A database holds many sessions: each problem names its own (the line is the
     // message's place in it).
     for p in &mut c.problems {
-        p.message = format!("session {}: {}", session.id, p.message);
+        p.message = format!("session {session_id}: {}", p.message);
     }
-    let copied = session.parent_id.is_none() && first_ms.is_some_and(|f| f < session.time_created);
+    let directory = text(session.directory);
+    let parent_id = session.parent_id.map(|p| text(p).to_string());
+    let copied = parent_id.is_none() && first_ms.is_some_and(|f| f < session.time_created);
     Conversion {
         agent: Agent::OpenCode,
-        session_id: session.id.clone(),
-        source_session_id: session.id.clone(),
+        session_id: session_id.to_string(),
+        source_session_id: session_id.to_string(),
         timestamp: sessiontree::date::iso_from_ms(session.time_created),
-        cwd: (!session.directory.is_empty()).then(|| session.directory.clone()),
-        parent_source: session.parent_id.clone(),
-        kind: if session.parent_id.is_some() {
+        cwd: (!directory.is_empty()).then(|| directory.to_string()),
+        kind: if parent_id.is_some() {
             "sidechain"
         } else {
             "main"
         },
+        parent_source: parent_id,
         last_ms,
         copied,
         settled: settled.unwrap_or(lines.len()).min(lines.len()),
@@ -619,29 +661,62 @@ pub fn collect(root: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 
 /// Converts every session of a source: a database, or one session file of a JSON tree
 /// (skipped, as empty, when the database next to the tree holds the same session: OpenCode
-/// copied the tree into it).
+/// copied the tree into it). In the database's order.
 pub fn convert_path(path: &Path) -> Result<Vec<Conversion>, String> {
+    let out = std::sync::Mutex::new(Vec::new());
+    convert_each(path, &|k, conv| {
+        out.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((k, conv))
+    })?;
+    let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+    out.sort_unstable_by_key(|x| x.0);
+    Ok(out.into_iter().map(|x| x.1).collect())
+}
+
+/// [`convert_path`], each conversion given to `f` with its place in the database's order
+/// as soon as it is made. One database holds every session: they are converted on every
+/// core while the rest are read (the batch's threads share out files, and this is one
+/// file), and `f` (which writes each one) runs on those threads too, so that no
+/// conversion waits for the others in memory.
+pub fn convert_each(path: &Path, f: &(dyn Fn(usize, Conversion) + Sync)) -> Result<(), String> {
     if storage_session(path) {
-        let Some(s) = read_storage_session(path)? else {
-            return Ok(Vec::new());
-        };
-        return Ok(vec![convert(&s)]);
+        if let Some(s) = read_storage_session(path)? {
+            f(0, convert(&s));
+        }
+        return Ok(());
     }
-    let sessions = read_db(path)?;
-    // One database holds every session: converted on every core (the batch's threads
-    // share out files, and this is one file), in the database's order.
+    let mut c = open_db(path)?;
+    let tx = c.transaction().map_err(err)?;
+    let (shared, sessions) = read_front(&tx)?;
+    let (send, recv) = std::sync::mpsc::channel::<(usize, SessionRows)>();
+    let recv = std::sync::Mutex::new(recv);
+    let shared = &shared;
+    let work = || loop {
+        let job = recv.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok((i, rows)) = job else { break };
+        f(i, convert_rows(shared, &rows));
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = sessions.len().div_ceil(cores).max(1);
-    Ok(std::thread::scope(|s| {
-        let parts: Vec<_> = sessions
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(convert).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    }))
+    std::thread::scope(|s| {
+        // While this thread reads, the other cores convert; then this one and more
+        // threads join (twice the cores, as the batch: a thread held up writing leaves
+        // its core to another).
+        let early = cores.saturating_sub(1).max(1);
+        for _ in 0..early {
+            s.spawn(work);
+        }
+        let read = read_parts(&tx, shared, sessions, &mut |i, rows| {
+            // The receivers live until every job is taken.
+            let _ = send.send((i, rows));
+        });
+        drop(send);
+        for _ in early + 1..2 * cores {
+            s.spawn(work);
+        }
+        work();
+        read
+    })
 }
 
 fn open_db(path: &Path) -> Result<rusqlite::Connection, String> {
@@ -662,93 +737,283 @@ fn err(e: rusqlite::Error) -> String {
     format!("cannot read the database: {e}")
 }
 
-/// Every session of an OpenCode database, read in one transaction (one snapshot, while
-/// OpenCode may be writing).
-pub fn read_db(path: &Path) -> Result<Vec<SessionData>, String> {
-    let mut c = open_db(path)?;
-    let tx = c.transaction().map_err(err)?;
-    let mut sessions: Vec<SessionData> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = Default::default();
+/// Where a text of a session's rows is: which arena, which chunk, and the bytes there.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    buf: u8,
+    chunk: u32,
+    start: usize,
+    end: usize,
+}
+
+/// Texts one after the other in chunks that never move or grow once full (a buffer that
+/// doubled would copy and touch its memory twice: a database's rows are hundreds of MB).
+#[derive(Default)]
+struct Arena {
+    chunks: Vec<String>,
+}
+
+/// The largest chunk; a longer text has a chunk of its own. Chunks start small (a
+/// session's own arena holds only its parts) and double up to this.
+const CHUNK: usize = 1 << 20;
+const FIRST_CHUNK: usize = 16 << 10;
+
+impl Arena {
+    fn text(&self, s: Span) -> &str {
+        &self.chunks[s.chunk as usize][s.start..s.end]
+    }
+}
+
+/// `t` appended to arena `which` (`arena`).
+fn push(arena: &mut Arena, which: u8, t: &str) -> Span {
+    let fits = arena
+        .chunks
+        .last()
+        .is_some_and(|c| c.capacity() - c.len() >= t.len());
+    if !fits {
+        let last = arena
+            .chunks
+            .last()
+            .map_or(FIRST_CHUNK / 2, String::capacity);
+        let size = (2 * last).clamp(FIRST_CHUNK, CHUNK).max(t.len());
+        arena.chunks.push(String::with_capacity(size));
+    }
+    let chunk = arena.chunks.len() - 1;
+    let c = &mut arena.chunks[chunk];
+    let start = c.len();
+    c.push_str(t);
+    Span {
+        buf: which,
+        chunk: chunk as u32,
+        start,
+        end: c.len(),
+    }
+}
+
+/// Arenas: the sessions' rows, the messages', the messages recovered from the event log
+/// (these three read first and shared by every session: [`Shared`]), and each session's
+/// own for its parts.
+const SESSIONS: u8 = 0;
+const MESSAGES: u8 = 1;
+const RECOVERED: u8 = 2;
+const PARTS: u8 = 3;
+
+/// The text of the rows read before the parts, which every session's rows point into.
+#[derive(Default)]
+struct Shared {
+    bufs: [Arena; 3],
+}
+
+/// One session's rows: its row and messages (in [`Shared`]), its parts (in its own
+/// arena, given to a converter as soon as they are all read).
+struct SessionRows {
+    row: SessionRow,
+    parts: Vec<PartRow>,
+    text: Arena,
+}
+
+struct SessionRow {
+    id: Span,
+    parent_id: Option<Span>,
+    directory: Span,
+    title: Span,
+    /// Epoch ms.
+    time_created: i64,
+    revert: Option<Span>,
+    /// In the order read (converted in id order, see [`MessageData`]).
+    messages: Vec<MessageRow>,
+}
+
+struct MessageRow {
+    id: Span,
+    time_created: i64,
+    data: Span,
+    removed: bool,
+}
+
+struct PartRow {
+    /// Its message in [`SessionRow::messages`].
+    msg: u32,
+    id: Span,
+    data: Span,
+}
+
+impl SessionRows {
+    fn new(row: SessionRow) -> Self {
+        SessionRows {
+            row,
+            parts: Vec::new(),
+            text: Arena::default(),
+        }
+    }
+
+    fn text<'d>(&'d self, shared: &'d Shared, s: Span) -> &'d str {
+        if s.buf == PARTS {
+            self.text.text(s)
+        } else {
+            shared.bufs[s.buf as usize].text(s)
+        }
+    }
+
+    fn push_part(&mut self, msg: u32, id: &str, data: &str) {
+        let id = push(&mut self.text, PARTS, id);
+        let data = push(&mut self.text, PARTS, data);
+        self.parts.push(PartRow { msg, id, data });
+    }
+}
+
+/// A message as the converter reads it.
+struct Msg<'d> {
+    id: &'d str,
+    /// Epoch ms (the row's).
+    time_created: i64,
+    removed: bool,
+}
+
+/// Every session of a source, read ([`read_db`]).
+pub struct Rows {
+    shared: Shared,
+    sessions: Vec<SessionRows>,
+}
+
+impl Rows {
+    /// How many sessions.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Converts the `i`-th session (in id order).
+    pub fn convert(&self, i: usize) -> Conversion {
+        convert_rows(&self.shared, &self.sessions[i])
+    }
+
+    /// The rows of one session.
+    fn of(s: &SessionData) -> Rows {
+        let mut shared = Shared::default();
+        let b = &mut shared.bufs[SESSIONS as usize];
+        let row = SessionRow {
+            id: push(b, SESSIONS, &s.id),
+            parent_id: s.parent_id.as_deref().map(|p| push(b, SESSIONS, p)),
+            directory: push(b, SESSIONS, &s.directory),
+            title: push(b, SESSIONS, &s.title),
+            time_created: s.time_created,
+            revert: s.revert.as_deref().map(|r| push(b, SESSIONS, r)),
+            messages: Vec::new(),
+        };
+        let mut rows = SessionRows::new(row);
+        for (k, m) in s.messages.iter().enumerate() {
+            let b = &mut shared.bufs[MESSAGES as usize];
+            rows.row.messages.push(MessageRow {
+                id: push(b, MESSAGES, &m.id),
+                time_created: m.time_created,
+                data: push(b, MESSAGES, &m.data),
+                removed: m.removed,
+            });
+            // Kept in the order given: part ids that sort them so.
+            for (j, p) in m.parts.iter().enumerate() {
+                rows.push_part(k as u32, &format!("{j:020}"), p);
+            }
+        }
+        Rows {
+            shared,
+            sessions: vec![rows],
+        }
+    }
+}
+
+/// Column `i` of a row as text, borrowed from SQLite (copied once, into an arena);
+/// anything but UTF-8 text is an error, as for `get::<String>`.
+fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<&'r str> {
+    use rusqlite::types::{Type, ValueRef};
+    match r.get_ref(i)? {
+        ValueRef::Text(b) => match simdutf8::basic::from_utf8(b) {
+            Ok(t) => Ok(t),
+            Err(_) => Err(rusqlite::Error::FromSqlConversionFailure(
+                i,
+                Type::Text,
+                match std::str::from_utf8(b) {
+                    Err(e) => Box::new(e),
+                    Ok(_) => "not UTF-8".into(),
+                },
+            )),
+        },
+        other => Err(rusqlite::Error::InvalidColumnType(
+            i,
+            r.as_ref().column_name(i).unwrap_or("").to_string(),
+            other.data_type(),
+        )),
+    }
+}
+
+/// Message id -> (session, its place in the session's messages).
+type MessageAt<'s> = foldhash::HashMap<&'s str, (u32, u32)>;
+
+/// What is read before the parts: the sessions (in id order), their messages, and the
+/// messages the event log recovers (with their parts).
+fn read_front(tx: &rusqlite::Transaction<'_>) -> Result<(Shared, Vec<SessionRows>), String> {
+    let mut shared = Shared::default();
+    let mut sessions: Vec<SessionRows> = Vec::new();
     {
+        let b = &mut shared.bufs[SESSIONS as usize];
         let mut q = tx
             .prepare("SELECT id, parent_id, directory, title, time_created, revert FROM session ORDER BY id")
             .map_err(err)?;
-        let rows = q
-            .query_map([], |r| {
-                Ok(SessionData {
-                    id: r.get(0)?,
-                    parent_id: r.get(1)?,
-                    directory: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                    title: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
-                    time_created: r.get::<_, Option<i64>>(4)?.unwrap_or(0),
-                    revert: r.get(5)?,
-                    messages: Vec::new(),
-                })
-            })
-            .map_err(err)?;
-        for s in rows {
-            let s = s.map_err(err)?;
-            at.insert(s.id.clone(), sessions.len());
-            sessions.push(s);
+        let mut rows = q.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id = r.get::<_, String>(0).map_err(err)?;
+            let parent_id = r.get::<_, Option<String>>(1).map_err(err)?;
+            let directory = r.get::<_, Option<String>>(2).map_err(err)?;
+            let title = r.get::<_, Option<String>>(3).map_err(err)?;
+            let time_created = r.get::<_, Option<i64>>(4).map_err(err)?.unwrap_or(0);
+            let revert = r.get::<_, Option<String>>(5).map_err(err)?;
+            sessions.push(SessionRows::new(SessionRow {
+                id: push(b, SESSIONS, &id),
+                parent_id: parent_id.map(|p| push(b, SESSIONS, &p)),
+                directory: push(b, SESSIONS, directory.as_deref().unwrap_or("")),
+                title: push(b, SESSIONS, title.as_deref().unwrap_or("")),
+                time_created,
+                revert: revert.map(|r| push(b, SESSIONS, &r)),
+                messages: Vec::new(),
+            }));
         }
     }
-    let mut msg_at: std::collections::HashMap<String, (usize, usize)> = Default::default();
+    let [sbuf, mbuf, _] = &mut shared.bufs;
+    // Session id -> its place (a later row of the same id wins, as before).
+    let mut at: foldhash::HashMap<&str, u32> = Default::default();
+    for (i, s) in sessions.iter().enumerate() {
+        at.insert(sbuf.text(s.row.id), i as u32);
+    }
     {
         let mut q = tx
-            // Read in table order and sorted here: SQLite sorting every row (no index
-            // holds them) costs more than reading them.
             .prepare("SELECT id, session_id, time_created, data FROM message")
             .map_err(err)?;
-        let rows = q
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    r.get::<_, String>(3)?,
-                ))
-            })
-            .map_err(err)?;
-        let mut all = Vec::new();
-        for row in rows {
-            all.push(row.map_err(err)?);
-        }
-        all.sort_unstable_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
-        for (id, sid, t, data) in all {
-            let Some(&si) = at.get(&sid) else { continue };
-            let mi = sessions[si].messages.len();
-            msg_at.insert(id.clone(), (si, mi));
-            sessions[si].messages.push(MessageData {
+        let mut rows = q.query([]).map_err(err)?;
+        // A session's messages come one after the other: its place looked up once.
+        let mut last: Option<(String, u32)> = None;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id = text_at(r, 0).map_err(err)?;
+            let sid = text_at(r, 1).map_err(err)?;
+            let t = r.get::<_, Option<i64>>(2).map_err(err)?.unwrap_or(0);
+            let data = text_at(r, 3).map_err(err)?;
+            let si = match &last {
+                Some((l, si)) if l == sid => *si,
+                _ => {
+                    let Some(&si) = at.get(sid) else { continue };
+                    last = Some((sid.to_string(), si));
+                    si
+                }
+            };
+            let (id, data) = (push(mbuf, MESSAGES, id), push(mbuf, MESSAGES, data));
+            sessions[si as usize].row.messages.push(MessageRow {
                 id,
                 time_created: t,
                 data,
-                parts: Vec::new(),
                 removed: false,
             });
-        }
-    }
-    {
-        let mut q = tx
-            .prepare("SELECT message_id, id, data FROM part")
-            .map_err(err)?;
-        let rows = q
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            })
-            .map_err(err)?;
-        let mut all = Vec::new();
-        for row in rows {
-            all.push(row.map_err(err)?);
-        }
-        all.sort_unstable_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-        for (mid, _, data) in all {
-            if let Some(&(si, mi)) = msg_at.get(&mid) {
-                sessions[si].messages[mi].parts.push(data);
-            }
         }
     }
     // Messages a revert deleted: the event log still has them.
@@ -760,21 +1025,157 @@ pub fn read_db(path: &Path) -> Result<Vec<SessionData>, String> {
         )
         .map_err(err)?
         > 0;
-    if has_events {
-        recover_removed(&tx, &mut sessions, &at, &msg_at)?;
+    let recovered = if has_events {
+        let live = message_at(mbuf, &sessions);
+        recover_removed(tx, &at, &live)?
+    } else {
+        Vec::new()
+    };
+    drop(at);
+    let rbuf = &mut shared.bufs[RECOVERED as usize];
+    for r in recovered {
+        let s = &mut sessions[r.session];
+        let k = s.row.messages.len() as u32;
+        s.row.messages.push(MessageRow {
+            id: push(rbuf, RECOVERED, &r.id),
+            time_created: r.time_created,
+            data: push(rbuf, RECOVERED, &r.info),
+            removed: true,
+        });
+        for (pid, p) in &r.parts {
+            s.push_part(k, pid, p);
+        }
     }
-    Ok(sessions)
+    Ok((shared, sessions))
 }
 
-/// Puts back the messages deleted from the tables that the event log holds
-/// (`message.removed` of a message with `message.updated` events), each with its parts'
-/// last state, into their sessions in id order.
+/// Where each live message is (a later row of the same id wins, as before).
+fn message_at<'s>(mbuf: &'s Arena, sessions: &[SessionRows]) -> MessageAt<'s> {
+    let mut live: MessageAt<'s> = Default::default();
+    live.reserve(sessions.iter().map(|s| s.row.messages.len()).sum());
+    for (si, s) in sessions.iter().enumerate() {
+        for (k, m) in s.row.messages.iter().enumerate() {
+            if !m.removed {
+                live.insert(mbuf.text(m.id), (si as u32, k as u32));
+            }
+        }
+    }
+    live
+}
+
+/// Reads the parts into their sessions, and gives each session (its index, its rows) to
+/// `done` as soon as its last part is read: the parts are counted per session first (a
+/// pass over the table that reads no text but the message ids), so that converting the
+/// sessions read so far goes on while the rest are read. Every session is given, once.
+fn read_parts(
+    tx: &rusqlite::Transaction<'_>,
+    shared: &Shared,
+    sessions: Vec<SessionRows>,
+    done: &mut dyn FnMut(usize, SessionRows),
+) -> Result<(), String> {
+    let live = message_at(&shared.bufs[MESSAGES as usize], &sessions);
+    let mut sessions: Vec<Option<SessionRows>> = sessions.into_iter().map(Some).collect();
+    let mut left = vec![0usize; sessions.len()];
+    {
+        let mut q = tx.prepare("SELECT message_id FROM part").map_err(err)?;
+        let mut rows = q.query([]).map_err(err)?;
+        // A message's parts come one after the other: its place looked up once.
+        let mut last: Option<(String, u32)> = None;
+        while let Some(r) = rows.next().map_err(err)? {
+            let mid = text_at(r, 0).map_err(err)?;
+            match &last {
+                Some((l, si)) if l == mid => left[*si as usize] += 1,
+                _ => {
+                    if let Some(&(si, _)) = live.get(mid) {
+                        left[si as usize] += 1;
+                        last = Some((mid.to_string(), si));
+                    }
+                }
+            }
+        }
+    }
+    for (si, s) in sessions.iter_mut().enumerate() {
+        if left[si] == 0 {
+            if let Some(s) = s.take() {
+                done(si, s);
+            }
+        }
+    }
+    {
+        let mut q = tx
+            .prepare("SELECT message_id, id, data FROM part")
+            .map_err(err)?;
+        let mut rows = q.query([]).map_err(err)?;
+        let mut last: Option<(String, (u32, u32))> = None;
+        while let Some(r) = rows.next().map_err(err)? {
+            let mid = text_at(r, 0).map_err(err)?;
+            let id = text_at(r, 1).map_err(err)?;
+            let data = text_at(r, 2).map_err(err)?;
+            let (si, k) = match &last {
+                Some((l, at)) if l == mid => *at,
+                _ => {
+                    let Some(&at) = live.get(mid) else { continue };
+                    last = Some((mid.to_string(), at));
+                    at
+                }
+            };
+            let si = si as usize;
+            // One snapshot: the same rows as the count. (Were it otherwise, the part is
+            // an error, never lost: the session would have been given without it.)
+            let Some(s) = sessions[si].as_mut() else {
+                return Err(format!(
+                    "cannot read the database: part {id} was not there when the parts were counted"
+                ));
+            };
+            s.push_part(k, id, data);
+            left[si] -= 1;
+            if left[si] == 0 {
+                if let Some(s) = sessions[si].take() {
+                    done(si, s);
+                }
+            }
+        }
+    }
+    for (si, s) in sessions.into_iter().enumerate() {
+        if let Some(s) = s {
+            done(si, s);
+        }
+    }
+    Ok(())
+}
+
+/// Every session of an OpenCode database, read in one transaction (one snapshot, while
+/// OpenCode may be writing), in id order.
+pub fn read_db(path: &Path) -> Result<Rows, String> {
+    let mut c = open_db(path)?;
+    let tx = c.transaction().map_err(err)?;
+    let (shared, sessions) = read_front(&tx)?;
+    let mut all = Vec::with_capacity(sessions.len());
+    read_parts(&tx, &shared, sessions, &mut |si, s| all.push((si, s)))?;
+    all.sort_unstable_by_key(|x| x.0);
+    Ok(Rows {
+        shared,
+        sessions: all.into_iter().map(|x| x.1).collect(),
+    })
+}
+
+/// A message deleted from the tables that the event log holds.
+struct Recovered {
+    session: usize,
+    id: String,
+    time_created: i64,
+    info: String,
+    /// Its parts (id, JSON), in id order.
+    parts: Vec<(String, String)>,
+}
+
+/// The messages deleted from the tables that the event log holds (`message.removed` of a
+/// message with `message.updated` events), each with its parts' last state.
 fn recover_removed(
     tx: &rusqlite::Transaction<'_>,
-    sessions: &mut [SessionData],
-    at: &std::collections::HashMap<String, usize>,
-    live: &std::collections::HashMap<String, (usize, usize)>,
-) -> Result<(), String> {
+    at: &foldhash::HashMap<&str, u32>,
+    live: &MessageAt<'_>,
+) -> Result<Vec<Recovered>, String> {
     use std::collections::HashMap;
     let mut q = tx
         .prepare(
@@ -841,34 +1242,30 @@ fn recover_removed(
             _ => {}
         }
     }
-    let mut by_message: HashMap<String, Vec<String>> = HashMap::new();
-    for (_, (mid, data)) in parts {
-        by_message.entry(mid).or_default().push(data);
+    let mut by_message: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for (pid, (mid, data)) in parts {
+        by_message.entry(mid).or_default().push((pid, data));
     }
     removed.sort();
     removed.dedup();
-    let mut touched = Vec::new();
+    let mut out = Vec::new();
     for mid in removed {
         let Some((sid, info)) = infos.remove(&mid) else {
             continue;
         };
-        let Some(&si) = at.get(&sid) else { continue };
+        let Some(&si) = at.get(sid.as_str()) else {
+            continue;
+        };
         let t = parse(&info).map_or(0, |o| time_of(&o, 0));
-        sessions[si].messages.push(MessageData {
+        out.push(Recovered {
+            session: si as usize,
             parts: by_message.remove(&mid).unwrap_or_default(),
             id: mid,
             time_created: t,
-            data: info,
-            removed: true,
+            info,
         });
-        touched.push(si);
     }
-    touched.sort_unstable();
-    touched.dedup();
-    for si in touched {
-        sessions[si].messages.sort_by(|a, b| a.id.cmp(&b.id));
-    }
-    Ok(())
+    Ok(out)
 }
 
 fn read_json(path: &Path) -> Result<String, String> {

@@ -259,3 +259,64 @@ fn a_damaged_row_is_a_problem_and_the_rest_imports() {
     assert!(!text.contains("\"text\":\"What did it print?\""));
     assert!(text.contains("Answer 7 to: What did it print?"));
 }
+
+/// The rows as OpenCode may leave them: every session's messages and parts stored in no
+/// order, one session's rows between another's (sessions run side by side, a message's
+/// parts rewritten later). The import reads each session's rows as it finds them, and
+/// converts a session once its last part is read: the same files as from the database in
+/// order.
+#[test]
+fn rows_stored_out_of_order_and_interleaved_give_the_same_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = copy_db(tmp.path());
+    let c = Connection::open(&db).unwrap();
+    // (Not deleting the parts with their messages.)
+    c.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    // Every row moved to the end of its table in an order that mixes sessions and
+    // messages: by a hash of the row's id.
+    for table in ["message", "part"] {
+        c.execute_batch(&format!(
+            "CREATE TABLE shuffled AS SELECT * FROM {table} \
+             ORDER BY (unicode(substr(id, -1)) * 7919 + length(data)) % 13, id DESC;
+             DELETE FROM {table};
+             INSERT INTO {table} SELECT * FROM shuffled;
+             DROP TABLE shuffled;"
+        ))
+        .unwrap();
+    }
+    // The parts really are out of order and sessions interleaved.
+    let sessions: Vec<String> = c
+        .prepare("SELECT session_id FROM part ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let changes = sessions.windows(2).filter(|w| w[0] != w[1]).count();
+    assert!(changes > 10, "sessions changed {changes} times");
+    drop(c);
+    let (a, b) = (tmp.path().join("in-order"), tmp.path().join("shuffled"));
+    let r = import(&fixture_db(), &a);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let s = import(&db, &b);
+    assert!(s.errors.is_empty(), "{:?}", s.errors);
+    assert_eq!(r.done.len(), 4);
+    // The same files, but for the folder a linked session's header names.
+    let shown = |dir: &Path| {
+        snapshot(dir)
+            .into_iter()
+            .map(|(name, bytes)| {
+                let text = String::from_utf8(bytes).unwrap();
+                (
+                    name,
+                    text.replace(&dir.to_string_lossy().into_owned(), "DIR"),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shown(&a), shown(&b));
+    for (x, y) in r.done.iter().zip(&s.done) {
+        assert_eq!(x.conv.session_id, y.conv.session_id);
+        assert_eq!(x.conv.problems, y.conv.problems);
+    }
+}
