@@ -59,6 +59,9 @@ cpu0=$(server_cpu)
 measure "first push of all" 0 /usr/bin/time -o "$DATA/time.txt" -f '%U %S' "$BIN" push
 read -r cu cs <"$DATA/time.txt"
 echo "  first push CPU: client ${cu} s user + ${cs} s sys, server $(echo "$(server_cpu) - $cpu0" | bc) s; load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# What autovacuum and the checkpointer do within minutes of a bulk load, done now, so the
+# figures below are those of an archive in use, not of one still writing back its first push.
+"$PGBIN/psql" -X -q -h "$PG" -p "$PORT" -U postgres -d archive -c "VACUUM ANALYZE" -c "CHECKPOINT"
 measure "push again, nothing changed" 5 "$BIN" push
 F=$(find "$DATA/agent/sessions" -name '*.jsonl' | sort | sed -n 1p)
 append() {
