@@ -270,26 +270,33 @@ pub fn pi_builds_the_same_contexts(
     let (_tmp, all, results) = pi_opens_all(test, import_all, |i| {
         (i.source.as_path(), i.path.as_path(), &i.conv)
     })?;
-    let mut counts = Vec::new();
-    for (i, r) in all.iter().zip(&results) {
-        let mut compared = 0;
-        for c in r["contexts"].as_array().unwrap() {
-            let leaf = match c["kind"].as_str() {
-                Some("default") => None,
-                Some("id") => c["leaf"].as_str(),
-                _ => continue,
-            };
-            assert_eq!(
-                norm(&c["context"]),
-                norm(&context_at(&i.path, leaf)),
-                "{}: context at {leaf:?}",
-                i.source.display()
-            );
-            compared += 1;
-        }
-        counts.push(compared);
-    }
+    let counts = all
+        .iter()
+        .zip(&results)
+        .map(|(i, r)| contexts_equal_pis(r, &i.path, &i.source.display()))
+        .collect();
     Some((all, counts))
+}
+
+/// Every context the oracle built of `path` (`r`, its result: the default leaf and each
+/// entry id it was asked for) equals sessiontree's at the same leaf; how many there were.
+/// `what` names the file in a failure.
+pub fn contexts_equal_pis(r: &Value, path: &Path, what: &dyn std::fmt::Display) -> usize {
+    let mut compared = 0;
+    for c in r["contexts"].as_array().unwrap() {
+        let leaf = match c["kind"].as_str() {
+            Some("default") => None,
+            Some("id") => c["leaf"].as_str(),
+            _ => continue,
+        };
+        assert_eq!(
+            norm(&c["context"]),
+            norm(&context_at(path, leaf)),
+            "{what}: context at {leaf:?}"
+        );
+        compared += 1;
+    }
+    compared
 }
 
 /// The source `text` cut at several lines (and a torn half of the next, as an agent in
