@@ -81,13 +81,8 @@ cls=$(python3 -c "print(min(map(float, '$lscpus'.split())))")
 # (Into an agent dir with no sessions, so that nothing is compared with earlier files.)
 read -r d rd cd < <(PI_CODING_AGENT_DIR=$DATA/agent-none BIN=$BIN python3 bench/measure.py "$RUNS" bash -c '"$BIN" import claude --dry-run >/dev/null && "$BIN" import codex --dry-run >/dev/null')
 row "import claude + codex --dry-run (no writing)" "$d" "$cd" "$rd"
-sync
-copy_start=$(date +%s%N)
-cp -r "$PI_CODING_AGENT_DIR/sessions" "$DATA/copy-of-result"
-sync
-copy_end=$(date +%s%N)
 printf '%-46s %8.3f s wall\n' "cp -r of the result + sync (writing alone)" \
-  "$(python3 -c "print(($copy_end - $copy_start) / 1e9)")" >&2
+  "$(durable_copy "$PI_CODING_AGENT_DIR/sessions" "$DATA/copy-of-result")" >&2
 echo "load after: $(uptime)" >&2
 # Removed now, so that a later run of this script waits only for what is left of the
 # six minutes.

@@ -54,13 +54,8 @@ read -r d rd cd < <(PI_CODING_AGENT_DIR=$DATA/agent-none python3 bench/measure.p
 row "import $AGENT --dry-run (no writing)" "$d" "$cd" "$rd"
 # What writing the same bytes durably costs on this disk now, as bench/import.sh prints it:
 # on a slow day that alone can be more than 3x the `ls`.
-sync
-copy_start=$(date +%s%N)
-cp -r "$PI_CODING_AGENT_DIR/sessions" "$DATA/copy-of-result"
-sync
-copy_end=$(date +%s%N)
 printf '%-46s %8.3f s wall\n' "cp -r of the result + sync (writing alone)" \
-  "$(python3 -c "print(($copy_end - $copy_start) / 1e9)")" >&2
+  "$(durable_copy "$PI_CODING_AGENT_DIR/sessions" "$DATA/copy-of-result")" >&2
 echo "load after: $(uptime)" >&2
 remove "$DATA"/agent-run-* "$DATA/copy-of-result"
 python3 -c "print(f'import / ls = {min(map(float, \"$times\".split()))/min(map(float, \"$lss\".split())):.2f} wall, best of each (target <= 3)')" >&2

@@ -29,12 +29,8 @@ for r in $(seq "$RUNS"); do
   read -r again _ < <(python3 bench/measure.py 0 "$BIN" import opencode)
   echo "run $r: import again (nothing to add) $again s" >&2
   # What writing the same bytes durably costs on this disk now (as bench/import.sh).
-  sync
-  c0=$(date +%s%N)
-  cp -r "$out/sessions" "$DATA/copy-of-result" && sync
-  c1=$(date +%s%N)
+  echo "run $r: cp -r of the result + sync (writing alone) $(durable_copy "$out/sessions" "$DATA/copy-of-result") s" >&2
   rm -rf "$DATA/copy-of-result"
-  python3 -c "print(f'run $r: cp -r of the result + sync (writing alone) {($c1 - $c0) / 1e9:.4f} s')" >&2
 done
 uptime >&2
 rm -rf "$DATA"/run*

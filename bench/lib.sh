@@ -4,6 +4,9 @@
 #   corpus DIR COUNT MB [PROJECTS]
 #                           COUNT generated sessions (~MB, in PROJECTS working directories,
 #                           default 20) in DIR (gen_sessions), unless DIR/sessions exists
+#   durable_copy SRC DST    seconds that `cp -r SRC DST` followed by `sync` takes: what
+#                           writing those bytes durably costs on this disk now (DST is
+#                           left for the caller to remove)
 #   measure NAME RUNS CMD.. median wall seconds and peak RSS of CMD (bench/measure.py),
 #                           printed on stderr (name column MEASURE_WIDTH wide) and kept
 #                           in RESULTS as "name|wall|rss"
@@ -34,4 +37,14 @@ measure() {
   read -r wall rss <<<"$out"
   RESULTS+=("$name|$wall|$rss")
   printf "%-${MEASURE_WIDTH}s %8.3f s %9d KiB\n" "$name" "$wall" "$rss" >&2
+}
+
+durable_copy() {
+  sync
+  local t0 t1
+  t0=$(date +%s%N)
+  cp -r "$1" "$2"
+  sync
+  t1=$(date +%s%N)
+  python3 -c "print(f'{($t1 - $t0) / 1e9:.4f}')"
 }
