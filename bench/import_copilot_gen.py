@@ -13,27 +13,20 @@ each prompt of an interactive run: 27-31 KB in the recordings; here 8 KB, once p
 comes to about TOTAL_MB), `assistant.turn_end`, then the answer. Now and then a manual
 compaction (`session.compaction_start` / `_complete` with a summary) and a title
 (`session.title_changed`)."""
-import json, os, random, sys, time
+import os, random, sys
+
+import genlib
+from genlib import WORDS, line, ts, uid
 
 out, count, mb = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 rng = random.Random(20261202)
 per_file = mb * 1e6 / max(count, 1)
-WORDS = "the of and to in is that for it as was with be by on not he this are or his from at".split()
 SYSTEM = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub. " + " ".join(
     random.Random(7).choice(WORDS) for _ in range(1600))
 
 
 def words(n):
-    return " ".join(rng.choice(WORDS) for _ in range(n))
-
-
-def uid(k, n):
-    return f"{k:08x}-{n:04x}-4{n % 4096:03x}-8{(k * 7 + n) % 4096:03x}-{(k * 31 + n * 17) % (1 << 48):012x}"
-
-
-def ts(ms):
-    s, ms = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
+    return genlib.words(rng, n)
 
 
 for k in range(count):
@@ -51,7 +44,7 @@ for k in range(count):
         t += dt
         e = {"type": ty, "data": data, "id": uid(k, n), "timestamp": ts(t), "parentId": prev}
         prev = e["id"]
-        s = json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n"
+        s = line(e)
         lines.append(s)
         size += len(s)
 

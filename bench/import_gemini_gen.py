@@ -9,30 +9,18 @@ result, the function response as a user message, the answer, $set lastUpdated li
 resume every few turns (a metadata line and the rebuilt list of every message so far, each
 earlier response's results again under <id>_response), and now and then a /rewind. Tool
 outputs are sized so that the total comes to about TOTAL_MB."""
-import json, os, random, sys
+import os, random, sys
+
+import genlib
+from genlib import line, ts, uid
 
 out, count, mb = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 rng = random.Random(20261201)
 per_file = mb * 1e6 / max(count, 1)
-WORDS = "the of and to in is that for it as was with be by on not he this are or his from at".split()
 
 
 def words(n):
-    return " ".join(rng.choice(WORDS) for _ in range(n))
-
-
-def uid(k, n):
-    return f"{k:08x}-{n:04x}-4{n % 4096:03x}-8{(k * 7 + n) % 4096:03x}-{(k * 31 + n * 17) % (1 << 48):012x}"
-
-
-def ts(ms):
-    s, ms = divmod(ms, 1000)
-    import time
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(s)) + f".{ms:03d}Z"
-
-
-def line(o):
-    return json.dumps(o, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return genlib.words(rng, n)
 
 
 for k in range(count):
