@@ -617,37 +617,17 @@ fn the_rest_of_the_schema_holds_against_another_role() {
 #[test]
 fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
     let Some(c) = pg::archive() else { return };
-    c.psql(
-        "postgres",
-        "postgres",
-        &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
-    )
-    .unwrap();
-    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
-    sessiontree_archive::schema::migrate_to(&mut raw, 3).unwrap();
-    drop(raw);
+    drop(old_archive_for_carol(&c, 3));
     // carol's session as sessiontree of schema 3 stored it.
     let s1 = sid(1);
     let mine = session(&s1, "/w", &["carol's own words"]);
-    let n = mine.len();
+    store_as_old_push(&c, "2025-04-01T09-00-00-000Z", &s1, &mine);
     c.psql(
         "carol",
         "archive",
-        &format!(
-            "INSERT INTO sessiontree.machines (id, name) VALUES ('00000000-0000-4000-8000-00000000000c', 'm');
-             INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s1}', '/w');
-             INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-                 SELECT pk, '00000000-0000-4000-8000-00000000000c',
-                        '--w--/2025-04-01T09-00-00-000Z_{s1}.jsonl' FROM sessiontree.sessions;
-             INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-                 SELECT pk, session_pk, 1, {n}, sha256({b}), {n} FROM sessiontree.copies;
-             INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-                 SELECT pk, session_pk, 0, {b} FROM sessiontree.versions;
-             INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-                 SELECT pk, session_pk, 0, 'e1', 'user', '1', 'carol''s own words'
-                 FROM sessiontree.versions",
-            b = bytea(&mine)
-        ),
+        "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
+             SELECT pk, session_pk, 0, 'e1', 'user', '1', 'carol''s own words'
+             FROM sessiontree.versions",
     )
     .unwrap();
     let keys = victim_keys(&c);
@@ -1637,12 +1617,10 @@ fn usage_sums_hold_against_another_role() {
     assert!(st.unknown.is_empty());
 }
 
-/// An archive of schema 4 with a session in it (as that sessiontree stored it: no usage):
-/// the migrations compute its usage from its chunks once (5) and sum it (6), so stats read
-/// it like a session pushed now; the version's time is left as it was.
-#[test]
-fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
-    let Some(c) = pg::archive() else { return };
+/// carol's login role and an archive migrated only up to schema `upto`, as that
+/// sessiontree left it; the connection that migrated it (a test migrates it further by
+/// hand).
+fn old_archive_for_carol(c: &pg::Archive, upto: i32) -> postgres::Client {
     c.psql(
         "postgres",
         "postgres",
@@ -1651,30 +1629,50 @@ fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
     .unwrap();
     let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
     assert_eq!(
-        sessiontree_archive::schema::migrate_to(&mut raw, 4).unwrap(),
-        vec![1, 2, 3, 4]
+        sessiontree_archive::schema::migrate_to(&mut raw, upto).unwrap(),
+        (1..=upto).collect::<Vec<_>>()
     );
-    drop(raw);
-    let s1 = sid(31);
-    let mine = session_with_usage(&s1, "/w", &["a", "b", "c", "d"], 0.5);
-    let n = mine.len();
+    raw
+}
+
+/// `b` stored as carol's session `s` the way the push of schemas 3 and 4 stored it: one
+/// copy (its file named for time `t`), one version, one chunk, no usage.
+fn store_as_old_push(c: &Cluster, t: &str, s: &str, b: &[u8]) {
     c.psql(
         "carol",
         "archive",
         &format!(
-            "INSERT INTO sessiontree.machines (id, name) VALUES ('00000000-0000-4000-8000-00000000000c', 'm');
-             INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s1}', '/w');
+            "INSERT INTO sessiontree.machines (id, name)
+                 VALUES ('00000000-0000-4000-8000-00000000000c', 'm') ON CONFLICT DO NOTHING;
+             INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s}', '/w');
              INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-                 SELECT pk, '00000000-0000-4000-8000-00000000000c',
-                        '--w--/2025-04-01T09-00-00-000Z_{s1}.jsonl' FROM sessiontree.sessions;
+                 SELECT pk, '00000000-0000-4000-8000-00000000000c', '--w--/{t}_{s}.jsonl'
+                 FROM sessiontree.sessions WHERE session_id = '{s}';
              INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-                 SELECT pk, session_pk, 1, {n}, sha256({b}), {n} FROM sessiontree.copies;
+                 SELECT c.pk, c.session_pk, 1, {n}, sha256({b}), {n}
+                 FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
+                 WHERE s.session_id = '{s}';
              INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-                 SELECT pk, session_pk, 0, {b} FROM sessiontree.versions",
-            b = bytea(&mine)
+                 SELECT v.pk, v.session_pk, 0, {b}
+                 FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
+                 WHERE s.session_id = '{s}'",
+            n = b.len(),
+            b = bytea(b)
         ),
     )
     .unwrap();
+}
+
+/// An archive of schema 4 with a session in it (as that sessiontree stored it: no usage):
+/// the migrations compute its usage from its chunks once (5) and sum it (6), so stats read
+/// it like a session pushed now; the version's time is left as it was.
+#[test]
+fn an_archive_of_schema_4_gets_the_usage_of_its_sessions_on_migration() {
+    let Some(c) = pg::archive() else { return };
+    drop(old_archive_for_carol(&c, 4));
+    let s1 = sid(31);
+    let mine = session_with_usage(&s1, "/w", &["a", "b", "c", "d"], 0.5);
+    store_as_old_push(&c, "2025-04-01T09-00-00-000Z", &s1, &mine);
     let updated = server(&c, "SELECT updated_at FROM sessiontree.versions");
     drop(open(&c, "alice"));
     assert_eq!(
@@ -1764,17 +1762,7 @@ fn local_stats(files: &[(&str, &[u8])], branch: bool) -> Vec<sessiontree::usage:
 #[test]
 fn an_archive_of_schema_5_gets_usage_sums_on_migration() {
     let Some(c) = pg::archive() else { return };
-    c.psql(
-        "postgres",
-        "postgres",
-        &format!("CREATE ROLE carol LOGIN PASSWORD '{PASSWORD}'"),
-    )
-    .unwrap();
-    let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
-    assert_eq!(
-        sessiontree_archive::schema::migrate_to(&mut raw, 4).unwrap(),
-        vec![1, 2, 3, 4]
-    );
+    let mut raw = old_archive_for_carol(&c, 4);
     let (s1, s2) = (sid(41), sid(42));
     let mine = session_with_usage(&s1, "/w", &["a", "b", "c", "d"], 0.5);
     let text = String::from_utf8(mine.clone()).unwrap();
@@ -1794,29 +1782,7 @@ fn an_archive_of_schema_5_gets_usage_sums_on_migration() {
         ("2025-04-02T09-00-00-000Z", &s2, &fork[..]),
     ];
     for (t, s, b) in files {
-        c.psql(
-            "carol",
-            "archive",
-            &format!(
-                "INSERT INTO sessiontree.machines (id, name)
-                     VALUES ('00000000-0000-4000-8000-00000000000c', 'm') ON CONFLICT DO NOTHING;
-                 INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{s}', '/w');
-                 INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
-                     SELECT pk, '00000000-0000-4000-8000-00000000000c', '--w--/{t}_{s}.jsonl'
-                     FROM sessiontree.sessions WHERE session_id = '{s}';
-                 INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-                     SELECT c.pk, c.session_pk, 1, {n}, sha256({b}), {n}
-                     FROM sessiontree.copies c JOIN sessiontree.sessions s ON s.pk = c.session_pk
-                     WHERE s.session_id = '{s}';
-                 INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
-                     SELECT v.pk, v.session_pk, 0, {b}
-                     FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
-                     WHERE s.session_id = '{s}'",
-                n = b.len(),
-                b = bytea(b)
-            ),
-        )
-        .unwrap();
+        store_as_old_push(&c, t, s, b);
     }
     assert_eq!(
         sessiontree_archive::schema::migrate_to(&mut raw, 5).unwrap(),
