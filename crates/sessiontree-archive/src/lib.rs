@@ -22,6 +22,7 @@
 
 pub mod conn;
 pub mod digest;
+pub mod grams;
 pub mod local;
 pub mod machine;
 pub mod merge;

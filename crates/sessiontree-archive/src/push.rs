@@ -23,7 +23,8 @@ use crate::state::{FileStamp, State};
 use crate::{hex, io_err, sha256, Archive, Error, Result};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::Type;
-use sessiontree::list::{Acc, EntryText};
+use crate::grams::Gram;
+use sessiontree::list::Acc;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -116,7 +117,8 @@ struct Planned {
     hash: Vec<u8>,
     op: Op,
     info: serde_json::Value,
-    texts: Vec<Text>,
+    /// The search ranges of the bytes this push sends (see [`crate::grams`]).
+    grams: Vec<Gram>,
     /// The usage sums of all of `content` (kept beside the version, schema version 6).
     groups: Vec<crate::usage::Group>,
     /// Which of `groups` the archive does not have as they are (all, but for an append to a
@@ -127,44 +129,27 @@ struct Planned {
     clean: bool,
 }
 
-/// A search row: the entry's text (NUL made a space: PostgreSQL text cannot hold it) and
-/// its trigram codes.
-struct Text {
-    off: i64,
-    entry: EntryText,
-    body: String,
-    tri: Vec<i32>,
-}
-
-/// Listing info and search texts of archived content; texts only for lines at or after `from`.
-fn describe(content: &[u8], rel_path: &str, from: usize) -> (serde_json::Value, Vec<Text>) {
+/// Listing info and search ranges of archived content; ranges only for lines at or after
+/// `from` (a line boundary: the length of what the archive has), cut where the upload cuts
+/// its chunks.
+fn describe(content: &[u8], rel_path: &str, from: usize) -> (serde_json::Value, Vec<Gram>) {
     let mut acc = Acc::new(false);
-    let mut texts = Vec::new();
-    let mut pos = 0;
-    for line in content.split_inclusive(|&b| b == b'\n') {
-        let body = line.strip_suffix(b"\n").unwrap_or(line);
-        if pos >= from {
-            let mut rows = Vec::new();
-            acc.feed(body, Some(&mut rows));
-            texts.extend(rows.into_iter().map(|entry| {
-                let body = entry.text.replace('\0', " ");
-                Text {
-                    off: pos as i64,
-                    tri: crate::trigram::of(&body),
-                    body,
-                    entry,
-                }
-            }));
-        } else {
-            acc.feed(body, None);
-        }
-        pos += line.len();
+    let from = from.min(content.len());
+    for line in content[..from].split_inclusive(|&b| b == b'\n') {
+        acc.feed(line.strip_suffix(b"\n").unwrap_or(line), None);
     }
+    let starts: Vec<i64> = chunks(&content[from..], from as i64)
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    let grams = crate::grams::build(content, from, &starts, |line, rows| {
+        acc.feed(line, Some(rows))
+    });
     let info = acc
         .into_info(Path::new(rel_path), 0.0)
         .map(|i| i.to_json())
         .unwrap_or(serde_json::Value::Null);
-    (info, texts)
+    (info, grams)
 }
 
 fn read_session_id(path: &Path) -> Option<(String, String, String)> {
@@ -199,7 +184,7 @@ enum Item {
     Send(Box<Planned>),
 }
 
-/// Reads and prepares the files (hashing, listing info, search texts and their trigrams),
+/// Reads and prepares the files (hashing, listing info, search ranges and their trigrams),
 /// handing each outcome to `out`. Runs beside the uploads, so that the client's work and
 /// the server's overlap.
 fn plan_files(
@@ -312,7 +297,7 @@ fn plan_file(
         Op::Append { from, .. } => from as usize,
         Op::Version { .. } => 0,
     };
-    let (info, texts) = describe(&content, &rel_path, from);
+    let (info, grams) = describe(&content, &rel_path, from);
     let groups = crate::usage::groups(&crate::usage::rows(&content));
     // An append to a version whose sums describe its bytes: only the groups that changed
     // (an appended record, a leaf moved to another branch) are written; usually none.
@@ -341,7 +326,7 @@ fn plan_file(
         hash,
         op,
         info,
-        texts,
+        grams,
         groups,
         changed,
         clean,
@@ -548,9 +533,9 @@ fn flush(
             Op::Version { .. } => p.content.len(),
         })
         .sum();
-    let text_count: usize = batch.iter().map(|p| p.texts.len()).sum();
+    let gram_count: usize = batch.iter().map(|p| p.grams.len()).sum();
     if sent < (1 << 20)
-        && text_count <= 200
+        && gram_count <= 200
         && batch.iter().all(|p| matches!(p.op, Op::Append { .. }))
     {
         return append_small(archive, batch);
@@ -671,7 +656,7 @@ fn flush(
         }
     }
     let mut rows: Vec<(i64, i64, i64, &[u8])> = Vec::new();
-    let mut text_rows: Vec<(i64, i64, &Text)> = Vec::new();
+    let mut gram_rows: Vec<(i64, i64, &Gram)> = Vec::new();
     let mut sums = crate::usage::SumColumns::default();
     let mut cleaned: Vec<i64> = Vec::new();
     for p in batch.iter() {
@@ -692,11 +677,11 @@ fn flush(
         for (off, data) in chunks(&p.content[from as usize..], from) {
             rows.push((vpk, spk, off, data));
         }
-        for t in &p.texts {
-            text_rows.push((vpk, spk, t));
+        for g in &p.grams {
+            gram_rows.push((vpk, spk, g));
         }
     }
-    let small = rows.iter().map(|r| r.3.len()).sum::<usize>() < (1 << 20) && text_rows.len() <= 200;
+    let small = rows.iter().map(|r| r.3.len()).sum::<usize>() < (1 << 20) && gram_rows.len() <= 200;
     if small {
         // A few rows (a push after an append): two plain statements, no temporary tables.
         let cols = (
@@ -715,44 +700,18 @@ fn flush(
                 (&cols.3, Type::BYTEA_ARRAY),
             ],
         )?;
-        if !text_rows.is_empty() {
-            let v: Vec<i64> = text_rows.iter().map(|t| t.0).collect();
-            let sp: Vec<i64> = text_rows.iter().map(|t| t.1).collect();
-            let off: Vec<i64> = text_rows.iter().map(|t| t.2.off).collect();
-            let id: Vec<&str> = text_rows
-                .iter()
-                .map(|t| t.2.entry.entry_id.as_str())
-                .collect();
-            let role: Vec<&str> = text_rows.iter().map(|t| t.2.entry.role.as_str()).collect();
-            let ts: Vec<Option<String>> = text_rows
-                .iter()
-                .map(|t| t.2.entry.ts_ms.map(|m| format!("{m}")))
-                .collect();
-            let body: Vec<&str> = text_rows.iter().map(|t| t.2.body.as_str()).collect();
-            let tri: Vec<String> = text_rows
-                .iter()
-                .map(|t| crate::trigram::to_pg_array(&t.2.tri))
-                .collect();
+        if !gram_rows.is_empty() {
+            let g = GramColumns::of(gram_rows.iter().map(|r| (r.0, r.1, r.2)));
             tx.execute_typed(
-                "INSERT INTO sessiontree.texts
-                     (version_pk, session_pk, off, entry_id, role, ts, body, tri)
-                 SELECT v, s, o, i, r, t, b, tri::int4[]
-                 FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::text[],
-                             $6::text[], $7::text[], $8::text[]) AS u(v, s, o, i, r, t, b, tri)",
-                &[
-                    (&v, Type::INT8_ARRAY),
-                    (&sp, Type::INT8_ARRAY),
-                    (&off, Type::INT8_ARRAY),
-                    (&id, Type::TEXT_ARRAY),
-                    (&role, Type::TEXT_ARRAY),
-                    (&ts, Type::TEXT_ARRAY),
-                    (&body, Type::TEXT_ARRAY),
-                    (&tri, Type::TEXT_ARRAY),
-                ],
+                "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
+                 SELECT v, s, o, l, n, d, tri::int4[]
+                 FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::float8[],
+                             $6::float8[], $7::text[]) AS u(v, s, o, l, n, d, tri)",
+                &g.params(),
             )?;
         }
     } else {
-        copy_rows(&mut tx, &rows, &text_rows)?;
+        copy_rows(&mut tx, &rows, &gram_rows)?;
     }
     if !cleaned.is_empty() {
         tx.execute_typed(
@@ -771,6 +730,54 @@ fn flush(
         .drain(..)
         .map(|p| (p.path, p.stamp, hex(&p.hash)))
         .collect())
+}
+
+/// Search ranges as columns (`version, session, off, len, newest, oldest, codes`; the
+/// codes in PostgreSQL's text form, as one array of arrays cannot be ragged).
+struct GramColumns {
+    v: Vec<i64>,
+    s: Vec<i64>,
+    off: Vec<i64>,
+    len: Vec<i64>,
+    newest: Vec<Option<f64>>,
+    oldest: Vec<Option<f64>>,
+    tri: Vec<String>,
+}
+
+impl GramColumns {
+    fn of<'a>(rows: impl Iterator<Item = (i64, i64, &'a Gram)>) -> Self {
+        let mut c = GramColumns {
+            v: Vec::new(),
+            s: Vec::new(),
+            off: Vec::new(),
+            len: Vec::new(),
+            newest: Vec::new(),
+            oldest: Vec::new(),
+            tri: Vec::new(),
+        };
+        for (v, s, g) in rows {
+            c.v.push(v);
+            c.s.push(s);
+            c.off.push(g.off);
+            c.len.push(g.len);
+            c.newest.push(g.newest);
+            c.oldest.push(g.oldest);
+            c.tri.push(crate::trigram::to_pg_array(&g.tri));
+        }
+        c
+    }
+
+    fn params(&self) -> [(&(dyn postgres::types::ToSql + Sync), Type); 7] {
+        [
+            (&self.v, Type::INT8_ARRAY),
+            (&self.s, Type::INT8_ARRAY),
+            (&self.off, Type::INT8_ARRAY),
+            (&self.len, Type::INT8_ARRAY),
+            (&self.newest, Type::FLOAT8_ARRAY),
+            (&self.oldest, Type::FLOAT8_ARRAY),
+            (&self.tri, Type::TEXT_ARRAY),
+        ]
+    }
 }
 
 /// The columns of the conditional version update of an append (`$1`..`$6`: version, length
@@ -831,41 +838,35 @@ struct GroupKeys<'a>(
 );
 
 /// Appends to a few versions (the push after an entry was added) in one statement, so one
-/// round trip: the conditional version update, the new chunks and the new search texts, the
+/// round trip: the conditional version update, the new chunks and the new search ranges, the
 /// latter two only for the versions the update matched.
 fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done> {
     let mut u = Appended::of(batch.iter());
     let mut ch: (Vec<i64>, Vec<i64>, Vec<&[u8]>) = Default::default();
-    let mut tx: (Vec<i64>, Vec<i64>, Vec<&str>, Vec<&str>) = Default::default();
-    let (mut ts, mut body, mut tri): (Vec<Option<String>>, Vec<&str>, Vec<String>) =
-        Default::default();
     for (p, (v, from)) in batch.iter().zip(u.vpks.iter().zip(&u.froms)) {
         for (off, data) in chunks(&p.content[*from as usize..], *from) {
             ch.0.push(*v);
             ch.1.push(off);
             ch.2.push(data);
         }
-        for t in &p.texts {
-            tx.0.push(*v);
-            tx.1.push(t.off);
-            tx.2.push(&t.entry.entry_id);
-            tx.3.push(&t.entry.role);
-            ts.push(t.entry.ts_ms.map(|m| format!("{m}")));
-            body.push(&t.body);
-            tri.push(crate::trigram::to_pg_array(&t.tri));
-        }
     }
-    let rest: [(&(dyn postgres::types::ToSql + Sync), Type); 10] = [
+    // The session is the version's (joined below): 0 stands for it here.
+    let g = GramColumns::of(
+        batch
+            .iter()
+            .zip(&u.vpks)
+            .flat_map(|(p, v)| p.grams.iter().map(|g| (*v, 0, g))),
+    );
+    let rest: [(&(dyn postgres::types::ToSql + Sync), Type); 9] = [
         (&ch.0, Type::INT8_ARRAY),
         (&ch.1, Type::INT8_ARRAY),
         (&ch.2, Type::BYTEA_ARRAY),
-        (&tx.0, Type::INT8_ARRAY),
-        (&tx.1, Type::INT8_ARRAY),
-        (&tx.2, Type::TEXT_ARRAY),
-        (&tx.3, Type::TEXT_ARRAY),
-        (&ts, Type::TEXT_ARRAY),
-        (&body, Type::TEXT_ARRAY),
-        (&tri, Type::TEXT_ARRAY),
+        (&g.v, Type::INT8_ARRAY),
+        (&g.off, Type::INT8_ARRAY),
+        (&g.len, Type::INT8_ARRAY),
+        (&g.newest, Type::FLOAT8_ARRAY),
+        (&g.oldest, Type::FLOAT8_ARRAY),
+        (&g.tri, Type::TEXT_ARRAY),
     ];
     let mut sums = crate::usage::SumColumns::default();
     // The versions that may hold groups they no longer have, with every key they have now.
@@ -899,7 +900,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
     // Usually an append changes no usage group (a user message has none): then the
     // statement is the one without them (a third of its planning).
     let mut params = [&u.params()[..], &rest[..]].concat();
-    let k = 17 + crate::usage::SUM_PARAMS;
+    let k = 16 + crate::usage::SUM_PARAMS;
     let usage_sql = if sums.is_empty() && clean.is_empty() {
         String::new()
     } else {
@@ -918,7 +919,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                       WHERE k.v = x.version_pk AND k.p = x.provider AND k.m = x.model
                         AND k.d = x.day AND k.a = x.in_all AND k.b = x.in_branch))",
             crate::usage::insert_sums(
-                17,
+                16,
                 "up.session_pk",
                 "current_user",
                 "JOIN up ON up.pk = g.v"
@@ -946,11 +947,11 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                 SELECT c.v, up.session_pk, c.o, c.d
                 FROM unnest($7::int8[], $8::int8[], $9::bytea[]) AS c(v, o, d)
                 JOIN up ON up.pk = c.v),
-         tx AS (INSERT INTO sessiontree.texts
-                    (version_pk, session_pk, off, entry_id, role, ts, body, tri)
-                SELECT t.v, up.session_pk, t.o, t.i, t.r, t.t, t.b, t.tri::int4[]
-                FROM unnest($10::int8[], $11::int8[], $12::text[], $13::text[], $14::text[],
-                            $15::text[], $16::text[]) AS t(v, o, i, r, t, b, tri)
+         gr AS (INSERT INTO sessiontree.grams
+                    (version_pk, session_pk, off, len, newest, oldest, tri)
+                SELECT t.v, up.session_pk, t.o, t.l, t.n, t.d, t.tri::int4[]
+                FROM unnest($10::int8[], $11::int8[], $12::int8[], $13::float8[], $14::float8[],
+                            $15::text[]) AS t(v, o, l, n, d, tri)
                 JOIN up ON up.pk = t.v){usage_sql}
          SELECT pk FROM up"
     );
@@ -966,7 +967,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
             changed = Some(p.path);
         }
     }
-    // The others were committed whole (each version with its own chunks and texts); this
+    // The others were committed whole (each version with its own chunks and ranges); this
     // one was left alone, and the next push compares it again.
     if let Some(path) = changed {
         return Err(Error::msg(format!(
@@ -982,17 +983,16 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
 fn copy_rows(
     tx: &mut postgres::Transaction,
     rows: &[(i64, i64, i64, &[u8])],
-    text_rows: &[(i64, i64, &Text)],
+    gram_rows: &[(i64, i64, &Gram)],
 ) -> Result<()> {
     tx.batch_execute(
         "CREATE TEMP TABLE IF NOT EXISTS st_chunks
              (version_pk bigint, session_pk bigint, off bigint, data bytea) ON COMMIT DELETE ROWS;
          ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
-         CREATE TEMP TABLE IF NOT EXISTS st_texts
-             (version_pk bigint, session_pk bigint, off bigint, entry_id text, role text,
-              ts text, body text, tri int4[]) ON COMMIT DELETE ROWS;
-         ALTER TABLE st_texts ALTER COLUMN body SET STORAGE EXTERNAL,
-             ALTER COLUMN tri SET STORAGE EXTERNAL;",
+         CREATE TEMP TABLE IF NOT EXISTS st_grams
+             (version_pk bigint, session_pk bigint, off bigint, len bigint, newest float8,
+              oldest float8, tri int4[]) ON COMMIT DELETE ROWS;
+         ALTER TABLE st_grams ALTER COLUMN tri SET STORAGE EXTERNAL;",
     )?;
     {
         let w = tx.copy_in(
@@ -1006,7 +1006,7 @@ fn copy_rows(
     }
     {
         let w = tx.copy_in(
-            "COPY st_texts (version_pk, session_pk, off, entry_id, role, ts, body, tri) FROM STDIN (FORMAT binary)",
+            "COPY st_grams (version_pk, session_pk, off, len, newest, oldest, tri) FROM STDIN (FORMAT binary)",
         )?;
         let mut w = BinaryCopyInWriter::new(
             w,
@@ -1014,33 +1014,22 @@ fn copy_rows(
                 Type::INT8,
                 Type::INT8,
                 Type::INT8,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
+                Type::INT8,
+                Type::FLOAT8,
+                Type::FLOAT8,
                 Type::INT4_ARRAY,
             ],
         );
-        for (v, s, t) in text_rows {
-            let ts = t.entry.ts_ms.map(|m| format!("{m}"));
-            w.write(&[
-                v,
-                s,
-                &t.off,
-                &t.entry.entry_id,
-                &t.entry.role,
-                &ts,
-                &t.body,
-                &t.tri,
-            ])?;
+        for (v, s, g) in gram_rows {
+            w.write(&[v, s, &g.off, &g.len, &g.newest, &g.oldest, &g.tri])?;
         }
         w.finish()?;
     }
     tx.batch_execute(
         "INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
              SELECT version_pk, session_pk, off, data FROM st_chunks ORDER BY version_pk, off;
-         INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
-             SELECT version_pk, session_pk, off, entry_id, role, ts, body, tri FROM st_texts;",
+         INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
+             SELECT version_pk, session_pk, off, len, newest, oldest, tri FROM st_grams;",
     )?;
     Ok(())
 }

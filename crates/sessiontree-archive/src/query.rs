@@ -135,10 +135,11 @@ pub struct Hit {
 /// Words (all of them, any case) or a phrase as substrings of entry texts, or a regex; the
 /// latest version of each copy only; one hit per entry, newest first.
 ///
-/// Candidates come from `sessiontree.search_texts` (the trigram index, and only rows the
-/// login may read, see the schema's version 3); each is then checked exactly here. When
-/// checks or superseded versions leave fewer than `limit` hits while the server had more
-/// candidates, the search asks again for more.
+/// Candidates are ranges of versions from `sessiontree.search_grams` (the trigram index,
+/// only ranges the login may read, newest first, see the schema's version 7); their bytes
+/// come from the chunks, and every entry in them is checked here, with the rows a local
+/// search reads. The ranges are read newest first until the newest `limit` hits are
+/// certain: no range left can hold an entry newer than the last of them.
 pub fn search(
     archive: &mut Archive,
     query: &str,
@@ -167,6 +168,23 @@ pub struct Filter {
     pub until_ms: Option<f64>,
 }
 
+/// A candidate range, and where it is.
+struct Candidate {
+    version_pk: i64,
+    off: i64,
+    len: i64,
+    newest: Option<f64>,
+    session_id: String,
+    owner: String,
+    machine: String,
+}
+
+/// How hits rank: newest first, those without a time last.
+fn newer(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
+    let key = |t: Option<f64>| t.unwrap_or(f64::NEG_INFINITY);
+    key(b).total_cmp(&key(a))
+}
+
 /// [`search`] with a [`Filter`].
 pub fn search_filtered(
     archive: &mut Archive,
@@ -175,7 +193,6 @@ pub fn search_filtered(
     filter: &Filter,
     limit: usize,
 ) -> Result<Vec<Hit>> {
-    let role = filter.role.as_deref();
     if query.trim().is_empty() {
         return Err(Error::msg("search: empty query"));
     }
@@ -190,98 +207,179 @@ pub fn search_filtered(
         }
         _ => None,
     };
-    // Every trigram of every word must be in a hit's text.
+    // Every trigram of every word must be in a hit's range.
     let mut tri: Vec<i32> = words.iter().flat_map(|w| trigram::of_folded(w)).collect();
     tri.sort_unstable();
     tri.dedup();
     let tri = (!tri.is_empty()).then_some(tri);
-    let regex_sql = re.as_ref().map(|_| query);
     let limit = limit.max(1);
-    let mut want = (limit * 4).max(50) as i32;
-    loop {
-        let rows = archive.client.query(
-            // The candidates' count comes with the rows (and alone when none is left).
-            "WITH f AS (SELECT * FROM sessiontree.search_texts($1, $2, $3, $4)),
-             h AS (SELECT s.session_id, s.owner::text AS owner,
-                          coalesce(m.name, c.machine::text) AS machine, t.entry_id, t.role,
-                          t.ts, t.body
-                   FROM f t
-                   JOIN sessiontree.versions v
-                        ON v.pk = t.version_pk AND v.session_pk = t.session_pk
-                   JOIN sessiontree.copies c
-                        ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
-                   JOIN sessiontree.sessions s ON s.pk = t.session_pk AND s.owner = c.owner
-                   LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
-                   -- A time that is not a plain number (another role writes what it likes)
-                   -- matches no bound instead of failing the search.
-                   CROSS JOIN LATERAL (SELECT CASE WHEN t.ts ~ '^-?[0-9]{1,20}([.][0-9]{1,20})?$'
-                                              THEN t.ts::float8 END AS ms) x
-                   WHERE v.seq = (SELECT max(seq) FROM sessiontree.versions v2
-                                  WHERE v2.copy_pk = c.pk)
-                     AND ($5::text IS NULL OR s.cwd = $5)
-                     AND ($6::float8 IS NULL OR x.ms >= $6)
-                     AND ($7::float8 IS NULL OR x.ms < $7))
-             SELECT h.session_id, h.owner, h.machine, h.entry_id, h.role, h.ts, h.body,
-                    (SELECT count(*) FROM f)
-             FROM (SELECT 1) one LEFT JOIN h ON true
-             ORDER BY h.ts DESC NULLS LAST",
-            &[
-                &tri,
-                &regex_sql,
-                &role,
-                &want,
-                &filter.cwd,
-                &filter.since_ms,
-                &filter.until_ms,
-            ],
-        )?;
-        let candidates = rows.first().map(|r| r.get::<_, i64>(7)).unwrap_or(0);
-        let mut hits: Vec<Hit> = Vec::new();
-        for r in rows {
-            let Some(body) = r.get::<_, Option<String>>(6) else {
-                continue;
-            };
-            if !words.is_empty() {
-                let folded = trigram::fold(&body);
-                if !words.iter().all(|w| folded.contains(w.as_str())) {
-                    continue;
-                }
-            }
-            if re.as_ref().is_some_and(|r| !r.is_match(&body)) {
-                continue;
-            }
-            let session_id: String = r.get(0);
-            let entry_id: Option<String> = r.get(3);
-            let entry_id = entry_id.unwrap_or_default();
-            let machine: String = r.get(2);
-            if let Some(h) = hits
-                .iter_mut()
-                .find(|h| h.session_id == session_id && h.entry_id == entry_id)
-            {
-                if !h.machines.contains(&machine) {
-                    h.machines.push(machine);
-                }
-                continue;
-            }
-            let ts: Option<String> = r.get(5);
-            hits.push(Hit {
-                session_id,
-                owner: r.get(1),
-                machines: vec![machine],
-                entry_id,
-                role: r.get::<_, Option<String>>(4).unwrap_or_default(),
-                ts_ms: ts.and_then(|t| t.parse().ok()),
-                text: body,
-            });
+    let matches = |r: &sessiontree::list::EntryText| -> bool {
+        if filter.role.as_deref().is_some_and(|want| want != r.role) {
+            return false;
         }
-        // Enough, or the server had no more: done. (The hits past `limit` are dropped only
-        // now, so the machines of every kept hit are complete.)
-        if hits.len() > limit || candidates < want as i64 || want >= i32::MAX / 2 {
+        if filter.since_ms.is_some() || filter.until_ms.is_some() {
+            let Some(t) = r.ts_ms else { return false };
+            if filter.since_ms.is_some_and(|s| t < s) || filter.until_ms.is_some_and(|u| t >= u) {
+                return false;
+            }
+        }
+        if !words.is_empty() {
+            let folded = trigram::fold(&r.text);
+            if !words.iter().all(|w| folded.contains(w.as_str())) {
+                return false;
+            }
+        }
+        re.as_ref().is_none_or(|re| re.is_match(&r.text))
+    };
+    let mut hits: Vec<Hit> = Vec::new();
+    let mut read: std::collections::HashSet<(i64, i64)> = std::collections::HashSet::new();
+    let mut want: i32 = 64;
+    loop {
+        let (candidates, more) = candidates(archive, tri.as_deref(), filter, want)?;
+        let todo: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|c| !read.contains(&(c.version_pk, c.off)))
+            .collect();
+        let mut next = 0;
+        let mut group = 4;
+        while next < todo.len() {
+            if certain(&mut hits, limit, todo[next].newest) {
+                hits.truncate(limit);
+                return Ok(hits);
+            }
+            let these = &todo[next..(next + group).min(todo.len())];
+            next += these.len();
+            group = (group * 2).min(64);
+            for (c, bytes) in these.iter().zip(range_bytes(archive, these)?) {
+                read.insert((c.version_pk, c.off));
+                let mut acc = sessiontree::list::Acc::past_header();
+                let mut rows = Vec::new();
+                for line in bytes.split(|&b| b == b'\n') {
+                    rows.clear();
+                    crate::grams::rows_of_line(&mut acc, line, &mut rows);
+                    for r in rows.drain(..).filter(|r| matches(r)) {
+                        if let Some(h) = hits
+                            .iter_mut()
+                            .find(|h| h.session_id == c.session_id && h.entry_id == r.entry_id)
+                        {
+                            if !h.machines.contains(&c.machine) {
+                                h.machines.push(c.machine.clone());
+                            }
+                            continue;
+                        }
+                        hits.push(Hit {
+                            session_id: c.session_id.clone(),
+                            owner: c.owner.clone(),
+                            machines: vec![c.machine.clone()],
+                            entry_id: r.entry_id,
+                            role: r.role,
+                            ts_ms: r.ts_ms,
+                            text: r.text,
+                        });
+                    }
+                }
+            }
+        }
+        // Every candidate is read; the server had no more, or more are asked for.
+        if !more || want >= i32::MAX / 8 {
+            hits.sort_by(|a, b| newer(a.ts_ms, b.ts_ms));
             hits.truncate(limit);
             return Ok(hits);
         }
         want = want.saturating_mul(4);
     }
+}
+
+/// Whether the newest `limit` hits are known, when the next range to read holds nothing
+/// newer than `next`: at least `limit` hits, the last of which is newer than `next`. Sorts
+/// the hits.
+fn certain(hits: &mut [Hit], limit: usize, next: Option<f64>) -> bool {
+    if hits.len() < limit {
+        return false;
+    }
+    hits.sort_by(|a, b| newer(a.ts_ms, b.ts_ms));
+    newer(hits[limit - 1].ts_ms, next) == std::cmp::Ordering::Less
+}
+
+/// The newest `want` candidate ranges (of the latest version of each copy, after the
+/// filters the server can apply), and whether the server had more.
+fn candidates(
+    archive: &mut Archive,
+    tri: Option<&[i32]>,
+    filter: &Filter,
+    want: i32,
+) -> Result<(Vec<Candidate>, bool)> {
+    let tri: Option<Vec<i32>> = tri.map(<[i32]>::to_vec);
+    let rows = archive.client.query(
+        // The candidates' count comes with the rows (and alone when none is left).
+        "WITH f AS (SELECT * FROM sessiontree.search_grams($1, $2, $3, $4)),
+         h AS (SELECT t.version_pk, t.off, t.len, t.newest, s.session_id,
+                      s.owner::text AS owner, coalesce(m.name, c.machine::text) AS machine
+               FROM f t
+               JOIN sessiontree.versions v
+                    ON v.pk = t.version_pk AND v.session_pk = t.session_pk
+               JOIN sessiontree.copies c
+                    ON c.pk = v.copy_pk AND c.session_pk = v.session_pk AND c.owner = v.owner
+               JOIN sessiontree.sessions s ON s.pk = t.session_pk AND s.owner = c.owner
+               LEFT JOIN sessiontree.machines m ON m.id = c.machine AND m.owner = c.owner
+               WHERE v.seq = (SELECT max(seq) FROM sessiontree.versions v2
+                              WHERE v2.copy_pk = c.pk)
+                 AND ($5::text IS NULL OR s.cwd = $5))
+         SELECT h.version_pk, h.off, h.len, h.newest, h.session_id, h.owner, h.machine,
+                (SELECT count(*) FROM f)
+         FROM (SELECT 1) one LEFT JOIN h ON true
+         ORDER BY h.newest DESC NULLS LAST, h.version_pk, h.off",
+        &[&tri, &filter.since_ms, &filter.until_ms, &want, &filter.cwd],
+    )?;
+    let count = rows.first().map(|r| r.get::<_, i64>(7)).unwrap_or(0);
+    let mut out = Vec::new();
+    for r in rows {
+        let Some(version_pk) = r.get::<_, Option<i64>>(0) else {
+            continue;
+        };
+        out.push(Candidate {
+            version_pk,
+            off: r.get(1),
+            len: r.get(2),
+            newest: r.get(3),
+            session_id: r.get(4),
+            owner: r.get(5),
+            machine: r.get(6),
+        });
+    }
+    Ok((out, count >= want as i64))
+}
+
+/// The bytes of each range, from the chunks that overlap it (read under the chunks'
+/// row-level security; a range reaches no further than its version's bytes, whatever its
+/// row says).
+fn range_bytes(archive: &mut Archive, ranges: &[&Candidate]) -> Result<Vec<Vec<u8>>> {
+    let v: Vec<i64> = ranges.iter().map(|c| c.version_pk).collect();
+    let start: Vec<i64> = ranges.iter().map(|c| c.off).collect();
+    let end: Vec<i64> = ranges.iter().map(|c| c.off.saturating_add(c.len)).collect();
+    let rows = archive.client.query(
+        "SELECT r.i, c.off, c.data
+         FROM unnest($1::int8[], $2::int8[], $3::int8[]) WITH ORDINALITY AS r(v, s, e, i)
+         JOIN sessiontree.chunks c
+              ON c.version_pk = r.v AND c.off < r.e AND c.off + octet_length(c.data) > r.s
+         ORDER BY r.i, c.off",
+        &[&v, &start, &end],
+    )?;
+    let mut out: Vec<Vec<u8>> = vec![Vec::new(); ranges.len()];
+    for r in rows {
+        let i: i64 = r.get(0);
+        let (off, data): (i64, &[u8]) = (r.get(1), r.get(2));
+        let Some(k) = usize::try_from(i - 1).ok().filter(|&k| k < ranges.len()) else {
+            continue;
+        };
+        let (s, e) = (start[k], end[k]);
+        let from = (s - off).clamp(0, data.len() as i64) as usize;
+        let to = (e - off).clamp(0, data.len() as i64) as usize;
+        if from < to {
+            out[k].extend_from_slice(&data[from..to]);
+        }
+    }
+    Ok(out)
 }
 
 /// The bytes of a session's most recently pushed copy (for export), and that copy.

@@ -817,6 +817,162 @@ fn backfill_sums(tx: &mut Transaction) -> Result<()> {
     Ok(())
 }
 
+/// Version 7: search without a second copy of the text (the archive was 2.1 times the
+/// sessions it held, most of it `texts`: every entry's text beside the chunks, its codes and
+/// their index).
+///
+/// * `sessiontree.grams`: per *range* of a version (the whole lines that start in one of its
+///   chunks) the trigram codes of its entries' texts and the times of its newest and oldest
+///   entry, as the client computed them (see `grams.rs`). A search asks
+///   `sessiontree.search_grams` for the candidate ranges, newest first, reads their bytes from
+///   the chunks (under the chunks' own row-level security) and checks every entry there. A
+///   range's codes are a set over many entries, so they take a fraction of the per-entry
+///   codes' space, and the text itself is stored once, in the chunks.
+/// * The same rules as `texts` had: written by the version's owner only, tied to the version
+///   by `(version_pk, session_pk, owner)`, never updated, gone with the version; read only
+///   through the `SECURITY DEFINER` function, which returns ranges of the calling login's
+///   own sessions and of those shared with its roles. A forged row can make its writer's own
+///   range a candidate, never put text in a hit: hits come from the chunks.
+/// * The data step computes the ranges of the newest version of every copy from its chunks,
+///   with the code a push uses; `texts` and `search_texts` are then dropped.
+const V7_BEFORE: &str = r#"
+-- The owner of the tables runs this; for the data step it must see every row.
+ALTER TABLE sessiontree.versions NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks NO FORCE ROW LEVEL SECURITY;
+
+CREATE TABLE sessiontree.grams (
+    version_pk bigint NOT NULL,
+    session_pk bigint NOT NULL,
+    owner name NOT NULL DEFAULT current_user,
+    off bigint NOT NULL,
+    len bigint NOT NULL,
+    newest float8,
+    oldest float8,
+    tri int4[] NOT NULL,
+    PRIMARY KEY (version_pk, off),
+    CONSTRAINT grams_version FOREIGN KEY (version_pk, session_pk, owner)
+        REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE,
+    -- Finite times (NaN is above 'Infinity' in PostgreSQL's order), one-dimensional codes.
+    CONSTRAINT grams_sane CHECK (off >= 0 AND len > 0
+        AND (newest IS NULL OR (newest > '-Infinity' AND newest < 'Infinity'))
+        AND (oldest IS NULL OR (oldest > '-Infinity' AND oldest < 'Infinity'))
+        AND coalesce(array_ndims(tri), 1) = 1 AND array_position(tri, NULL) IS NULL)
+);
+-- Codes do not compress.
+ALTER TABLE sessiontree.grams ALTER COLUMN tri SET STORAGE EXTERNAL;
+ALTER TABLE sessiontree.grams ENABLE ROW LEVEL SECURITY;
+CREATE POLICY grams_write ON sessiontree.grams FOR ALL
+    USING (owner = current_user)
+    WITH CHECK (owner = current_user
+        AND session_pk IN (SELECT s.pk FROM sessiontree.sessions s
+                           WHERE s.owner = current_user));
+REVOKE ALL ON sessiontree.grams FROM PUBLIC;
+GRANT INSERT (owner, version_pk, session_pk, off, len, newest, oldest, tri)
+    ON sessiontree.grams TO PUBLIC;
+"#;
+
+const V7_AFTER: &str = r#"
+CREATE INDEX grams_tri ON sessiontree.grams USING gin (tri)
+    WITH (fastupdate = on, gin_pending_list_limit = 16384);
+
+-- The only way to read the ranges for roles other than its owner. tri: every code must be
+-- in the range's codes (NULL or empty: no condition); since / until: a range that may hold
+-- an entry of that time or later / earlier (NULL: no bound); newest first, at most lim.
+CREATE FUNCTION sessiontree.search_grams(tri int4[], since float8, until float8, lim int)
+RETURNS TABLE (version_pk bigint, session_pk bigint, off bigint, len bigint, newest float8)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    shared bigint[];
+    cond text := '';
+BEGIN
+    SELECT coalesce(pg_catalog.array_agg(DISTINCT sh.session_pk), '{}'::bigint[]) INTO shared
+    FROM sessiontree.shares sh WHERE sh.grantee = ANY (sessiontree.login_roles());
+    IF tri IS NOT NULL AND pg_catalog.cardinality(tri) > 0 THEN
+        cond := cond || ' AND g.tri OPERATOR(pg_catalog.@>) $1';
+    END IF;
+    IF since IS NOT NULL THEN
+        cond := cond || ' AND g.newest >= $2';
+    END IF;
+    IF until IS NOT NULL THEN
+        cond := cond || ' AND g.oldest < $3';
+    END IF;
+    RETURN QUERY EXECUTE
+        'SELECT g.version_pk, g.session_pk, g.off, g.len, g.newest
+         FROM sessiontree.grams g
+         WHERE (g.owner = session_user OR g.session_pk = ANY ($5))' || cond ||
+        ' ORDER BY g.newest DESC NULLS LAST, g.version_pk, g.off LIMIT $4'
+        USING tri, since, until, greatest(lim, 0), shared;
+END $$;
+DROP FUNCTION sessiontree.search_texts(int4[], text, text, int);
+DROP TABLE sessiontree.texts;
+-- Owned by the tables' owner (a superuser running this migration would otherwise own them).
+DO $$
+DECLARE
+    own name := (SELECT t.tableowner FROM pg_catalog.pg_tables t
+                 WHERE t.schemaname = 'sessiontree' AND t.tablename = 'sessions');
+BEGIN
+    EXECUTE format('ALTER TABLE sessiontree.grams OWNER TO %I', own);
+    EXECUTE format('ALTER FUNCTION sessiontree.search_grams(int4[], float8, float8, int) OWNER TO %I', own);
+END $$;
+REVOKE ALL ON FUNCTION sessiontree.search_grams(int4[], float8, float8, int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sessiontree.search_grams(int4[], float8, float8, int) TO PUBLIC;
+ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
+ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
+"#;
+
+/// Version 7's data step: the search ranges of the newest version of every copy, from its
+/// chunks, cut where its chunks are (a version whose chunks do not add up is left without:
+/// it cannot be read either).
+fn backfill_grams(tx: &mut Transaction) -> Result<()> {
+    let versions = tx.query(
+        "SELECT DISTINCT ON (copy_pk) pk, session_pk, owner::text, length
+         FROM sessiontree.versions ORDER BY copy_pk, seq DESC",
+        &[],
+    )?;
+    for v in versions {
+        let (pk, spk, owner, length): (i64, i64, String, i64) =
+            (v.get(0), v.get(1), v.get(2), v.get(3));
+        let mut bytes = Vec::new();
+        let mut starts = Vec::new();
+        for c in tx.query(
+            "SELECT off, data FROM sessiontree.chunks WHERE version_pk = $1 ORDER BY off",
+            &[&pk],
+        )? {
+            let (off, data): (i64, &[u8]) = (c.get(0), c.get(1));
+            if off != bytes.len() as i64 {
+                break;
+            }
+            starts.push(off);
+            bytes.extend_from_slice(data);
+        }
+        if bytes.len() as i64 != length {
+            continue;
+        }
+        let grams = crate::grams::of(&bytes, 0, &starts);
+        for chunk in grams.chunks(500) {
+            let off: Vec<i64> = chunk.iter().map(|g| g.off).collect();
+            let len: Vec<i64> = chunk.iter().map(|g| g.len).collect();
+            let newest: Vec<Option<f64>> = chunk.iter().map(|g| g.newest).collect();
+            let oldest: Vec<Option<f64>> = chunk.iter().map(|g| g.oldest).collect();
+            let tri: Vec<String> = chunk
+                .iter()
+                .map(|g| crate::trigram::to_pg_array(&g.tri))
+                .collect();
+            tx.execute(
+                "INSERT INTO sessiontree.grams (version_pk, session_pk, owner, off, len, newest,
+                                                oldest, tri)
+                 SELECT $1, $2, $3::text::name, o, l, n, d, tri::int4[]
+                 FROM unnest($4::int8[], $5::int8[], $6::float8[], $7::float8[], $8::text[])
+                      AS u(o, l, n, d, tri)",
+                &[&pk, &spk, &owner, &off, &len, &newest, &oldest, &tri],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Version 3's data step: the trigram codes of the texts already in the archive.
 fn backfill_trigrams(tx: &mut Transaction) -> Result<()> {
     tx.batch_execute(
@@ -893,6 +1049,15 @@ pub const MIGRATIONS: &[(i32, &str, &[Step])] = &[
             Step::Sql(V6_BEFORE),
             Step::Rust(backfill_sums),
             Step::Sql(V6_AFTER),
+        ],
+    ),
+    (
+        7,
+        "search ranges instead of a copy of every entry's text (the archive holds its text once, in the chunks)",
+        &[
+            Step::Sql(V7_BEFORE),
+            Step::Rust(backfill_grams),
+            Step::Sql(V7_AFTER),
         ],
     ),
 ];

@@ -187,7 +187,7 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
         || ',' || (SELECT count(*) FROM sessiontree.chunks WHERE owner <> current_user)
         || ',' || (SELECT count(*) FROM sessiontree.shares WHERE owner <> current_user)
         || ',' || (SELECT count(*) FROM sessiontree.machines WHERE owner <> current_user)
-        || ',' || (SELECT count(*) FROM sessiontree.search_texts(NULL, NULL, NULL, 100000))";
+        || ',' || (SELECT count(*) FROM sessiontree.search_grams(NULL, NULL, NULL, 100000))";
     let tricks = [
         // The temp schema is searched first for relations: a view named like the catalog's.
         (
@@ -229,7 +229,7 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
         }
     }
     assert!(leaked.is_empty(), "bob read carol's rows: {leaked:#?}");
-    // The same holds for the one way into the search texts.
+    // The same holds for the one way into the search ranges.
     let mut bob = open(&c, "bob");
     assert!(
         query::search(&mut bob, "wombat", query::Mode::Words, None, 10)
@@ -237,7 +237,7 @@ fn look_alikes_of_the_catalog_do_not_reveal_a_session_shared_with_others() {
             .is_empty()
     );
 
-    // Sharing still works: bob in the team sees that one session, and its texts.
+    // Sharing still works: bob in the team sees that one session, and finds its words.
     server(&c, "GRANT team TO bob");
     assert_eq!(session_ids(&c, "bob"), shared);
     let hits = query::search(&mut bob, "wombat", query::Mode::Words, None, 10).unwrap();
@@ -309,11 +309,19 @@ fn another_role_cannot_write_into_the_victims_sessions() {
             ),
         ),
         (
-            "a search text under carol's version",
+            "a search range under carol's version",
             format!(
-                "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-                 VALUES ({vp}, {d}, 0, 'e', 'user', '1', 'forgedword in the plan')"
+                "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, tri)
+                 VALUES ({vp}, {d}, 1, 10, 1, '{{1,2,3}}')"
             ),
+        ),
+        (
+            "a search range of carol's moved or changed",
+            format!("UPDATE sessiontree.grams SET len = len + 1, newest = 9e15 WHERE version_pk = {vp}"),
+        ),
+        (
+            "carol's search ranges removed",
+            format!("DELETE FROM sessiontree.grams WHERE version_pk = {vp}"),
         ),
         (
             "sessions with the next keys",
@@ -508,8 +516,9 @@ fn the_rest_of_the_schema_holds_against_another_role() {
     )
     .unwrap();
 
-    // A search text of bob's whose time is not a number, in a session shared with carol:
-    // her search with a time filter still works.
+    // A search range of bob's that starts inside a line, claims more bytes than there are
+    // and times no entry has, in a session shared with carol: it comes first in her search
+    // with a time filter, which still works (and reads no more than bob's bytes).
     let other = sid(7);
     let content = session(&other, "/w", &["a numbat of bob's"]);
     bobs_session(&c, &other, "--w--/other.jsonl", &content, true);
@@ -517,8 +526,8 @@ fn the_rest_of_the_schema_holds_against_another_role() {
         "bob",
         "archive",
         &format!(
-            "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-             SELECT v.pk, v.session_pk, 0, 'e', 'user', 'soon', 'numbat at no time'
+            "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
+             SELECT v.pk, v.session_pk, 3, 9000000000000000000, 1e300, -1e300, '{{}}'
              FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
              WHERE s.session_id = '{other}' AND s.owner = current_user"
         ),
@@ -672,10 +681,10 @@ fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
             &c,
             "SELECT (SELECT count(*) FROM sessiontree.versions WHERE owner = 'bob')
              || ',' || (SELECT count(*) FROM sessiontree.chunks WHERE owner = 'bob')
-             || ',' || (SELECT count(*) FROM sessiontree.texts WHERE owner = 'bob')
+             || ',' || (SELECT count(*) FROM sessiontree.grams WHERE owner = 'bob')
              || ',' || (SELECT count(*) FROM sessiontree.sessions WHERE owner = 'bob')
              || ',' || (SELECT count(*) FROM sessiontree.chunks WHERE owner = 'carol')
-             || ',' || (SELECT count(*) FROM sessiontree.texts WHERE owner = 'carol')"
+             || ',' || (SELECT count(*) FROM sessiontree.grams WHERE owner = 'carol')"
         ),
         "0,0,0,7,1,1"
     );
@@ -686,7 +695,7 @@ fn an_archive_of_schema_3_with_forged_rows_migrates_clean() {
     let r = pull(&mut carol, &pull_opts(&b)).unwrap();
     assert_eq!(r.created.len(), 1, "{r:?}");
     assert_eq!(std::fs::read(&r.created[0]).unwrap(), mine);
-    // (A regex: the row was written without the trigram codes a client computes.)
+    // (A regex too: every range is a candidate.)
     let hits = query::search(&mut carol, "own words", query::Mode::Regex, None, 10).unwrap();
     assert_eq!(hits.len(), 1);
     for i in 0..3 {
@@ -971,8 +980,8 @@ impl Bob<'_> {
                  VALUES ({cp}, {d}, 2147483647, 0, sha256(''), 0)"
             ),
             _ => format!(
-                "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-                 VALUES ({v}, {d}, 0, 'e', 'user', 'soon', 'carolmark forged')"
+                "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, tri)
+                 VALUES ({v}, {d}, {len}, {n}, 9e15, '{{}}')"
             ),
         }
     }
@@ -1022,7 +1031,7 @@ impl Bob<'_> {
                     ("copies", "pk"),
                     ("versions", "pk"),
                     ("chunks", "version_pk"),
-                    ("texts", "version_pk"),
+                    ("grams", "version_pk"),
                     ("shares", "session_pk"),
                 ]);
                 let pk = self.pk(&vps);
@@ -1106,10 +1115,11 @@ impl Bob<'_> {
             }
             9 => {
                 let (v, sp) = (self.pk(&vps), self.pk(&bobs));
-                let ts = self.one(&["'soon'", "'1e999'", "'1743498000000'", "NULL", "'-0'"]);
+                let ts = self.one(&["'NaN'", "'Infinity'", "1743498000000", "NULL", "-0"]);
                 format!(
-                    "INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body, tri)
-                     VALUES ({v}, {sp}, {}, 'e', 'user', {ts}, 'carolmark forged', '{{1,2,3}}')",
+                    "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
+                     VALUES ({v}, {sp}, {}, {}, {ts}, {ts}, '{{1,2,3}}')",
+                    self.int(),
                     self.int()
                 )
             }
@@ -1951,10 +1961,10 @@ fn an_append_rewrites_only_the_usage_groups_it_changes() {
     assert_eq!(st.groups.len(), 1);
     assert_eq!(st.groups[0].1.records, 1);
     assert!((st.groups[0].1.cost - 0.125).abs() < 1e-9);
-    // A large append (more texts than the one-statement append takes) goes through the
-    // batch's transaction: the version's groups are written whole again, the same.
+    // A large append (over a megabyte: more than the one-statement append takes) goes
+    // through the batch's transaction: the version's groups are written whole again, the same.
     for i in 0..210 {
-        grow(&p, &format!("question {i}"));
+        grow(&p, &format!("question {i} {}", "x".repeat(6000)));
     }
     let text = String::from_utf8(std::fs::read(&p).unwrap()).unwrap();
     let last = ids_of_line(text.lines().last().unwrap());

@@ -502,12 +502,12 @@ fn row_level_security_keeps_other_roles_out() {
             "{tb}"
         );
     }
-    // The search texts are read only through the search function, which shows bob nothing.
+    // The search ranges are read only through the search function, which shows bob nothing.
     let e = c
-        .psql("bob", "archive", "SELECT count(*) FROM sessiontree.texts")
+        .psql("bob", "archive", "SELECT count(*) FROM sessiontree.grams")
         .unwrap_err();
     assert!(e.contains("permission denied"), "{e}");
-    let all_texts = "SELECT count(*) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)";
+    let all_texts = "SELECT count(*) FROM sessiontree.search_grams(NULL, NULL, NULL, 1000000)";
     assert_eq!(count(&c, "bob", all_texts), 0);
     assert!(count(&c, "alice", all_texts) > 0);
     // bob can neither change alice's rows nor forge his way in.
@@ -576,7 +576,7 @@ fn row_level_security_keeps_other_roles_out() {
         count(
             &c,
             "bob",
-            "SELECT count(DISTINCT session_pk) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)"
+            "SELECT count(DISTINCT session_pk) FROM sessiontree.search_grams(NULL, NULL, NULL, 1000000)"
         ),
         1
     );
@@ -644,7 +644,7 @@ fn row_level_security_keeps_other_roles_out() {
             &c,
             "bob",
             &format!(
-                "SELECT count(*) FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)
+                "SELECT count(*) FROM sessiontree.search_grams(NULL, NULL, NULL, 1000000)
                  WHERE session_pk IN ({})",
                 c.psql(
                     "alice",
@@ -740,7 +740,7 @@ fn archive_search_sees_shared_sessions_and_nothing_else() {
             user,
             "archive",
             "SELECT string_agg(DISTINCT session_pk::text, ',' ORDER BY session_pk::text)
-             FROM sessiontree.search_texts(NULL, NULL, NULL, 1000000)",
+             FROM sessiontree.search_grams(NULL, NULL, NULL, 1000000)",
         )
         .unwrap()
     };
@@ -774,10 +774,10 @@ fn archive_search_sees_shared_sessions_and_nothing_else() {
              SET auto_explain.log_level = notice;
              SET enable_seqscan = off;
              SET SESSION AUTHORIZATION bob;
-             SELECT count(*) FROM sessiontree.search_texts('{1,2}', NULL, NULL, 10);",
+             SELECT count(*) FROM sessiontree.search_grams('{1,2}', NULL, NULL, 10);",
         )
         .unwrap();
-    assert!(plan.contains("texts_tri"), "{plan}");
+    assert!(plan.contains("grams_tri"), "{plan}");
 }
 
 #[test]
@@ -870,7 +870,8 @@ fn server_restarted_mid_push_then_push_converges() {
 #[test]
 fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
     let Some(c) = pg::archive() else { return };
-    // The archive as the previous sessiontree left it, with a text of alice's and one of bob's.
+    // The archive as the sessiontree of schema 2 left it, with a session of alice's and one of
+    // bob's, their bytes and their texts.
     let mut raw = sessiontree_archive::conn::connect(&c.url).unwrap();
     assert_eq!(
         sessiontree_archive::schema::migrate_to(&mut raw, 2).unwrap(),
@@ -878,38 +879,50 @@ fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
     );
     drop(raw);
     for (who, sid) in [("alice", "s-alice"), ("bob", "s-bob")] {
+        let bytes = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{sid}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}}\n\
+             {{\"type\":\"message\",\"id\":\"e1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"an old Numbat of {who}\",\"timestamp\":1735689601000}}}}\n"
+        );
+        let data = format!("convert_to('{bytes}', 'UTF8')");
         c.psql(
             who,
             "archive",
             &format!(
                 "INSERT INTO sessiontree.machines (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'm');
-                 INSERT INTO sessiontree.sessions (session_id) VALUES ('{sid}');
+                 INSERT INTO sessiontree.sessions (session_id, cwd) VALUES ('{sid}', '/w');
                  INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
                      SELECT pk, '00000000-0000-4000-8000-000000000001', 'x/{sid}.jsonl'
                      FROM sessiontree.sessions WHERE session_id = '{sid}';
                  INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
-                     SELECT c.pk, c.session_pk, 1, 0, '', 0 FROM sessiontree.copies c
+                     SELECT c.pk, c.session_pk, 1, octet_length({data}), sha256({data}),
+                            octet_length({data})
+                     FROM sessiontree.copies c
                      JOIN sessiontree.sessions s ON s.pk = c.session_pk WHERE s.session_id = '{sid}';
+                 INSERT INTO sessiontree.chunks (version_pk, session_pk, off, data)
+                     SELECT v.pk, v.session_pk, 0, {data}
+                     FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
+                     WHERE s.session_id = '{sid}';
                  INSERT INTO sessiontree.texts (version_pk, session_pk, off, entry_id, role, ts, body)
-                     SELECT v.pk, v.session_pk, 0, 'e1', 'user', '1', 'an old Numbat of {who}'
+                     SELECT v.pk, v.session_pk, 0, 'e1', 'user', '1735689601000', 'an old Numbat of {who}'
                      FROM sessiontree.versions v JOIN sessiontree.sessions s ON s.pk = v.session_pk
                      WHERE s.session_id = '{sid}';"
             ),
         )
         .unwrap();
     }
-    // The owner connects with this sessiontree: version 3 computes the old rows' trigrams.
+    // The owner connects with this sessiontree: version 7 computes the search ranges of
+    // every owner's sessions from their bytes, and the copy of their texts is gone.
     let mut alice = Archive::open(&c.url).unwrap();
     assert_eq!(
         c.psql(
             "postgres",
             "archive",
-            "SELECT count(*) FILTER (WHERE tri IS NULL), count(*),
-                    (SELECT max(version) FROM sessiontree.migrations)
-             FROM sessiontree.texts"
+            "SELECT count(*), count(DISTINCT owner), (SELECT max(version) FROM sessiontree.migrations),
+                    to_regclass('sessiontree.texts') IS NULL
+             FROM sessiontree.grams"
         )
         .unwrap(),
-        format!("0|2|{}", sessiontree_archive::schema::latest())
+        format!("2|2|{}|t", sessiontree_archive::schema::latest())
     );
     let mut bob = Archive::open(&c.url("bob", "archive")).unwrap();
     for (ar, who) in [(&mut alice, "alice"), (&mut bob, "bob")] {
@@ -917,6 +930,7 @@ fn an_archive_of_schema_2_migrates_and_its_texts_are_found() {
         assert_eq!(hits.len(), 1, "{who}");
         assert_eq!(hits[0].owner, who);
         assert_eq!(hits[0].text, format!("an old Numbat of {who}"));
+        assert_eq!(hits[0].ts_ms, Some(1735689601000.0));
     }
 }
 

@@ -342,6 +342,15 @@ impl Acc {
         }
     }
 
+    /// A pass that takes every line for an entry line, as after a session's header: the
+    /// search rows of lines read without the start of their file (the archive's ranges).
+    pub fn past_header() -> Acc {
+        Acc {
+            header_seen: true,
+            ..Acc::default()
+        }
+    }
+
     /// Feeds one physical line (without its terminator). Lone `\r` split it further.
     pub fn feed(&mut self, line: &[u8], rows: Option<&mut Vec<EntryText>>) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
