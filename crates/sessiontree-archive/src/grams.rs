@@ -1,6 +1,6 @@
 //! The archive's search index (schema version 7): per *range* of a version (the whole lines
-//! that start in one of its chunks), the trigram codes of its entries' texts and the times of
-//! its newest and oldest entry.
+//! that start in one of its chunks), the 16-bit buckets of the trigram codes of its entries'
+//! texts ([`crate::trigram::bucket`]) and the times of its newest and oldest entry.
 //!
 //! A search asks the server for the ranges whose codes hold every trigram of the query,
 //! newest first, reads those ranges' bytes from the chunks (the archive's only copy of the
@@ -20,8 +20,8 @@ pub struct Gram {
     /// The newest and oldest time (ms) of its entries that have one.
     pub newest: Option<f64>,
     pub oldest: Option<f64>,
-    /// The sorted, distinct trigram codes of its entries' texts.
-    pub tri: Vec<i32>,
+    /// The sorted, distinct buckets of the trigram codes of its entries' texts.
+    pub tri: Vec<i16>,
 }
 
 /// The search rows of a line (an entry's text, role, id and time), read as an entry line of
@@ -68,6 +68,8 @@ pub fn build(
     let mut rows = Vec::new();
     // (index of its piece, the range so far, whether it has a search row)
     let mut cur: Option<(usize, Gram, bool)> = None;
+    // The range's buckets, one bit each.
+    let mut bits = vec![0u64; 1 << 10];
     let mut pos = from;
     for line in content[from.min(content.len())..].split_inclusive(|&b| b == b'\n') {
         // The piece this line starts in.
@@ -75,7 +77,7 @@ pub fn build(
             .partition_point(|&s| s <= pos as i64)
             .saturating_sub(1);
         if cur.as_ref().is_some_and(|(p, _, _)| *p != piece) {
-            finish(&mut out, cur.take());
+            finish(&mut out, cur.take(), &mut bits);
         }
         let (_, g, found) = cur.get_or_insert_with(|| {
             (
@@ -97,26 +99,34 @@ pub fn build(
         clean(&mut rows, 0);
         *found |= !rows.is_empty();
         for r in &rows {
-            g.tri.extend(crate::trigram::of(&r.text));
+            for code in crate::trigram::of(&r.text) {
+                let b = crate::trigram::bucket(code) as u16 as usize;
+                bits[b >> 6] |= 1 << (b & 63);
+            }
             if let Some(t) = r.ts_ms.filter(|t| t.is_finite()) {
                 g.newest = Some(g.newest.map_or(t, |n| n.max(t)));
                 g.oldest = Some(g.oldest.map_or(t, |o| o.min(t)));
             }
         }
-        if g.tri.len() > 1 << 16 {
-            g.tri.sort_unstable();
-            g.tri.dedup();
-        }
         pos += line.len();
     }
-    finish(&mut out, cur);
+    finish(&mut out, cur, &mut bits);
     out
 }
 
-fn finish(out: &mut Vec<Gram>, cur: Option<(usize, Gram, bool)>) {
+/// Keeps the range (when it has a search row) with the buckets of `bits`, and clears them.
+fn finish(out: &mut Vec<Gram>, cur: Option<(usize, Gram, bool)>, bits: &mut [u64]) {
+    let mut tri = Vec::new();
+    for (i, w) in bits.iter_mut().enumerate() {
+        let mut v = std::mem::take(w);
+        while v != 0 {
+            tri.push(((i << 6) | v.trailing_zeros() as usize) as u16 as i16);
+            v &= v - 1;
+        }
+    }
     if let Some((_, mut g, true)) = cur {
-        g.tri.sort_unstable();
-        g.tri.dedup();
+        tri.sort_unstable();
+        g.tri = tri;
         out.push(g);
     }
 }
@@ -153,7 +163,11 @@ mod tests {
         assert_eq!((g[0].off, g[0].len), (0, second));
         assert_eq!((g[0].newest, g[0].oldest), (Some(3000.0), Some(1000.0)));
         assert_eq!((g[1].off, g[1].len), (second, c.len() as i64));
-        let words = |g: &Gram, w: &str| crate::trigram::of(w).iter().all(|t| g.tri.contains(t));
+        let words = |g: &Gram, w: &str| {
+            crate::trigram::buckets_of_folded(&crate::trigram::fold(w))
+                .iter()
+                .all(|t| g.tri.contains(t))
+        };
         assert!(words(&g[0], "WOMBAT") && words(&g[0], "numbat") && !words(&g[0], "quokka"));
         assert!(words(&g[1], "quokka") && !words(&g[1], "wombat"));
         // From an offset (an append): only the lines after it.

@@ -704,7 +704,7 @@ fn flush(
             let g = GramColumns::of(gram_rows.iter().map(|r| (r.0, r.1, r.2)));
             tx.execute_typed(
                 "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
-                 SELECT v, s, o, l, n, d, tri::int4[]
+                 SELECT v, s, o, l, n, d, tri::int2[]
                  FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::float8[],
                              $6::float8[], $7::text[]) AS u(v, s, o, l, n, d, tri)",
                 &g.params(),
@@ -949,7 +949,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                 JOIN up ON up.pk = c.v),
          gr AS (INSERT INTO sessiontree.grams
                     (version_pk, session_pk, off, len, newest, oldest, tri)
-                SELECT t.v, up.session_pk, t.o, t.l, t.n, t.d, t.tri::int4[]
+                SELECT t.v, up.session_pk, t.o, t.l, t.n, t.d, t.tri::int2[]
                 FROM unnest($10::int8[], $11::int8[], $12::int8[], $13::float8[], $14::float8[],
                             $15::text[]) AS t(v, o, l, n, d, tri)
                 JOIN up ON up.pk = t.v){usage_sql}
@@ -991,7 +991,7 @@ fn copy_rows(
          ALTER TABLE st_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
          CREATE TEMP TABLE IF NOT EXISTS st_grams
              (version_pk bigint, session_pk bigint, off bigint, len bigint, newest float8,
-              oldest float8, tri int4[]) ON COMMIT DELETE ROWS;
+              oldest float8, tri int2[]) ON COMMIT DELETE ROWS;
          ALTER TABLE st_grams ALTER COLUMN tri SET STORAGE EXTERNAL;",
     )?;
     {
@@ -1017,7 +1017,7 @@ fn copy_rows(
                 Type::INT8,
                 Type::FLOAT8,
                 Type::FLOAT8,
-                Type::INT4_ARRAY,
+                Type::INT2_ARRAY,
             ],
         );
         for (v, s, g) in gram_rows {

@@ -207,8 +207,11 @@ pub fn search_filtered(
         }
         _ => None,
     };
-    // Every trigram of every word must be in a hit's range.
-    let mut tri: Vec<i32> = words.iter().flat_map(|w| trigram::of_folded(w)).collect();
+    // The bucket of every trigram of every word must be in a hit's range.
+    let mut tri: Vec<i16> = words
+        .iter()
+        .flat_map(|w| trigram::buckets_of_folded(w))
+        .collect();
     tri.sort_unstable();
     tri.dedup();
     let tri = (!tri.is_empty()).then_some(tri);
@@ -305,11 +308,11 @@ fn certain(hits: &mut [Hit], limit: usize, next: Option<f64>) -> bool {
 /// filters the server can apply), and whether the server had more.
 fn candidates(
     archive: &mut Archive,
-    tri: Option<&[i32]>,
+    tri: Option<&[i16]>,
     filter: &Filter,
     want: i32,
 ) -> Result<(Vec<Candidate>, bool)> {
-    let tri: Option<Vec<i32>> = tri.map(<[i32]>::to_vec);
+    let tri: Option<Vec<i16>> = tri.map(<[i16]>::to_vec);
     let rows = archive.client.query(
         // The candidates' count comes with the rows (and alone when none is left).
         "WITH f AS (SELECT * FROM sessiontree.search_grams($1, $2, $3, $4)),

@@ -848,7 +848,7 @@ CREATE TABLE sessiontree.grams (
     len bigint NOT NULL,
     newest float8,
     oldest float8,
-    tri int4[] NOT NULL,
+    tri int2[] NOT NULL,
     PRIMARY KEY (version_pk, off),
     CONSTRAINT grams_version FOREIGN KEY (version_pk, session_pk, owner)
         REFERENCES sessiontree.versions (pk, session_pk, owner) ON DELETE CASCADE,
@@ -858,7 +858,7 @@ CREATE TABLE sessiontree.grams (
         AND (oldest IS NULL OR (oldest > '-Infinity' AND oldest < 'Infinity'))
         AND coalesce(array_ndims(tri), 1) = 1 AND array_position(tri, NULL) IS NULL)
 );
--- Codes do not compress.
+-- Buckets hardly compress.
 ALTER TABLE sessiontree.grams ALTER COLUMN tri SET STORAGE EXTERNAL;
 ALTER TABLE sessiontree.grams ENABLE ROW LEVEL SECURITY;
 CREATE POLICY grams_write ON sessiontree.grams FOR ALL
@@ -875,10 +875,10 @@ const V7_AFTER: &str = r#"
 CREATE INDEX grams_tri ON sessiontree.grams USING gin (tri)
     WITH (fastupdate = on, gin_pending_list_limit = 16384);
 
--- The only way to read the ranges for roles other than its owner. tri: every code must be
--- in the range's codes (NULL or empty: no condition); since / until: a range that may hold
+-- The only way to read the ranges for roles other than its owner. tri: every bucket must
+-- be in the range's buckets (NULL or empty: no condition); since / until: a range that may hold
 -- an entry of that time or later / earlier (NULL: no bound); newest first, at most lim.
-CREATE FUNCTION sessiontree.search_grams(tri int4[], since float8, until float8, lim int)
+CREATE FUNCTION sessiontree.search_grams(tri int2[], since float8, until float8, lim int)
 RETURNS TABLE (version_pk bigint, session_pk bigint, off bigint, len bigint, newest float8)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -914,10 +914,10 @@ DECLARE
                  WHERE t.schemaname = 'sessiontree' AND t.tablename = 'sessions');
 BEGIN
     EXECUTE format('ALTER TABLE sessiontree.grams OWNER TO %I', own);
-    EXECUTE format('ALTER FUNCTION sessiontree.search_grams(int4[], float8, float8, int) OWNER TO %I', own);
+    EXECUTE format('ALTER FUNCTION sessiontree.search_grams(int2[], float8, float8, int) OWNER TO %I', own);
 END $$;
-REVOKE ALL ON FUNCTION sessiontree.search_grams(int4[], float8, float8, int) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION sessiontree.search_grams(int4[], float8, float8, int) TO PUBLIC;
+REVOKE ALL ON FUNCTION sessiontree.search_grams(int2[], float8, float8, int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION sessiontree.search_grams(int2[], float8, float8, int) TO PUBLIC;
 ALTER TABLE sessiontree.versions FORCE ROW LEVEL SECURITY;
 ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
 "#;
@@ -963,7 +963,7 @@ fn backfill_grams(tx: &mut Transaction) -> Result<()> {
             tx.execute(
                 "INSERT INTO sessiontree.grams (version_pk, session_pk, owner, off, len, newest,
                                                 oldest, tri)
-                 SELECT $1, $2, $3::text::name, o, l, n, d, tri::int4[]
+                 SELECT $1, $2, $3::text::name, o, l, n, d, tri::int2[]
                  FROM unnest($4::int8[], $5::int8[], $6::float8[], $7::float8[], $8::text[])
                       AS u(o, l, n, d, tri)",
                 &[&pk, &spk, &owner, &off, &len, &newest, &oldest, &tri],

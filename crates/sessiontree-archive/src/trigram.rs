@@ -61,8 +61,24 @@ pub fn of(text: &str) -> Vec<i32> {
     of_folded(&fold(text))
 }
 
-/// PostgreSQL's text form of an `int4[]`.
-pub fn to_pg_array(codes: &[i32]) -> String {
+/// The 16-bit bucket of a code: what the search ranges keep (schema 7). A range's set of
+/// buckets is at most 8 KiB however much text it holds, and still rules out a range for a
+/// word unless every one of the word's trigrams falls in a bucket the range has.
+pub fn bucket(code: i32) -> i16 {
+    let c = code as u32;
+    ((c >> 16) ^ c) as u16 as i16
+}
+
+/// The sorted, distinct buckets of an already folded text.
+pub fn buckets_of_folded(folded: &str) -> Vec<i16> {
+    let mut out: Vec<i16> = of_folded(folded).into_iter().map(bucket).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// PostgreSQL's text form of an `int4[]` or `int2[]`.
+pub fn to_pg_array<T: std::fmt::Display>(codes: &[T]) -> String {
     let mut s = String::with_capacity(codes.len() * 11 + 2);
     s.push('{');
     for (i, c) in codes.iter().enumerate() {
@@ -111,6 +127,6 @@ mod tests {
         assert!(t.windows(2).all(|w| w[0] < w[1]));
         assert!(t.iter().all(|&c| c >= 0));
         assert_eq!(to_pg_array(&[1, 22]), "{1,22}");
-        assert_eq!(to_pg_array(&[]), "{}");
+        assert_eq!(to_pg_array::<i32>(&[]), "{}");
     }
 }

@@ -532,10 +532,10 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
     o.machine_name = Some("box-SECRET42".into());
     let r = push(&mut ar, &o).unwrap();
     assert_eq!(r.created, 1, "{r:?}");
-    // (The search ranges hold no text, but their codes would hold every trigram of it.)
-    let codes = sessiontree_archive::trigram::to_pg_array(&sessiontree_archive::trigram::of(
-        "SECRET42",
-    ));
+    // (The search ranges hold no text, but their buckets would hold every trigram of it.)
+    let codes = sessiontree_archive::trigram::to_pg_array(
+        &sessiontree_archive::trigram::buckets_of_folded("secret42"),
+    );
     let leaks = c
         .psql(
             "postgres",
