@@ -51,7 +51,9 @@ fn clean(rows: &mut Vec<EntryText>, start: usize) {
 /// [`build`] with lines read as entry lines (the ranges of bytes already stored).
 pub fn of(content: &[u8], from: usize, starts: &[i64]) -> Vec<Gram> {
     let mut acc = Acc::past_header();
-    build(content, from, starts, |line, rows| acc.feed(line, Some(rows)))
+    build(content, from, starts, |line, rows| {
+        acc.feed(line, Some(rows))
+    })
 }
 
 /// The ranges of `content[from..]` for pieces that start at the given offsets (sorted, the
@@ -188,7 +190,10 @@ mod tests {
             &mut rows,
         );
         assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0].role.as_str(), rows[0].text.as_str()), ("user", "x y"));
+        assert_eq!(
+            (rows[0].role.as_str(), rows[0].text.as_str()),
+            ("user", "x y")
+        );
         rows.clear();
         rows_of_line(
             &mut acc,

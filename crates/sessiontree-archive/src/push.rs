@@ -16,6 +16,7 @@
 //! with `COPY` (binary) into a temporary table and moved with one `INSERT ... SELECT`
 //! (PostgreSQL refuses `COPY FROM` into a table with row-level security).
 
+use crate::grams::Gram;
 use crate::local::{id_from_name, session_files};
 use crate::machine::{self, Machine};
 use crate::redact::Redaction;
@@ -23,7 +24,6 @@ use crate::state::{FileStamp, State};
 use crate::{hex, io_err, sha256, Archive, Error, Result};
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::Type;
-use crate::grams::Gram;
 use sessiontree::list::Acc;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1020,3 +1020,124 @@ fn archive_search_filters_by_cwd_and_time_like_the_local_search() {
     );
     assert!(none.is_empty());
 }
+
+#[test]
+fn archive_search_gives_the_newest_hits_whatever_the_limit_and_however_times_interleave() {
+    let Some(c) = pg::archive() else { return };
+    let mut alice = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
+    let folder = a.join("sessions").join("--w--");
+    std::fs::create_dir_all(&folder).unwrap();
+    // 12 sessions whose entries interleave in time; two of them over a megabyte (several
+    // ranges each); a third of the entries hold the word, one in a tool result.
+    let t0 = 1_740_000_000_000u64;
+    let mut expect: Vec<(u64, String, String)> = Vec::new(); // (time, session, entry)
+    for s in 0..12u64 {
+        let id = format!("0193aaaa-0000-7000-8000-{s:012}");
+        let mut text = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-03-01T10:00:00.000Z\",\"cwd\":\"/w\"}}\n"
+        );
+        let mut parent = "null".to_string();
+        for i in 0..40u64 {
+            let ts = t0 + (i * 12 + (s * 5) % 12) * 1000;
+            let eid = format!("{s:02}{i:06}");
+            let pad = if s % 6 == 1 {
+                "lorem ".repeat(5000)
+            } else {
+                String::new()
+            };
+            let hit = (s * 7 + i) % 3 == 0;
+            let words = if hit { "a Numbat here" } else { "other words" };
+            let (role, content) = if i % 5 == 4 {
+                (
+                    "toolResult",
+                    format!("[{{\"type\":\"text\",\"text\":\"{words} {s}-{i} {pad}\"}}]"),
+                )
+            } else {
+                ("user", format!("\"{words} {s}-{i} {pad}\""))
+            };
+            let extra = if role == "toolResult" {
+                ",\"toolCallId\":\"t\",\"toolName\":\"bash\",\"isError\":false"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "{{\"type\":\"message\",\"id\":\"{eid}\",\"parentId\":{parent},\"timestamp\":\"2025-03-01T10:00:00.000Z\",\"message\":{{\"role\":\"{role}\",\"content\":{content}{extra},\"timestamp\":{ts}}}}}\n"
+            ));
+            parent = format!("\"{eid}\"");
+            if hit {
+                expect.push((ts, id.clone(), eid));
+            }
+        }
+        std::fs::write(
+            folder.join(format!("2025-03-01T10-00-00-000Z_{id}.jsonl")),
+            text,
+        )
+        .unwrap();
+    }
+    push(&mut alice, &opts(&a)).unwrap();
+    assert_eq!(
+        count(&c, "alice", "SELECT count(*) FROM sessiontree.versions"),
+        12
+    );
+    // The two large sessions are cut into several ranges, of at most a chunk each.
+    assert_eq!(
+        c.psql(
+            "postgres",
+            "archive",
+            "SELECT count(*) FILTER (WHERE n > 1), max(m) <= 1048576 FROM
+                 (SELECT count(*) n, max(len) m FROM sessiontree.grams GROUP BY version_pk) x"
+        )
+        .unwrap(),
+        "2|t"
+    );
+    expect.sort_by(|x, y| y.0.cmp(&x.0));
+    for limit in [1, 2, 5, 17, 60, 1000] {
+        let got: Vec<(u64, String, String)> =
+            query::search(&mut alice, "numbat", query::Mode::Words, None, limit)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.ts_ms.unwrap() as u64, h.session_id, h.entry_id))
+                .collect();
+        let want: Vec<_> = expect.iter().take(limit).cloned().collect();
+        assert_eq!(got, want, "limit {limit}");
+    }
+    // By role: only the tool results, newest first.
+    let got: Vec<String> = query::search(
+        &mut alice,
+        "numbat",
+        query::Mode::Words,
+        Some("toolResult"),
+        3,
+    )
+    .unwrap()
+    .into_iter()
+    .map(|h| h.entry_id)
+    .collect();
+    let want: Vec<String> = expect
+        .iter()
+        .filter(|e| e.2[2..].parse::<u64>().unwrap() % 5 == 4)
+        .take(3)
+        .map(|e| e.2.clone())
+        .collect();
+    assert_eq!(got, want);
+    // A regex reads ranges newest first as well.
+    let got = query::search(
+        &mut alice,
+        "N.mbat here 1[01]-",
+        query::Mode::Regex,
+        None,
+        4,
+    )
+    .unwrap();
+    let want: Vec<_> = expect
+        .iter()
+        .filter(|e| e.1.ends_with("10") || e.1.ends_with("11"))
+        .take(4)
+        .map(|e| e.2.clone())
+        .collect();
+    assert_eq!(
+        got.into_iter().map(|h| h.entry_id).collect::<Vec<_>>(),
+        want
+    );
+}

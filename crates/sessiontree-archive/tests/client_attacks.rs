@@ -540,7 +540,8 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
         .psql(
             "postgres",
             "archive",
-            &format!("SELECT 'sessions' FROM sessiontree.sessions
+            &format!(
+                "SELECT 'sessions' FROM sessiontree.sessions
                  WHERE session_id || cwd || created LIKE '%SECRET42%'
              UNION ALL SELECT 'copies' FROM sessiontree.copies WHERE rel_path LIKE '%SECRET42%'
              UNION ALL SELECT 'versions' FROM sessiontree.versions
@@ -548,7 +549,8 @@ fn redaction_reaches_every_field_and_records_only_that_it_was_done() {
              UNION ALL SELECT 'machines' FROM sessiontree.machines WHERE name LIKE '%SECRET42%'
              UNION ALL SELECT 'grams' FROM sessiontree.grams WHERE tri @> '{codes}'
              UNION ALL SELECT 'chunks' FROM sessiontree.chunks
-                 WHERE position('SECRET42'::bytea in data) > 0"),
+                 WHERE position('SECRET42'::bytea in data) > 0"
+            ),
         )
         .unwrap();
     assert_eq!(leaks, "", "the secret left the machine in these tables");
