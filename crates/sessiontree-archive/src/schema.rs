@@ -631,15 +631,49 @@ ALTER TABLE sessiontree.usage FORCE ROW LEVEL SECURITY;
 /// chunks (a version whose chunks do not add up, or that fails version 4's checks, is left
 /// without: `stats` reads its bytes).
 fn backfill_usage(tx: &mut Transaction) -> Result<()> {
+    each_newest_version(tx, |tx, v| {
+        // Only a version that passes version 4's checks (older rows were left as they
+        // were, `NOT VALID`, and an update would check them now).
+        let n = tx.execute(
+            "UPDATE sessiontree.versions SET usage_length = length
+             WHERE pk = $1 AND seq >= 1 AND length >= 0 AND src_length >= 0
+               AND octet_length(hash) = 32",
+            &[&v.pk],
+        )?;
+        if n == 1 {
+            let rows = crate::usage::rows(&v.bytes);
+            crate::usage::insert(tx, v.pk, v.session_pk, Some(&v.owner), &rows)?;
+        }
+        Ok(())
+    })
+}
+
+/// The newest version of a copy, whole, for a data step.
+struct Whole {
+    pk: i64,
+    session_pk: i64,
+    owner: String,
+    bytes: Vec<u8>,
+    /// Where its chunks start.
+    starts: Vec<i64>,
+}
+
+/// Calls `f` with the newest version of every copy, one at a time, read from its chunks;
+/// a version whose chunks do not add up to its length is left out (it cannot be read).
+fn each_newest_version(
+    tx: &mut Transaction,
+    mut f: impl FnMut(&mut Transaction, Whole) -> Result<()>,
+) -> Result<()> {
     let versions = tx.query(
         "SELECT DISTINCT ON (copy_pk) pk, session_pk, owner::text, length
          FROM sessiontree.versions ORDER BY copy_pk, seq DESC",
         &[],
     )?;
     for v in versions {
-        let (pk, spk, owner, length): (i64, i64, String, i64) =
+        let (pk, session_pk, owner, length): (i64, i64, String, i64) =
             (v.get(0), v.get(1), v.get(2), v.get(3));
         let mut bytes = Vec::new();
+        let mut starts = Vec::new();
         for c in tx.query(
             "SELECT off, data FROM sessiontree.chunks WHERE version_pk = $1 ORDER BY off",
             &[&pk],
@@ -648,22 +682,20 @@ fn backfill_usage(tx: &mut Transaction) -> Result<()> {
             if off != bytes.len() as i64 {
                 break;
             }
+            starts.push(off);
             bytes.extend_from_slice(data);
         }
-        if bytes.len() as i64 != length {
-            continue;
-        }
-        // Only a version that passes version 4's checks (older rows were left as they
-        // were, `NOT VALID`, and an update would check them now).
-        let n = tx.execute(
-            "UPDATE sessiontree.versions SET usage_length = length
-             WHERE pk = $1 AND seq >= 1 AND length >= 0 AND src_length >= 0
-               AND octet_length(hash) = 32",
-            &[&pk],
-        )?;
-        if n == 1 {
-            let rows = crate::usage::rows(&bytes);
-            crate::usage::insert(tx, pk, spk, Some(&owner), &rows)?;
+        if bytes.len() as i64 == length {
+            f(
+                tx,
+                Whole {
+                    pk,
+                    session_pk,
+                    owner,
+                    bytes,
+                    starts,
+                },
+            )?;
         }
     }
     Ok(())
@@ -926,31 +958,8 @@ ALTER TABLE sessiontree.chunks FORCE ROW LEVEL SECURITY;
 /// chunks, cut where its chunks are (a version whose chunks do not add up is left without:
 /// it cannot be read either).
 fn backfill_grams(tx: &mut Transaction) -> Result<()> {
-    let versions = tx.query(
-        "SELECT DISTINCT ON (copy_pk) pk, session_pk, owner::text, length
-         FROM sessiontree.versions ORDER BY copy_pk, seq DESC",
-        &[],
-    )?;
-    for v in versions {
-        let (pk, spk, owner, length): (i64, i64, String, i64) =
-            (v.get(0), v.get(1), v.get(2), v.get(3));
-        let mut bytes = Vec::new();
-        let mut starts = Vec::new();
-        for c in tx.query(
-            "SELECT off, data FROM sessiontree.chunks WHERE version_pk = $1 ORDER BY off",
-            &[&pk],
-        )? {
-            let (off, data): (i64, &[u8]) = (c.get(0), c.get(1));
-            if off != bytes.len() as i64 {
-                break;
-            }
-            starts.push(off);
-            bytes.extend_from_slice(data);
-        }
-        if bytes.len() as i64 != length {
-            continue;
-        }
-        let grams = crate::grams::of(&bytes, 0, &starts);
+    each_newest_version(tx, |tx, v| {
+        let grams = crate::grams::of(&v.bytes, 0, &v.starts);
         for chunk in grams.chunks(500) {
             let off: Vec<i64> = chunk.iter().map(|g| g.off).collect();
             let len: Vec<i64> = chunk.iter().map(|g| g.len).collect();
@@ -966,11 +975,20 @@ fn backfill_grams(tx: &mut Transaction) -> Result<()> {
                  SELECT $1, $2, $3::text::name, o, l, n, d, tri::int2[]
                  FROM unnest($4::int8[], $5::int8[], $6::float8[], $7::float8[], $8::text[])
                       AS u(o, l, n, d, tri)",
-                &[&pk, &spk, &owner, &off, &len, &newest, &oldest, &tri],
+                &[
+                    &v.pk,
+                    &v.session_pk,
+                    &v.owner,
+                    &off,
+                    &len,
+                    &newest,
+                    &oldest,
+                    &tri,
+                ],
             )?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Version 3's data step: the trigram codes of the texts already in the archive.
