@@ -128,7 +128,7 @@ psql_q -F ' ' -c "
   ORDER BY 1" | sed 's/^/  /' >&2
 ARCHIVE_BYTES=$(psql_q -c "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c
   WHERE c.relnamespace = 'sessiontree'::regnamespace AND c.relkind = 'r'")
-SESSION_BYTES=$(find "$DATA/agent/sessions" -name '*.jsonl' -printf '%s\n' | awk '{s += $1} END {print s}')
+SESSION_BYTES=$(find "$DATA/agent/sessions" -name '*.jsonl' -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}')
 RATIO=$(echo "scale=3; $ARCHIVE_BYTES / $SESSION_BYTES" | bc)
 printf '%-48s %8d MB  (sessions %d MB; ratio %s, yardstick <= 1.000) %s\n' "archive on disk (pg_total_relation_size)" \
   $((ARCHIVE_BYTES / 1048576)) $((SESSION_BYTES / 1048576)) "$RATIO" \
