@@ -1091,7 +1091,7 @@ fn archive_search_gives_the_newest_hits_whatever_the_limit_and_however_times_int
         .unwrap(),
         "2|t"
     );
-    expect.sort_by(|x, y| y.0.cmp(&x.0));
+    expect.sort_by_key(|e| std::cmp::Reverse(e.0));
     for limit in [1, 2, 5, 17, 60, 1000] {
         let got: Vec<(u64, String, String)> =
             query::search(&mut alice, "numbat", query::Mode::Words, None, limit)
