@@ -202,4 +202,53 @@ mod tests {
         );
         assert!(rows.is_empty(), "{rows:?}");
     }
+
+    #[test]
+    fn arbitrary_bytes_and_cuts_never_panic_and_ranges_stay_inside() {
+        const PIECES: &[&str] = &[
+            "{\"type\":\"message\",\"id\":\"",
+            "\",\"message\":{\"role\":\"user\",\"content\":\"",
+            "\",\"timestamp\":",
+            "1e308",
+            "-0",
+            "NaN",
+            "{\"type\":\"compaction\",\"id\":\"c\",\"summary\":\"",
+            "[{\"type\":\"text\",\"text\":\"",
+            "\\u0000",
+            "\\ud83d",
+            "\r",
+            "\n",
+            "\"}}",
+            "é",
+            "💥",
+            "\\",
+        ];
+        let cases: usize = std::env::var("SESSIONTREE_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000);
+        let mut r = sessiontree_testkit::Rng(0x6a7e_5eed_0000_0007);
+        for _ in 0..cases {
+            let mut b: Vec<u8> = Vec::new();
+            for _ in 0..r.pick(30) {
+                if r.pick(3) == 0 {
+                    b.push(r.next() as u8);
+                } else {
+                    b.extend_from_slice(PIECES[r.pick(PIECES.len())].as_bytes());
+                }
+            }
+            let from = r.pick(b.len() + 1);
+            let mut starts = vec![from as i64];
+            for _ in 0..r.pick(4) {
+                starts.push((from + r.pick(b.len() + 1 - from)) as i64);
+            }
+            starts.sort_unstable();
+            for g in of(&b, from, &starts) {
+                assert!(g.off >= from as i64 && g.len > 0, "{g:?}");
+                assert!(g.off + g.len <= b.len() as i64, "{g:?}");
+                assert!(g.tri.windows(2).all(|w| w[0] < w[1]));
+                assert!(g.newest.is_none_or(f64::is_finite) && g.oldest <= g.newest);
+            }
+        }
+    }
 }
