@@ -207,8 +207,16 @@ pub fn search_filtered(
         }
         _ => None,
     };
-    // The bucket of every trigram of every word must be in a hit's range.
-    let mut tri: Vec<i16> = words
+    // The bucket of every trigram of every word (of a regex: of what every match holds)
+    // must be in a hit's range.
+    let keys: Vec<String> = match mode {
+        Mode::Regex => required_literals(query)
+            .iter()
+            .map(|l| trigram::fold(l))
+            .collect(),
+        _ => words.clone(),
+    };
+    let mut tri: Vec<i16> = keys
         .iter()
         .flat_map(|w| trigram::buckets_of_folded(w))
         .collect();
@@ -291,6 +299,32 @@ pub fn search_filtered(
         }
         want = want.saturating_mul(4);
     }
+}
+
+/// Substrings every match of the regex `pattern` holds: the literals of its top-level
+/// sequence, also inside groups and repetitions of at least once (none under an
+/// alternation, a class or a case-insensitive flag: unsure there). What a match holds, its
+/// line's text holds, any case folded, so their trigrams narrow the ranges to read.
+fn required_literals(pattern: &str) -> Vec<String> {
+    use regex_syntax::hir::{Hir, HirKind};
+    fn walk(h: &Hir, out: &mut Vec<String>) {
+        match h.kind() {
+            HirKind::Literal(l) => {
+                if let Ok(s) = std::str::from_utf8(&l.0) {
+                    out.push(s.to_string());
+                }
+            }
+            HirKind::Concat(parts) => parts.iter().for_each(|p| walk(p, out)),
+            HirKind::Capture(c) => walk(&c.sub, out),
+            HirKind::Repetition(r) if r.min >= 1 => walk(&r.sub, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(h) = regex_syntax::parse(pattern) {
+        walk(&h, &mut out);
+    }
+    out
 }
 
 /// Whether the newest `limit` hits are known, when the next range to read holds nothing
@@ -452,4 +486,26 @@ pub fn session_cwds(
         .into_iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::required_literals;
+
+    #[test]
+    fn a_regex_gives_only_the_literals_every_match_holds() {
+        assert_eq!(
+            required_literals("abc(def)+x*[gh]ijk"),
+            vec!["abc", "def", "ijk"]
+        );
+        assert_eq!(
+            required_literals("N.mbat here 1[01]-"),
+            vec!["N", "mbat here 1", "-"]
+        );
+        assert_eq!(required_literals("fn (main|test)\\("), vec!["fn ", "("]);
+        for unsure in ["(?i)abc", "abc|def", "(abc)?", "x{0,3}", "[a-z]+", "(", ""] {
+            assert!(required_literals(unsure).is_empty(), "{unsure}");
+        }
+        assert_eq!(required_literals("日本語.*über"), vec!["日本語", "über"]);
+    }
 }

@@ -1140,4 +1140,23 @@ fn archive_search_gives_the_newest_hits_whatever_the_limit_and_however_times_int
         got.into_iter().map(|h| h.entry_id).collect::<Vec<_>>(),
         want
     );
+    // A regex whose literal no range holds finds nothing; one whose words an alternation
+    // hides (no literal for the index) still finds its hits.
+    assert!(
+        query::search(&mut alice, "wombat[0-9]", query::Mode::Regex, None, 5)
+            .unwrap()
+            .is_empty()
+    );
+    let got = query::search(
+        &mut alice,
+        "(Numbat|nothing) here 3-",
+        query::Mode::Regex,
+        None,
+        50,
+    )
+    .unwrap();
+    assert_eq!(
+        got.len(),
+        expect.iter().filter(|e| e.1.ends_with("03")).count()
+    );
 }
