@@ -243,6 +243,9 @@ pub fn search_filtered(
         re.as_ref().is_none_or(|re| re.is_match(&r.text))
     };
     let mut hits: Vec<Hit> = Vec::new();
+    // (session, entry) -> its hit: one hit per entry, with every machine that holds it.
+    let mut seen: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
     let mut read: std::collections::HashSet<(i64, i64)> = std::collections::HashSet::new();
     let mut want: i32 = 64;
     loop {
@@ -253,10 +256,11 @@ pub fn search_filtered(
             .collect();
         let mut next = 0;
         let mut group = 4;
+        let mut known = false;
         while next < todo.len() {
-            if certain(&mut hits, limit, todo[next].newest) {
-                hits.truncate(limit);
-                return Ok(hits);
+            if certain(&hits, limit, todo[next].newest) {
+                known = true;
+                break;
             }
             let these = &todo[next..(next + group).min(todo.len())];
             next += these.len();
@@ -269,15 +273,15 @@ pub fn search_filtered(
                     rows.clear();
                     crate::grams::rows_of_line(&mut acc, line, &mut rows);
                     for r in rows.drain(..).filter(|r| matches(r)) {
-                        if let Some(h) = hits
-                            .iter_mut()
-                            .find(|h| h.session_id == c.session_id && h.entry_id == r.entry_id)
-                        {
+                        let key = (c.session_id.clone(), r.entry_id.clone());
+                        if let Some(&k) = seen.get(&key) {
+                            let h = &mut hits[k];
                             if !h.machines.contains(&c.machine) {
                                 h.machines.push(c.machine.clone());
                             }
                             continue;
                         }
+                        seen.insert(key, hits.len());
                         hits.push(Hit {
                             session_id: c.session_id.clone(),
                             owner: c.owner.clone(),
@@ -291,8 +295,9 @@ pub fn search_filtered(
                 }
             }
         }
-        // Every candidate is read; the server had no more, or more are asked for.
-        if !more || want >= i32::MAX / 8 {
+        // The newest hits are certain, or every candidate is read and the server had no
+        // more; else more are asked for.
+        if known || !more || want >= i32::MAX / 8 {
             hits.sort_by(|a, b| newer(a.ts_ms, b.ts_ms));
             hits.truncate(limit);
             return Ok(hits);
@@ -328,14 +333,15 @@ fn required_literals(pattern: &str) -> Vec<String> {
 }
 
 /// Whether the newest `limit` hits are known, when the next range to read holds nothing
-/// newer than `next`: at least `limit` hits, the last of which is newer than `next`. Sorts
-/// the hits.
-fn certain(hits: &mut [Hit], limit: usize, next: Option<f64>) -> bool {
+/// newer than `next`: at least `limit` hits, the `limit`-th newest of which is newer than
+/// `next`.
+fn certain(hits: &[Hit], limit: usize, next: Option<f64>) -> bool {
     if hits.len() < limit {
         return false;
     }
-    hits.sort_by(|a, b| newer(a.ts_ms, b.ts_ms));
-    newer(hits[limit - 1].ts_ms, next) == std::cmp::Ordering::Less
+    let mut ts: Vec<Option<f64>> = hits.iter().map(|h| h.ts_ms).collect();
+    let (_, kth, _) = ts.select_nth_unstable_by(limit - 1, |a, b| newer(*a, *b));
+    newer(*kth, next) == std::cmp::Ordering::Less
 }
 
 /// The newest `want` candidate ranges (of the latest version of each copy, after the
