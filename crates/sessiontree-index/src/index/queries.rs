@@ -6,13 +6,13 @@ use super::{Index, RefreshStats};
 use crate::list::{self, FileStat, SessionInfo};
 use crate::listing_store::{Mismatch, Store};
 use crate::summary::checksum;
-use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Listing ranges `(off, len, sum)` by path, and the store nonce they belong to.
 pub(super) struct Captured {
     nonce: u64,
-    ranges: rustc_hash::FxHashMap<PathBuf, (u64, u64, u64)>,
+    ranges: rustc_hash::FxHashMap<Vec<u8>, (u64, u64, u64)>,
 }
 
 /// Why stored listings could not be read.
@@ -200,7 +200,7 @@ impl Index {
                             .unwrap_or_default();
                     }
                     cap.ranges
-                        .insert(PathBuf::from(p), (off as u64, len as u64, lsum as u64));
+                        .insert(p.into_bytes(), (off as u64, len as u64, lsum as u64));
                     out.push(i);
                 }
                 if !damaged.is_empty() {
@@ -252,7 +252,7 @@ impl Index {
             .and_then(|c| {
                 paths
                     .iter()
-                    .map(|p| c.ranges.get(*p).copied())
+                    .map(|p| c.ranges.get(p.as_os_str().as_bytes()).copied())
                     .collect::<Option<Vec<_>>>()
             });
         let mut damaged = Vec::new();
@@ -435,14 +435,15 @@ pub fn listed(
     };
     // `ls --json` writes the listings of this very snapshot.
     idx.captured = captured;
-    let pos: HashMap<&Path, usize> = files
+    // By the path's bytes (`Path`'s hash walks its components).
+    let pos: rustc_hash::FxHashMap<&[u8], usize> = files
         .iter()
         .enumerate()
-        .map(|(i, p)| (p.0.as_path(), i))
+        .map(|(i, p)| (p.0.as_os_str().as_bytes(), i))
         .collect();
     let mut v: Vec<(usize, SessionInfo)> = infos
         .into_iter()
-        .filter_map(|i| pos.get(i.path.as_path()).map(|&n| (n, i)))
+        .filter_map(|i| pos.get(i.path.as_os_str().as_bytes()).map(|&n| (n, i)))
         .collect();
     v.sort_by_key(|x| x.0);
     let infos = v
