@@ -58,8 +58,8 @@ fn bench(c: &mut Criterion) {
         g.sample_size(20).measurement_time(Duration::from_secs(8));
         g.bench_function(format!("{n}_sessions_warm_index_120x40"), |b| {
             b.iter(|| {
-                let v = browse::sessions(None).unwrap();
-                let marks = browse::archived(std::path::Path::new(&agent), &v);
+                let (v, marks) =
+                    browse::sessions_marked(None, std::path::Path::new(&agent)).unwrap();
                 let mut app = App::with_list(
                     ListState::new(v, None, agent.clone(), false).with_archived(marks),
                 );

@@ -42,26 +42,77 @@ const SEARCH_CHUNK: usize = 32;
 
 /// The sessions of the agent dir (`None`) or of a folder, newest first, through the index.
 pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
+    Ok(listed(dir)?.0)
+}
+
+/// [`sessions`] with the marks of [`archived`], from the stats the listing took (one
+/// `stat` per file, not two: at 20,000 pushed sessions the second was as long as the rest
+/// of the first frame).
+pub fn sessions_marked(
+    dir: Option<&Path>,
+    agent: &Path,
+) -> Result<(Vec<list::SessionInfo>, HashMap<PathBuf, Archived>)> {
+    let (v, files) = listed(dir)?;
+    let marks = archived_from(agent, &v, &files);
+    Ok((v, marks))
+}
+
+/// [`archived`], taking each file's stamp from `files` (the listing's stats).
+fn archived_from(
+    agent: &Path,
+    sessions: &[list::SessionInfo],
+    files: &[(PathBuf, Option<list::FileStat>)],
+) -> HashMap<PathBuf, Archived> {
+    use std::os::unix::ffi::OsStrExt;
+    let stamps: HashMap<&[u8], &list::FileStat> = files
+        .iter()
+        .filter_map(|(p, st)| Some((p.as_os_str().as_bytes(), st.as_ref()?)))
+        .collect();
+    archived_by(agent, sessions, |p| {
+        match stamps.get(p.as_os_str().as_bytes()) {
+            // (A time before 1970 is 0 in the listing's stat: asked again.)
+            Some(st) if st.mtime_ns > 0 => Some(sessiontree_archive::state::FileStamp {
+                dev: st.dev,
+                ino: st.ino,
+                size: st.size,
+                mtime_ns: st.mtime_ns as i128,
+            }),
+            _ => std::fs::metadata(p)
+                .ok()
+                .map(|m| sessiontree_archive::state::FileStamp::of(&m)),
+        }
+    })
+}
+
+/// The listing and the stats of the files it was made from.
+#[allow(clippy::type_complexity)]
+fn listed(
+    dir: Option<&Path>,
+) -> Result<(
+    Vec<list::SessionInfo>,
+    Vec<(PathBuf, Option<list::FileStat>)>,
+)> {
     let agent = dirs::agent_dir();
     let opts = ListOptions {
         reference_parity: false,
         with_text: false,
         threads: 2,
     };
-    let (v, _) = match dir {
+    match dir {
         None => {
             let files = list::all_files_stat(&agent);
             let sessions = agent.join("sessions");
             let scope = index::all_scope(&sessions);
-            crate::ls::listing(&files, &scope, opts, true)?
+            let (v, _) = crate::ls::listing(&files, &scope, opts, true)?;
+            Ok((v, files))
         }
         Some(d) => {
             let files = list::with_stats(list::dir_files(d));
             let scope = index::folder_scope(d);
-            crate::ls::listing(&files, &scope, opts, true)?
+            let (v, _) = crate::ls::listing(&files, &scope, opts, true)?;
+            Ok((v, files))
         }
-    };
-    Ok(v)
+    }
 }
 
 /// Which of `sessions` a `sessiontree push` from this agent dir has archived, and whether
@@ -69,7 +120,19 @@ pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
 /// (`<agent dir>/sessiontree-archive/<archive id>.json`, one per archive): no archive is
 /// contacted, only the pushed files are looked at (one `stat` each).
 pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf, Archived> {
-    use sessiontree_archive::state::{FileStamp, State};
+    use sessiontree_archive::state::FileStamp;
+    archived_by(agent, sessions, |p| {
+        std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))
+    })
+}
+
+/// [`archived`] with the files' stamps as `now` gives them.
+fn archived_by(
+    agent: &Path,
+    sessions: &[list::SessionInfo],
+    now: impl Fn(&Path) -> Option<sessiontree_archive::state::FileStamp>,
+) -> HashMap<PathBuf, Archived> {
+    use sessiontree_archive::state::State;
     let mut out: HashMap<PathBuf, Archived> = HashMap::new();
     let Ok(dir) = std::fs::read_dir(agent.join("sessiontree-archive")) else {
         return out;
@@ -92,10 +155,9 @@ pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf
             let Some((stamp, _, _)) = st.pushed(&s.path) else {
                 continue;
             };
-            let Ok(meta) = std::fs::metadata(&s.path) else {
+            let Some(now) = now(&s.path) else {
                 continue;
             };
-            let now = FileStamp::of(&meta);
             let a = Archived {
                 pushed_size: stamp.size,
                 size_now: now.size,
@@ -403,9 +465,8 @@ pub fn run(a: Args) -> Result<()> {
         Some(p) if p.is_file() => App::with_tree(open(p)?),
         Some(p) if p.is_dir() => {
             let d = dirs::resolve(&p.to_string_lossy());
-            let v = sessions(Some(&d))?;
             let agent = dirs::agent_dir();
-            let marks = archived(&agent, &v);
+            let (v, marks) = sessions_marked(Some(&d), &agent)?;
             // The folder's files, searched as the agent dir's are.
             worker = Some(SearchWorker::start(agent, Some(list::dir_files(&d))));
             App::with_list(
@@ -417,8 +478,7 @@ pub fn run(a: Args) -> Result<()> {
         Some(p) => anyhow::bail!("{}: no such file or folder", p.display()),
         None => {
             let agent = dirs::agent_dir();
-            let v = sessions(None)?;
-            let marks = archived(&agent, &v);
+            let (v, marks) = sessions_marked(None, &agent)?;
             let cwd = std::env::current_dir()
                 .ok()
                 .map(|c| dirs::resolve(&c.to_string_lossy()));

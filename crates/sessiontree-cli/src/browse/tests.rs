@@ -876,6 +876,9 @@ fn archive_marks_come_from_the_local_push_state() {
         })
         .collect();
     let marks = super::archived(agent, &infos);
+    // The same from the stats a listing took (what the browser does: one stat per file).
+    let files = sessiontree::list::with_stats(infos.iter().map(|i| i.path.clone()).collect());
+    assert_eq!(super::archived_from(agent, &infos, &files), marks);
     assert_eq!(marks.len(), 3, "{marks:?}");
     assert!(!marks[&same].changed);
     assert!(!marks[&other].changed);
