@@ -854,12 +854,12 @@ fn backfill_sums(tx: &mut Transaction) -> Result<()> {
 /// their index).
 ///
 /// * `sessiontree.grams`: per *range* of a version (the whole lines that start in one of its
-///   chunks) the trigram codes of its entries' texts and the times of its newest and oldest
-///   entry, as the client computed them (see `grams.rs`). A search asks
-///   `sessiontree.search_grams` for the candidate ranges, newest first, reads their bytes from
-///   the chunks (under the chunks' own row-level security) and checks every entry there. A
-///   range's codes are a set over many entries, so they take a fraction of the per-entry
-///   codes' space, and the text itself is stored once, in the chunks.
+///   chunks) the 16-bit buckets of its entries' trigram codes (`int2[]`, at most 8 KiB) and
+///   the times of its newest and oldest entry, as the client computed them (see `grams.rs`).
+///   A search asks `sessiontree.search_grams` for the candidate ranges, newest first, reads
+///   their bytes from the chunks (under the chunks' own row-level security) and checks every
+///   entry there. A range's buckets are one set over many entries, so they take a fraction
+///   of the per-entry codes' space, and the text itself is stored once, in the chunks.
 /// * The same rules as `texts` had: written by the version's owner only, tied to the version
 ///   by `(version_pk, session_pk, owner)`, never updated, gone with the version; read only
 ///   through the `SECURITY DEFINER` function, which returns ranges of the calling login's
