@@ -101,10 +101,11 @@ pub fn build(
         clean(&mut rows, 0);
         *found |= !rows.is_empty();
         for r in &rows {
-            for code in crate::trigram::of(&r.text) {
+            // Straight into the bits: no list of codes to sort per entry.
+            crate::trigram::each_code(&crate::trigram::fold(&r.text), |code| {
                 let b = crate::trigram::bucket(code) as u16 as usize;
                 bits[b >> 6] |= 1 << (b & 63);
-            }
+            });
             if let Some(t) = r.ts_ms.filter(|t| t.is_finite()) {
                 g.newest = Some(g.newest.map_or(t, |n| n.max(t)));
                 g.oldest = Some(g.oldest.map_or(t, |o| o.min(t)));

@@ -38,19 +38,25 @@ fn code(a: char, b: char, c: char) -> i32 {
     (h & 0x7fff_ffff) as i32
 }
 
+/// Calls `f` with the code of every window of three characters of an already folded text,
+/// in order, repeats included (nothing below three characters).
+pub fn each_code(folded: &str, mut f: impl FnMut(i32)) {
+    let mut it = folded.chars();
+    let (Some(mut a), Some(mut b)) = (it.next(), it.next()) else {
+        return;
+    };
+    for c in it {
+        f(code(a, b, c));
+        a = b;
+        b = c;
+    }
+}
+
 /// The sorted, distinct trigram codes of an already folded text (empty below three
 /// characters).
 pub fn of_folded(folded: &str) -> Vec<i32> {
     let mut out = Vec::new();
-    let mut it = folded.chars();
-    let (Some(mut a), Some(mut b)) = (it.next(), it.next()) else {
-        return out;
-    };
-    for c in it {
-        out.push(code(a, b, c));
-        a = b;
-        b = c;
-    }
+    each_code(folded, |c| out.push(c));
     out.sort_unstable();
     out.dedup();
     out
@@ -71,7 +77,8 @@ pub fn bucket(code: i32) -> i16 {
 
 /// The sorted, distinct buckets of an already folded text.
 pub fn buckets_of_folded(folded: &str) -> Vec<i16> {
-    let mut out: Vec<i16> = of_folded(folded).into_iter().map(bucket).collect();
+    let mut out = Vec::new();
+    each_code(folded, |c| out.push(bucket(c)));
     out.sort_unstable();
     out.dedup();
     out
