@@ -134,6 +134,57 @@ fn finish(out: &mut Vec<Gram>, cur: Option<(usize, Gram, bool)>, bits: &mut [u64
     }
 }
 
+/// Search ranges as columns for an `unnest` (`version, session, off, len, newest, oldest,
+/// buckets`; the buckets in PostgreSQL's text form, as one array of arrays cannot be
+/// ragged): what a push and the migration's data step insert.
+pub(crate) struct Columns {
+    pub(crate) v: Vec<i64>,
+    pub(crate) s: Vec<i64>,
+    pub(crate) off: Vec<i64>,
+    pub(crate) len: Vec<i64>,
+    pub(crate) newest: Vec<Option<f64>>,
+    pub(crate) oldest: Vec<Option<f64>>,
+    pub(crate) tri: Vec<String>,
+}
+
+impl Columns {
+    pub(crate) fn of<'a>(rows: impl Iterator<Item = (i64, i64, &'a Gram)>) -> Self {
+        let mut c = Columns {
+            v: Vec::new(),
+            s: Vec::new(),
+            off: Vec::new(),
+            len: Vec::new(),
+            newest: Vec::new(),
+            oldest: Vec::new(),
+            tri: Vec::new(),
+        };
+        for (v, s, g) in rows {
+            c.v.push(v);
+            c.s.push(s);
+            c.off.push(g.off);
+            c.len.push(g.len);
+            c.newest.push(g.newest);
+            c.oldest.push(g.oldest);
+            c.tri.push(crate::trigram::to_pg_array(&g.tri));
+        }
+        c
+    }
+
+    pub(crate) fn params(
+        &self,
+    ) -> [(&(dyn postgres::types::ToSql + Sync), postgres::types::Type); 7] {
+        [
+            (&self.v, postgres::types::Type::INT8_ARRAY),
+            (&self.s, postgres::types::Type::INT8_ARRAY),
+            (&self.off, postgres::types::Type::INT8_ARRAY),
+            (&self.len, postgres::types::Type::INT8_ARRAY),
+            (&self.newest, postgres::types::Type::FLOAT8_ARRAY),
+            (&self.oldest, postgres::types::Type::FLOAT8_ARRAY),
+            (&self.tri, postgres::types::Type::TEXT_ARRAY),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -701,7 +701,7 @@ fn flush(
             ],
         )?;
         if !gram_rows.is_empty() {
-            let g = GramColumns::of(gram_rows.iter().map(|r| (r.0, r.1, r.2)));
+            let g = crate::grams::Columns::of(gram_rows.iter().map(|r| (r.0, r.1, r.2)));
             tx.execute_typed(
                 "INSERT INTO sessiontree.grams (version_pk, session_pk, off, len, newest, oldest, tri)
                  SELECT v, s, o, l, n, d, tri::int2[]
@@ -730,54 +730,6 @@ fn flush(
         .drain(..)
         .map(|p| (p.path, p.stamp, hex(&p.hash)))
         .collect())
-}
-
-/// Search ranges as columns (`version, session, off, len, newest, oldest, codes`; the
-/// codes in PostgreSQL's text form, as one array of arrays cannot be ragged).
-struct GramColumns {
-    v: Vec<i64>,
-    s: Vec<i64>,
-    off: Vec<i64>,
-    len: Vec<i64>,
-    newest: Vec<Option<f64>>,
-    oldest: Vec<Option<f64>>,
-    tri: Vec<String>,
-}
-
-impl GramColumns {
-    fn of<'a>(rows: impl Iterator<Item = (i64, i64, &'a Gram)>) -> Self {
-        let mut c = GramColumns {
-            v: Vec::new(),
-            s: Vec::new(),
-            off: Vec::new(),
-            len: Vec::new(),
-            newest: Vec::new(),
-            oldest: Vec::new(),
-            tri: Vec::new(),
-        };
-        for (v, s, g) in rows {
-            c.v.push(v);
-            c.s.push(s);
-            c.off.push(g.off);
-            c.len.push(g.len);
-            c.newest.push(g.newest);
-            c.oldest.push(g.oldest);
-            c.tri.push(crate::trigram::to_pg_array(&g.tri));
-        }
-        c
-    }
-
-    fn params(&self) -> [(&(dyn postgres::types::ToSql + Sync), Type); 7] {
-        [
-            (&self.v, Type::INT8_ARRAY),
-            (&self.s, Type::INT8_ARRAY),
-            (&self.off, Type::INT8_ARRAY),
-            (&self.len, Type::INT8_ARRAY),
-            (&self.newest, Type::FLOAT8_ARRAY),
-            (&self.oldest, Type::FLOAT8_ARRAY),
-            (&self.tri, Type::TEXT_ARRAY),
-        ]
-    }
 }
 
 /// The columns of the conditional version update of an append (`$1`..`$6`: version, length
@@ -851,7 +803,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
         }
     }
     // The session is the version's (joined below): 0 stands for it here.
-    let g = GramColumns::of(
+    let g = crate::grams::Columns::of(
         batch
             .iter()
             .zip(&u.vpks)

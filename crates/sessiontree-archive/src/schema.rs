@@ -961,30 +961,16 @@ fn backfill_grams(tx: &mut Transaction) -> Result<()> {
     each_newest_version(tx, |tx, v| {
         let grams = crate::grams::of(&v.bytes, 0, &v.starts);
         for chunk in grams.chunks(500) {
-            let off: Vec<i64> = chunk.iter().map(|g| g.off).collect();
-            let len: Vec<i64> = chunk.iter().map(|g| g.len).collect();
-            let newest: Vec<Option<f64>> = chunk.iter().map(|g| g.newest).collect();
-            let oldest: Vec<Option<f64>> = chunk.iter().map(|g| g.oldest).collect();
-            let tri: Vec<String> = chunk
-                .iter()
-                .map(|g| crate::trigram::to_pg_array(&g.tri))
-                .collect();
-            tx.execute(
+            let c = crate::grams::Columns::of(chunk.iter().map(|g| (v.pk, v.session_pk, g)));
+            let mut params = c.params().to_vec();
+            params.push((&v.owner, postgres::types::Type::TEXT));
+            tx.execute_typed(
                 "INSERT INTO sessiontree.grams (version_pk, session_pk, owner, off, len, newest,
                                                 oldest, tri)
-                 SELECT $1, $2, $3::text::name, o, l, n, d, tri::int2[]
-                 FROM unnest($4::int8[], $5::int8[], $6::float8[], $7::float8[], $8::text[])
-                      AS u(o, l, n, d, tri)",
-                &[
-                    &v.pk,
-                    &v.session_pk,
-                    &v.owner,
-                    &off,
-                    &len,
-                    &newest,
-                    &oldest,
-                    &tri,
-                ],
+                 SELECT v, s, $8::text::name, o, l, n, d, tri::int2[]
+                 FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::float8[],
+                             $6::float8[], $7::text[]) AS u(v, s, o, l, n, d, tri)",
+                &params,
             )?;
         }
         Ok(())
