@@ -352,7 +352,6 @@ fn candidates(
     filter: &Filter,
     want: i32,
 ) -> Result<(Vec<Candidate>, bool)> {
-    let tri: Option<Vec<i16>> = tri.map(<[i16]>::to_vec);
     let rows = archive.client.query(
         // The candidates' count comes with the rows (and alone when none is left).
         "WITH f AS (SELECT * FROM sessiontree.search_grams($1, $2, $3, $4)),
