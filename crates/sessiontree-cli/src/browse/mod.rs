@@ -45,43 +45,16 @@ pub fn sessions(dir: Option<&Path>) -> Result<Vec<list::SessionInfo>> {
     Ok(listed(dir)?.0)
 }
 
-/// [`sessions`] with the marks of [`archived`], from the stats the listing took (one
-/// `stat` per file, not two: at 20,000 pushed sessions the second was as long as the rest
-/// of the first frame).
+/// [`sessions`] with their marks from [`archived`], made from the stats the listing took
+/// (one `stat` per file, not two: at 20,000 pushed sessions the second was as long as the
+/// rest of the first frame).
 pub fn sessions_marked(
     dir: Option<&Path>,
     agent: &Path,
 ) -> Result<(Vec<list::SessionInfo>, HashMap<PathBuf, Archived>)> {
     let (v, files) = listed(dir)?;
-    let marks = archived_from(agent, &v, &files);
+    let marks = archived(agent, &v, &files);
     Ok((v, marks))
-}
-
-/// [`archived`], taking each file's stamp from `files` (the listing's stats).
-fn archived_from(
-    agent: &Path,
-    sessions: &[list::SessionInfo],
-    files: &[(PathBuf, Option<list::FileStat>)],
-) -> HashMap<PathBuf, Archived> {
-    use std::os::unix::ffi::OsStrExt;
-    let stamps: HashMap<&[u8], &list::FileStat> = files
-        .iter()
-        .filter_map(|(p, st)| Some((p.as_os_str().as_bytes(), st.as_ref()?)))
-        .collect();
-    archived_by(agent, sessions, |p| {
-        match stamps.get(p.as_os_str().as_bytes()) {
-            // (A time before 1970 is 0 in the listing's stat: asked again.)
-            Some(st) if st.mtime_ns > 0 => Some(sessiontree_archive::state::FileStamp {
-                dev: st.dev,
-                ino: st.ino,
-                size: st.size,
-                mtime_ns: st.mtime_ns as i128,
-            }),
-            _ => std::fs::metadata(p)
-                .ok()
-                .map(|m| sessiontree_archive::state::FileStamp::of(&m)),
-        }
-    })
 }
 
 /// The listing and the stats of the files it was made from.
@@ -118,21 +91,14 @@ fn listed(
 /// Which of `sessions` a `sessiontree push` from this agent dir has archived, and whether
 /// each file is still what was pushed, from the push's local state
 /// (`<agent dir>/sessiontree-archive/<archive id>.json`, one per archive): no archive is
-/// contacted, only the pushed files are looked at (one `stat` each).
-pub fn archived(agent: &Path, sessions: &[list::SessionInfo]) -> HashMap<PathBuf, Archived> {
-    use sessiontree_archive::state::FileStamp;
-    archived_by(agent, sessions, |p| {
-        std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))
-    })
-}
-
-/// [`archived`] with the files' stamps as `now` gives them.
-fn archived_by(
+/// contacted, and each file's stamp now is its stat in `files` (the listing's).
+pub fn archived(
     agent: &Path,
     sessions: &[list::SessionInfo],
-    now: impl Fn(&Path) -> Option<sessiontree_archive::state::FileStamp>,
+    files: &[(PathBuf, Option<list::FileStat>)],
 ) -> HashMap<PathBuf, Archived> {
-    use sessiontree_archive::state::State;
+    use sessiontree_archive::state::{FileStamp, State};
+    use std::os::unix::ffi::OsStrExt;
     let mut out: HashMap<PathBuf, Archived> = HashMap::new();
     let Ok(dir) = std::fs::read_dir(agent.join("sessiontree-archive")) else {
         return out;
@@ -149,6 +115,20 @@ fn archived_by(
     if states.is_empty() {
         return out;
     }
+    let stamps: HashMap<&[u8], &list::FileStat> = files
+        .iter()
+        .filter_map(|(p, st)| Some((p.as_os_str().as_bytes(), st.as_ref()?)))
+        .collect();
+    let now = |p: &Path| match stamps.get(p.as_os_str().as_bytes()) {
+        // (A time before 1970 is 0 in the listing's stat: asked again.)
+        Some(st) if st.mtime_ns > 0 => Some(FileStamp {
+            dev: st.dev,
+            ino: st.ino,
+            size: st.size,
+            mtime_ns: st.mtime_ns as i128,
+        }),
+        _ => std::fs::metadata(p).ok().map(|m| FileStamp::of(&m)),
+    };
     for s in sessions {
         let mut best: Option<Archived> = None;
         for st in &states {
