@@ -239,9 +239,9 @@ fn slot_of(keys: &[&str], key: &str) -> Option<usize> {
 
 /// Fills `spans` with the value of the last member of each key in `keys` (keys are read
 /// from `text`).
-fn find_known(
+fn find_known<'m>(
     text: &[u8],
-    members: &[Member],
+    members: impl IntoIterator<Item = &'m Member>,
     keys: &[&str],
     spans: &mut [(u32, u32)],
     first: &mut [u8],
@@ -249,12 +249,11 @@ fn find_known(
     for m in members {
         let lit = &text[m.key.clone()];
         let inner = &lit[1..lit.len() - 1];
+        // Known keys are ASCII: a key without escapes is compared as bytes (no UTF-8 check).
         let slot = if inner.contains(&b'\\') {
             slot_of(keys, &decode_string(lit))
         } else {
-            std::str::from_utf8(inner)
-                .ok()
-                .and_then(|k| slot_of(keys, k))
+            keys.iter().position(|k| k.as_bytes() == inner)
         };
         if let Some(s) = slot {
             spans[s] = (m.value.start as u32, m.value.end as u32);
@@ -264,12 +263,14 @@ fn find_known(
 }
 
 /// The members of the object that is the value of top-level member `parent`.
-fn members_of(inner: Vec<(u32, Member)>, parent: usize) -> Vec<Member> {
+fn members_of(
+    inner: &[(u32, Member)],
+    parent: usize,
+) -> impl DoubleEndedIterator<Item = &Member> + Clone {
     inner
-        .into_iter()
-        .filter(|(p, _)| *p as usize == parent)
+        .iter()
+        .filter(move |(p, _)| *p as usize == parent)
         .map(|(_, m)| m)
-        .collect()
 }
 
 fn span_of(span: (u32, u32)) -> Option<Range<usize>> {
@@ -296,9 +297,12 @@ pub(crate) fn key_is(lit: &[u8], key: &str) -> bool {
     inner.contains(&b'\\') && decode_string(lit) == key
 }
 
-fn last<'a>(text: &'a [u8], members: &[Member], key: &str) -> Option<Raw<'a>> {
+fn last<'a, 'm>(
+    text: &'a [u8],
+    members: impl DoubleEndedIterator<Item = &'m Member>,
+    key: &str,
+) -> Option<Raw<'a>> {
     members
-        .iter()
         .rev()
         .find(|m| key_is(&text[m.key.clone()], key))
         .map(|m| Raw::new_unchecked(&text[m.value.clone()]))
@@ -308,19 +312,25 @@ impl Entry {
     /// Builds an entry from one scanned object line.
     pub(crate) fn from_scanned(
         text: Text,
-        scanned: json::Scanned,
+        scanned: &json::Scanned,
         line: u64,
         offset: u64,
     ) -> Entry {
         let bytes = text.as_bytes();
-        let members = scanned.members;
+        let members = &scanned.members;
         let mut known = Box::<KnownFields>::default();
         // Spans are kept as u32: a line of 4 GiB or more keeps none (its fields are then
         // found by scanning it again).
         let fits = bytes.len() <= u32::MAX as usize;
         let k = &mut *known;
         if fits {
-            find_known(bytes, &members, &TOP_KEYS, &mut k.top, &mut k.top_first);
+            find_known(
+                bytes,
+                members.iter(),
+                &TOP_KEYS,
+                &mut k.top,
+                &mut k.top_first,
+            );
         }
         let top = |k: &KnownFields, key: &str| {
             span_of(k.top[slot_of(&TOP_KEYS, key).expect("a known key")])
@@ -347,10 +357,10 @@ impl Entry {
             let msg_index =
                 msg.and_then(|r| members.iter().rposition(|m| m.value.start == r.start));
             if let Some(i) = msg_index {
-                let inner = members_of(scanned.inner, i);
+                let inner = members_of(&scanned.inner, i);
                 find_known(
                     bytes,
-                    &inner,
+                    inner,
                     &MESSAGE_KEYS,
                     &mut k.message,
                     &mut k.message_first,
@@ -401,7 +411,7 @@ impl Entry {
     /// Parses one line of JSON text into an entry (for lines made in memory).
     pub fn parse(s: String) -> Result<Entry, json::ScanError> {
         let scanned = json::scan::scan(s.as_bytes())?;
-        Ok(Entry::from_scanned(Text::owned(s), scanned, 0, 0))
+        Ok(Entry::from_scanned(Text::owned(s), &scanned, 0, 0))
     }
 
     /// Parses one line ending in `\n` (kept in the same buffer, so it can be written as is).
@@ -415,7 +425,7 @@ impl Entry {
             buf: Arc::new(s.into_bytes()),
             range: 0..len,
         };
-        Ok(Entry::from_scanned(text, scanned, 0, 0))
+        Ok(Entry::from_scanned(text, &scanned, 0, 0))
     }
 
     /// The line with its `\n`, when the buffer holds it right after the text.
@@ -457,7 +467,7 @@ impl Entry {
                     &self.text.as_bytes()[r]
                 }))
             }
-            _ => last(self.text.as_bytes(), &self.rescan().members, key),
+            _ => last(self.text.as_bytes(), self.rescan().members.iter(), key),
         }
     }
 
@@ -503,7 +513,7 @@ impl Entry {
                     .members
                     .iter()
                     .rposition(|m| key_is(&b[m.key.clone()], "message"))?;
-                last(b, &members_of(sc.inner, i), key)
+                last(b, members_of(&sc.inner, i), key)
             }
         }
     }
@@ -553,10 +563,12 @@ impl Header {
     /// A header from a scanned line, if it is a valid one (`type == "session"`, string `id`).
     pub(crate) fn from_scanned(text: Text, scanned: &json::Scanned, line: u64) -> Option<Header> {
         let b = text.as_bytes();
-        if last(b, &scanned.members, "type")?.as_str()? != "session" {
+        if last(b, scanned.members.iter(), "type")?.as_str()? != "session" {
             return None;
         }
-        let id = last(b, &scanned.members, "id")?.as_str()?.into_owned();
+        let id = last(b, scanned.members.iter(), "id")?
+            .as_str()?
+            .into_owned();
         Some(Header {
             id,
             line,
@@ -588,7 +600,7 @@ impl Header {
     /// A field of the header (the last occurrence, as JavaScript keeps), known or not:
     /// `provider`, `modelId`, `thinkingLevel`, `branchedFrom` of old files survive.
     pub fn field(&self, key: &str) -> Option<Raw<'_>> {
-        last(self.text.as_bytes(), &self.members, key)
+        last(self.text.as_bytes(), self.members.iter(), key)
     }
 
     /// `version` as JavaScript compares it (`header.version ?? 1`); `None` when not a number.

@@ -74,7 +74,7 @@ struct Scanned1 {
 }
 
 /// What a scanned line holds: an object becomes an entry.
-fn value_of(text: Text, scanned: json::Scanned, offset: u64) -> Value1 {
+fn value_of(text: Text, scanned: &json::Scanned, offset: u64) -> Value1 {
     let top = &text.as_bytes()[scanned.top.clone()];
     if top[0] == b'{' {
         Value1::Object(Entry::from_scanned(text, scanned, 0, offset))
@@ -104,17 +104,19 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
     // Scanned bytes are given back in steps, so a mapped file is never resident whole.
     const RELEASE_STEP: usize = 8 << 20;
     let mut released = from;
+    // The member lists of one line, reused for the next.
+    let mut scratch = json::Scanned::default();
     while pos < to {
         if pos - released >= RELEASE_STEP {
             buf.release(released..pos);
             released = pos;
         }
         // The common case in one pass: a valid UTF-8 JSON line, its end found by the scan.
-        if let Some((scanned, len)) = scan::scan_line(&bytes[pos..to]) {
+        if let Some(len) = scan::scan_line(&bytes[pos..to], &mut scratch) {
             let end = pos + len;
             let has_nl = end < to;
             let offset = pos as u64;
-            let value = value_of(Text::new(buf.clone(), pos..end), scanned, offset);
+            let value = value_of(Text::new(buf.clone(), pos..end), &scratch, offset);
             out.push(Scanned1 {
                 line,
                 offset,
@@ -144,7 +146,7 @@ fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
         } else {
             (Text::owned(String::from_utf8_lossy(raw).into_owned()), true)
         };
-        let value = scan::scan(text.as_bytes()).map(|scanned| value_of(text, scanned, offset));
+        let value = scan::scan(text.as_bytes()).map(|scanned| value_of(text, &scanned, offset));
         out.push(Scanned1 {
             line: this,
             offset,
@@ -195,10 +197,19 @@ fn parse_split(
 ) -> Result<Parsed, NotSession> {
     let bytes: &[u8] = (*buf).as_ref();
     let len = bytes.len();
+    // Pieces of about PIECE bytes, cut after a newline, taken in turn by the threads as
+    // they become free: a thread slowed by page faults or by the machine does less, and
+    // no core waits for the slowest half of the file.
+    const PIECE: usize = 8 << 20;
+    let pieces = if threads > 1 {
+        ((len - start) / PIECE).max(threads)
+    } else {
+        1
+    };
     let mut bounds = vec![start];
-    if threads > 1 && len > start {
-        let step = (len - start) / threads;
-        for k in 1..threads {
+    if pieces > 1 && len > start {
+        let step = (len - start) / pieces;
+        for k in 1..pieces {
             let guess = start + k * step;
             let prev = *bounds.last().expect("non-empty");
             if guess <= prev {
@@ -212,20 +223,28 @@ fn parse_split(
     bounds.push(len);
     bounds.dedup();
     let chunks: Vec<(Vec<Scanned1>, u64)> = if bounds.len() > 2 {
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = bounds
-                .windows(2)
-                .map(|w| {
-                    let (a, b) = (w[0], w[1]);
-                    let buf = &buf;
-                    sc.spawn(move || scan_chunk(buf, a, b))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("scanner thread"))
-                .collect()
-        })
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let n = bounds.len() - 1;
+        let mut done: Vec<(usize, (Vec<Scanned1>, u64))> = std::thread::scope(|sc| {
+            let work = || {
+                let mut mine = Vec::new();
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= n {
+                        break mine;
+                    }
+                    mine.push((k, scan_chunk(&buf, bounds[k], bounds[k + 1])));
+                }
+            };
+            let handles: Vec<_> = (1..threads.min(n)).map(|_| sc.spawn(work)).collect();
+            let mut all = work();
+            for h in handles {
+                all.extend(h.join().expect("scanner thread"));
+            }
+            all
+        });
+        done.sort_unstable_by_key(|(k, _)| *k);
+        done.into_iter().map(|(_, c)| c).collect()
     } else {
         vec![scan_chunk(&buf, start, len)]
     };
@@ -349,7 +368,7 @@ fn parse_split(
             };
             entry.line = this_line;
             entry.ordinal = ordinal;
-            if entry.entry_type == crate::entry::EntryType::Other("session".into()) {
+            if matches!(&entry.entry_type, crate::entry::EntryType::Other(t) if &**t == "session") {
                 diagnostics.push(diag(
                     this_line,
                     offset,

@@ -112,16 +112,19 @@ impl SessionTree {
     /// Indexes `e`, about to become the entry after `before` (the entries so far).
     fn index_fields(&mut self, before: &[Entry], e: &Entry, report: bool) {
         let idx = before.len() as u32;
-        let parent = e
-            .parent
-            .walk_id()
-            .and_then(|p| self.index_of(p))
-            .unwrap_or(NO_PARENT);
+        // Most entries continue the line before them: their parent is then found without a
+        // lookup (the latest entry of that id is the one just before).
+        let parent = match (e.parent.walk_id(), before.last()) {
+            (None, _) => NO_PARENT,
+            (Some(p), Some(prev)) if prev.id.as_deref() == Some(p) => idx - 1,
+            (Some(p), _) => self.index_of(p).unwrap_or(NO_PARENT),
+        };
         self.parent_of.push(parent);
         match e.id.as_deref() {
             Some(id) => {
-                match self.by_id.get(id) {
-                    Some(&slot) => {
+                match self.by_id.entry(id.into()) {
+                    std::collections::hash_map::Entry::Occupied(o) => {
+                        let slot = *o.get();
                         if report {
                             let first = &before[self.slots[slot as usize] as usize];
                             self.diagnostics.push(diag(
@@ -137,8 +140,8 @@ impl SessionTree {
                         self.slots[slot as usize] = idx;
                         self.has_duplicates = true;
                     }
-                    None => {
-                        self.by_id.insert(id.into(), self.slots.len() as u32);
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(self.slots.len() as u32);
                         self.slots.push(idx);
                     }
                 }

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::error::err;
 pub use super::error::ScanError;
-use super::string::skip_string;
+use super::string::{skip_string, skip_string_utf8};
 pub use super::string::{skip_string_inside, Escapes};
 
 /// A byte range inside the scanned text.
@@ -145,6 +145,16 @@ fn skip_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
     Ok(i)
 }
 
+/// A string at `b[i]`; in a line, its inside must be UTF-8 (see [`scan_line`]).
+#[inline]
+fn string<const LINE: bool>(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    if LINE {
+        skip_string_utf8(b, i)
+    } else {
+        skip_string(b, i)
+    }
+}
+
 fn expect_lit(b: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError> {
     if b.get(i..i + lit.len()) == Some(lit) {
         Ok(i + lit.len())
@@ -157,7 +167,9 @@ fn expect_lit(b: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError
 ///
 /// A blank text is an error ("empty"); callers check [`is_blank`] first when blank is fine.
 pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
-    scan_impl::<false>(b).map(|(s, _)| s)
+    let mut out = Scanned::default();
+    scan_impl::<false>(b, &mut out)?;
+    Ok(out)
 }
 
 /// Scans the line that starts `b` without finding its end first: `Some((scanned, end))`
@@ -166,21 +178,29 @@ pub fn scan(b: &[u8]) -> Result<Scanned, ScanError> {
 /// (blank, invalid, not UTF-8): the caller then takes the careful path, which finds the
 /// line's end and reports what is wrong. (A `\n` can only end a line: inside a string it
 /// is a control character, which JSON does not allow.)
-pub(crate) fn scan_line(b: &[u8]) -> Option<(Scanned, usize)> {
-    let (scanned, end) = scan_impl::<true>(b).ok()?;
-    simdutf8::basic::from_utf8(&b[..end])
-        .is_ok()
-        .then_some((scanned, end))
+///
+/// UTF-8 is checked inside the strings as they are skipped, not in a pass of its own:
+/// outside its strings a valid line is ASCII (structure, numbers, literals, whitespace), so
+/// the line is UTF-8 exactly when each string's inside is.
+///
+/// The spans go into `out` (cleared first), so that a loop over lines reuses its lists.
+pub(crate) fn scan_line(b: &[u8], out: &mut Scanned) -> Option<usize> {
+    let end = scan_impl::<true>(b, out).ok()?;
+    debug_assert!(std::str::from_utf8(&b[..end]).is_ok());
+    Some(end)
 }
 
 /// [`scan_line`], for the fuzz targets (not a stable API).
 #[doc(hidden)]
 pub fn scan_line_for_fuzzing(b: &[u8]) -> Option<(Scanned, usize)> {
-    scan_line(b)
+    let mut out = Scanned::default();
+    scan_line(b, &mut out).map(|end| (out, end))
 }
 
-fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> {
-    let mut out = Scanned::default();
+fn scan_impl<const LINE: bool>(b: &[u8], out: &mut Scanned) -> Result<usize, ScanError> {
+    out.top = 0..0;
+    out.members.clear();
+    out.inner.clear();
     let mut i = ws::<LINE>(b, 0);
     if i == b.len() {
         return Err(err(i, "empty"));
@@ -220,7 +240,7 @@ fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> 
                     continue 'value;
                 }
             }
-            b'"' => i = skip_string(b, i)?,
+            b'"' => i = string::<LINE>(b, i)?,
             b't' => i = expect_lit(b, i, b"true")?,
             b'f' => i = expect_lit(b, i, b"false")?,
             b'n' => i = expect_lit(b, i, b"null")?,
@@ -229,7 +249,7 @@ fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> 
         }
         // A value ended at i; close containers as far as they end here.
         loop {
-            close_member(&stack, top_is_object, i, &mut open1, &mut open2, &mut out);
+            close_member(&stack, top_is_object, i, &mut open1, &mut open2, out);
             let Some(&is_obj) = stack.last() else {
                 break 'value;
             };
@@ -276,7 +296,7 @@ fn scan_impl<const LINE: bool>(b: &[u8]) -> Result<(Scanned, usize), ScanError> 
     if end != b.len() && !(LINE && b[end] == b'\n') {
         return Err(err(end, "unexpected text after the value"));
     }
-    Ok((out, end))
+    Ok(end)
 }
 
 /// Parses `"key" :` at `i` inside an object and opens a member record where one is kept.
@@ -291,7 +311,7 @@ fn member_key<const LINE: bool>(
     if b.get(i) != Some(&b'"') {
         return Err(err(i, "expected a key"));
     }
-    let key_end = skip_string(b, i)?;
+    let key_end = string::<LINE>(b, i)?;
     let j = ws::<LINE>(b, key_end);
     if b.get(j) != Some(&b':') {
         return Err(err(j, "expected ':'"));
@@ -495,7 +515,7 @@ mod tests {
                 let careful = (std::str::from_utf8(line).is_ok())
                     .then(|| scan(line).ok())
                     .flatten();
-                let fast = scan_line(rest);
+                let fast = scan_line_for_fuzzing(rest);
                 match (careful, fast) {
                     (None, None) => {}
                     (Some(c), Some((f, fend))) => {

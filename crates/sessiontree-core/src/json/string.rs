@@ -17,13 +17,43 @@ pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
             return Ok(i + 2 + stop);
         }
     }
-    skip_inside::<false>(b, i + 1, &mut Escapes::default())
+    skip_inside::<false, false>(b, i + 1, &mut Escapes::default())
 }
 
-/// A string's inside from `i` to after its closing quote, 64 bytes at a time where the CPU
-/// can (with `NOTE`, noting in `esc` which escapes it holds).
+/// [`skip_string`] that also checks the string's inside is UTF-8 (an error if not): for the
+/// line scan, which then needs no separate UTF-8 pass over the line (everything outside a
+/// string is ASCII in valid JSON, so a line is UTF-8 when all its strings are). Bytes of
+/// 0x80 and up are rare in most strings, so a block of them costs one more test; a block
+/// that holds some is checked with the lookup tables of Keiser and Lemire's validator.
 #[inline]
-fn skip_inside<const NOTE: bool>(
+pub(crate) fn skip_string_utf8(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    debug_assert_eq!(b[i], b'"');
+    if let Some(window) = b.get(i + 1..i + 17) {
+        let stop = fast::find_string_stop(window);
+        if stop < 16 && window[stop] == b'"' {
+            let w = u128::from_le_bytes(window.try_into().expect("16 bytes"));
+            let high = w & 0x8080_8080_8080_8080_8080_8080_8080_8080 & ((1u128 << (8 * stop)) - 1);
+            if high != 0 && std::str::from_utf8(&window[..stop]).is_err() {
+                return Err(not_utf8(b, i + 1, i + 1 + stop));
+            }
+            return Ok(i + 2 + stop);
+        }
+    }
+    skip_inside::<false, true>(b, i + 1, &mut Escapes::default())
+}
+
+/// The error for a string inside `b[from..to]` that is not UTF-8, at its first bad byte.
+#[cold]
+fn not_utf8(b: &[u8], from: usize, to: usize) -> ScanError {
+    let good = std::str::from_utf8(&b[from..to])
+        .err()
+        .map_or(0, |e| e.valid_up_to());
+    err(from + good, "invalid UTF-8")
+}
+
+/// With `UTF8`, the inside must also be UTF-8.
+#[inline]
+fn skip_inside<const NOTE: bool, const UTF8: bool>(
     b: &[u8],
     i: usize,
     esc: &mut Escapes,
@@ -32,10 +62,14 @@ fn skip_inside<const NOTE: bool>(
     {
         if fast::has_avx2() {
             // SAFETY: AVX2 is available (checked at run time).
-            return unsafe { skip_string_avx2::<NOTE>(b, i, esc) };
+            return unsafe { skip_string_avx2::<NOTE, UTF8>(b, i, esc) };
         }
     }
-    skip_string_noting::<NOTE>(b, i, esc)
+    let end = skip_string_noting::<NOTE>(b, i, esc)?;
+    if UTF8 && std::str::from_utf8(&b[i..end - 1]).is_err() {
+        return Err(not_utf8(b, i, end - 1));
+    }
+    Ok(end)
 }
 
 /// Which escapes a string holds (see [`skip_string_inside`]).
@@ -55,7 +89,7 @@ pub struct Escapes {
 /// time instead of stopping at each escape.
 pub fn skip_string_inside(b: &[u8], i: usize) -> Result<(usize, Escapes), ScanError> {
     let mut esc = Escapes::default();
-    let end = skip_inside::<true>(b, i, &mut esc)?;
+    let end = skip_inside::<true, false>(b, i, &mut esc)?;
     Ok((end, esc))
 }
 
@@ -130,12 +164,16 @@ fn string_error(offset: usize, control: bool) -> ScanError {
 /// `esc` which escapes the string holds.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn skip_string_avx2<const NOTE: bool>(
+unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
     b: &[u8],
     mut i: usize,
     esc: &mut Escapes,
 ) -> Result<usize, ScanError> {
     use std::arch::x86_64::*;
+    // UTF-8: the previous block's second half (the bytes before the string are a quote:
+    // ASCII), and whether its last three bytes may start a sequence this block ends.
+    let mut prev = _mm256_setzero_si256();
+    let mut prev_open = false;
     const EVEN: u64 = 0x5555_5555_5555_5555;
     let splat = |c: u8| _mm256_set1_epi8(c as i8);
     let (quote, backslash, limit) = (splat(b'"'), splat(b'\\'), splat(0x1f));
@@ -199,7 +237,22 @@ unsafe fn skip_string_avx2<const NOTE: bool>(
             esc.slash |= escaped_here & both(&|v| _mm256_cmpeq_epi8(v, splat(b'/'))) != 0;
         }
         let bad_ctrl = ctrl & !escaped & before_end;
-        if bad_escape | bad_ctrl | u_escapes != 0 {
+        let mut bad_utf8 = 0;
+        if UTF8 {
+            let high = mask_of(lo) | (mask_of(hi) << 32);
+            if high != 0 || prev_open {
+                // Through the closing quote: a sequence the quote cuts short is an error there.
+                let through_end = if real_quotes == 0 {
+                    u64::MAX
+                } else {
+                    u64::MAX >> (63 - real_quotes.trailing_zeros())
+                };
+                bad_utf8 = (utf8_errors(prev, lo) | (utf8_errors(lo, hi) << 32)) & through_end;
+            }
+            prev = hi;
+            prev_open = high >> 61 != 0;
+        }
+        if bad_escape | bad_ctrl | u_escapes | bad_utf8 != 0 {
             // The first problem in text order, as the portable loop reports it.
             let mut first_err: Option<(usize, ScanError)> = None;
             let mut note = |pos: usize, e: ScanError| {
@@ -223,6 +276,10 @@ unsafe fn skip_string_avx2<const NOTE: bool>(
                 }
                 u_escapes &= u_escapes - 1;
             }
+            if bad_utf8 != 0 {
+                let p = i + bad_utf8.trailing_zeros() as usize;
+                note(p, err(p, "invalid UTF-8"));
+            }
             if let Some((_, e)) = first_err {
                 return Err(e);
             }
@@ -235,7 +292,104 @@ unsafe fn skip_string_avx2<const NOTE: bool>(
     }
     // The rest with the portable loop; an odd backslash run ending the last block is
     // handed over whole by starting at its last backslash.
-    skip_string_noting::<NOTE>(b, if carry != 0 { i - 1 } else { i }, esc)
+    let end = skip_string_noting::<NOTE>(b, if carry != 0 { i - 1 } else { i }, esc)?;
+    if UTF8 && (prev_open || !b[i..end].is_ascii()) {
+        // Under 64 bytes are left (the string ends the buffer's last block): they are
+        // checked as one block padded with ASCII, after the block before them.
+        let mut last = [0u8; 64];
+        last[..end - i].copy_from_slice(&b[i..end]);
+        let lo = _mm256_loadu_si256(last.as_ptr() as *const __m256i);
+        let hi = _mm256_loadu_si256(last.as_ptr().add(32) as *const __m256i);
+        let bad = utf8_errors(prev, lo) | (utf8_errors(lo, hi) << 32);
+        if bad != 0 {
+            let p = i + bad.trailing_zeros() as usize;
+            // A sequence the quote cuts short is an error at the quote at the latest.
+            debug_assert!(p < end, "the padding is ASCII after a quote");
+            return Err(err(p.min(end - 1), "invalid UTF-8"));
+        }
+    }
+    Ok(end)
+}
+
+/// Where the 32 bytes of `input` break UTF-8, given the 32 bytes before them (`prev`): bit
+/// `k` is set when byte `k` ends a bad sequence (a lead without its continuations, a stray
+/// continuation, an overlong form, a surrogate, above U+10FFFF). The lookup algorithm of
+/// Keiser and Lemire, "Validating UTF-8 in less than one instruction per byte" (2021):
+/// three nibble lookups classify each pair of bytes, and the bytes two and three after a
+/// three- and four-byte lead must be continuations.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn utf8_errors(prev: std::arch::x86_64::__m256i, input: std::arch::x86_64::__m256i) -> u64 {
+    use std::arch::x86_64::*;
+    const TOO_SHORT: i8 = 1 << 0;
+    const TOO_LONG: i8 = 1 << 1;
+    const OVERLONG_3: i8 = 1 << 2;
+    const TOO_LARGE: i8 = 1 << 3;
+    const SURROGATE: i8 = 1 << 4;
+    const OVERLONG_2: i8 = 1 << 5;
+    const TOO_LARGE_1000: i8 = 1 << 6;
+    const OVERLONG_4: i8 = 1 << 6;
+    const TWO_CONTS: i8 = 1 << 7;
+    const CARRY: i8 = TOO_SHORT | TOO_LONG | TWO_CONTS;
+    // By the high nibble of the first byte of a pair.
+    #[rustfmt::skip]
+    let byte_1_high = [
+        TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG,
+        TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,
+        TOO_SHORT | OVERLONG_2,
+        TOO_SHORT,
+        TOO_SHORT | OVERLONG_3 | SURROGATE,
+        TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4,
+    ];
+    // By the low nibble of the first byte.
+    const LARGE: i8 = CARRY | TOO_LARGE | TOO_LARGE_1000;
+    #[rustfmt::skip]
+    let byte_1_low = [
+        CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4,
+        CARRY | OVERLONG_2,
+        CARRY,
+        CARRY,
+        CARRY | TOO_LARGE,
+        LARGE, LARGE, LARGE, LARGE, LARGE, LARGE, LARGE, LARGE,
+        LARGE | SURROGATE,
+        LARGE, LARGE,
+    ];
+    // By the high nibble of the second byte.
+    const CONT_8: i8 = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4;
+    const CONT_9: i8 = TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE;
+    const CONT_AB: i8 = TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE;
+    #[rustfmt::skip]
+    let byte_2_high = [
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,
+        CONT_8, CONT_9, CONT_AB, CONT_AB,
+        TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,
+    ];
+    let table = |t: [i8; 16]| {
+        let v = _mm_loadu_si128(t.as_ptr() as *const __m128i);
+        _mm256_broadcastsi128_si256(v)
+    };
+    let nibble = _mm256_set1_epi8(0x0f);
+    let high_nibble = |v: __m256i| _mm256_and_si256(_mm256_srli_epi16::<4>(v), nibble);
+    // The input shifted by N bytes, with the last N bytes of `prev` in front.
+    let across = _mm256_permute2x128_si256::<0x21>(prev, input);
+    let prev1 = _mm256_alignr_epi8::<15>(input, across);
+    let prev2 = _mm256_alignr_epi8::<14>(input, across);
+    let prev3 = _mm256_alignr_epi8::<13>(input, across);
+    let special = _mm256_and_si256(
+        _mm256_and_si256(
+            _mm256_shuffle_epi8(table(byte_1_high), high_nibble(prev1)),
+            _mm256_shuffle_epi8(table(byte_1_low), _mm256_and_si256(prev1, nibble)),
+        ),
+        _mm256_shuffle_epi8(table(byte_2_high), high_nibble(input)),
+    );
+    // Two bytes after a lead of 0xe0 and up, three after one of 0xf0 and up: continuations.
+    let third = _mm256_subs_epu8(prev2, _mm256_set1_epi8(0xdfu8 as i8));
+    let fourth = _mm256_subs_epu8(prev3, _mm256_set1_epi8(0xefu8 as i8));
+    let must23 = _mm256_cmpgt_epi8(_mm256_or_si256(third, fourth), _mm256_setzero_si256());
+    let must23_80 = _mm256_and_si256(must23, _mm256_set1_epi8(0x80u8 as i8));
+    let error = _mm256_xor_si256(must23_80, special);
+    let ok = _mm256_cmpeq_epi8(error, _mm256_setzero_si256());
+    !(_mm256_movemask_epi8(ok) as u32) as u64
 }
 
 #[cfg(test)]
@@ -283,6 +437,95 @@ mod tests {
                 "{:?}",
                 String::from_utf8_lossy(&s)
             );
+        }
+    }
+
+    /// The UTF-8 checking skip is the plain skip followed by a UTF-8 check of the inside:
+    /// for valid and broken sequences of every length, at every offset in and across the
+    /// 64-byte blocks, ending in a block or in the buffer's short last part.
+    #[test]
+    fn utf8_skipping_is_skipping_then_checking() {
+        let pieces: [&[u8]; 22] = [
+            b"a",
+            b"abcdefghijklmnopqrstuvwxyz",
+            "é".as_bytes(),
+            "日".as_bytes(),
+            "😀".as_bytes(),
+            "\u{10ffff}".as_bytes(),
+            b"\\n",
+            b"\\u00e9",
+            b"\\\"",
+            b"\x80",
+            b"\xc3",
+            b"\xe6\x97",
+            b"\xf0\x9f\x98",
+            b"\xc0\x80",
+            b"\xc1\xbf",
+            b"\xe0\x80\x80",
+            b"\xed\xa0\x80",
+            b"\xf0\x80\x80\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xf5\x80\x80\x80",
+            b"\xff",
+            b"\xef\xbf\xbf",
+        ];
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..80_000 {
+            let mut s = vec![b'"'];
+            let n = next() % 60;
+            // Mostly valid pieces, so that long valid runs cross blocks too.
+            let broken = round % 3 == 0;
+            for _ in 0..n {
+                let k = next() as usize % pieces.len();
+                if !broken && k >= 9 && k != 21 {
+                    continue;
+                }
+                s.extend_from_slice(pieces[k]);
+            }
+            s.push(b'"');
+            // From nothing after the quote (the string ends the buffer) to over a block.
+            let pad = next() as usize % 80;
+            s.extend(std::iter::repeat_n(b' ', pad));
+            let plain = skip_string(&s, 0)
+                .ok()
+                .filter(|&e| std::str::from_utf8(&s[1..e - 1]).is_ok());
+            assert_eq!(
+                skip_string_utf8(&s, 0).ok(),
+                plain,
+                "{:?}",
+                String::from_utf8_lossy(&s)
+            );
+        }
+        // Every two-byte and three-byte sequence (plus a few around it), in a long string.
+        for a in 0x80..=0xffu8 {
+            for b2 in 0..=0xffu8 {
+                for c in [0x41u8, 0x80, 0xbf, 0xa0, 0x90] {
+                    for at in [3usize, 30, 31, 62, 63, 64] {
+                        let mut s = vec![b'"'];
+                        s.extend(std::iter::repeat_n(b'x', at));
+                        s.extend_from_slice(&[a, b2, c]);
+                        s.extend_from_slice(b"yyyyyy\"");
+                        s.extend(std::iter::repeat_n(b' ', 70));
+                        if b2 == b'"' || b2 == b'\\' || b2 < 0x20 || c == b'"' {
+                            continue;
+                        }
+                        let plain = skip_string(&s, 0)
+                            .ok()
+                            .filter(|&e| std::str::from_utf8(&s[1..e - 1]).is_ok());
+                        assert_eq!(
+                            skip_string_utf8(&s, 0).ok(),
+                            plain,
+                            "{a:#x} {b2:#x} {c:#x} at {at}"
+                        );
+                    }
+                }
+            }
         }
     }
 
