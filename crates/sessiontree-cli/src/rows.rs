@@ -27,32 +27,42 @@ pub fn fit(s: &str, cols: usize) -> String {
     let mut out = String::new();
     let mut w = 0usize;
     let mut space = false;
-    // Whitespace controls (newline, tab) fold into spaces below; the others are escaped.
-    let s = crate::safe::escape_except(s, char::is_whitespace);
-    for c in s.chars() {
-        let c = if c.is_whitespace() { ' ' } else { c };
-        if c == ' ' {
-            if out.is_empty() || space {
-                continue;
-            }
-            space = true;
+    // Each character is escaped as it is reached (whitespace controls, newline and tab,
+    // fold into spaces below; the others are escaped), so a long text costs only as much
+    // as the part that is shown.
+    let mut shown = String::new();
+    for orig in s.chars() {
+        shown.clear();
+        if crate::safe::is_unsafe(orig) && !orig.is_whitespace() {
+            crate::safe::push_escaped(&mut shown, orig);
         } else {
-            space = false;
+            shown.push(orig);
         }
-        let cw = UnicodeWidthChar::width(c).unwrap_or(0);
-        if w + cw > cols {
-            // Make room for the ellipsis.
-            while w + 1 > cols {
-                match out.pop() {
-                    Some(p) => w -= UnicodeWidthChar::width(p).unwrap_or(0),
-                    None => return out,
+        for c in shown.chars() {
+            let c = if c.is_whitespace() { ' ' } else { c };
+            if c == ' ' {
+                if out.is_empty() || space {
+                    continue;
                 }
+                space = true;
+            } else {
+                space = false;
             }
-            out.push('…');
-            return out;
+            let cw = UnicodeWidthChar::width(c).unwrap_or(0);
+            if w + cw > cols {
+                // Make room for the ellipsis.
+                while w + 1 > cols {
+                    match out.pop() {
+                        Some(p) => w -= UnicodeWidthChar::width(p).unwrap_or(0),
+                        None => return out,
+                    }
+                }
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            w += cw;
         }
-        out.push(c);
-        w += cw;
     }
     if out.ends_with(' ') {
         out.pop();

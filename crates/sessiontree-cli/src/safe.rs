@@ -31,6 +31,10 @@ pub fn push_escaped(out: &mut String, c: char) {
 
 /// Every unsafe character escaped except those `keep` accepts.
 pub fn escape_except(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    // Printable ASCII is never unsafe: most text is checked a byte at a time.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return Cow::Borrowed(s);
+    }
     if !s.chars().any(|c| is_unsafe(c) && !keep(c)) {
         return Cow::Borrowed(s);
     }

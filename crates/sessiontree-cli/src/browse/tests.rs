@@ -690,6 +690,31 @@ fn fit_counts_wide_characters() {
     assert_eq!(rows::cut("  日本語", 6), "  日…");
 }
 
+/// `fit` escapes as it goes: the same text as escaping the whole string first and then
+/// fitting it, escapes counted in the width and cut like any other text.
+#[test]
+fn fit_escapes_what_it_shows() {
+    assert_eq!(rows::fit("a\x1b[2Jb", 20), "a\\x1b[2Jb");
+    assert_eq!(rows::fit("a\x1b[2Jb", 4), "a\\x…");
+    assert_eq!(rows::fit("\u{202e}evil", 9), "\\u{202e}…");
+    assert_eq!(rows::fit("x\r\ny", 10), "x y");
+    let reference = |s: &str, cols: usize| {
+        let escaped = crate::safe::escape_except(s, char::is_whitespace);
+        rows::fit(&escaped, cols)
+    };
+    let pieces = ["a", " ", "\n", "\x1b", "\u{9b}", "\u{202e}", "日", "é", "\t", "\x7f"];
+    let mut seed = 5u64;
+    for _ in 0..5000 {
+        let mut s = String::new();
+        for _ in 0..(seed % 40) {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            s.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+        }
+        let cols = (seed >> 20) as usize % 30;
+        assert_eq!(rows::fit(&s, cols), reference(&s, cols), "{s:?} in {cols}");
+    }
+}
+
 // ---------- snapshots ----------
 
 #[test]
