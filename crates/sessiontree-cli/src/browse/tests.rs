@@ -702,17 +702,25 @@ fn fit_escapes_what_it_shows() {
         let escaped = crate::safe::escape_except(s, char::is_whitespace);
         rows::fit(&escaped, cols)
     };
-    let pieces = ["a", " ", "\n", "\x1b", "\u{9b}", "\u{202e}", "日", "é", "\t", "\x7f"];
+    let pieces = [
+        "a", " ", "\n", "\x1b", "\u{9b}", "\u{202e}", "日", "é", "\t", "\x7f",
+    ];
     let mut seed = 5u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        (seed >> 33) as usize
+    };
+    let mut escaped = 0;
     for _ in 0..5000 {
         let mut s = String::new();
-        for _ in 0..(seed % 40) {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-            s.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+        for _ in 0..next() % 40 {
+            s.push_str(pieces[next() % pieces.len()]);
         }
-        let cols = (seed >> 20) as usize % 30;
+        escaped += s.contains('\x1b') as u32;
+        let cols = next() % 30;
         assert_eq!(rows::fit(&s, cols), reference(&s, cols), "{s:?} in {cols}");
     }
+    assert!(escaped > 1000, "the mixes hold escapes");
 }
 
 // ---------- snapshots ----------

@@ -245,8 +245,56 @@ pub fn decode_string(lit: &[u8]) -> Cow<'_, str> {
     if !inner.contains(&b'\\') {
         return Cow::Borrowed(std::str::from_utf8(inner).unwrap_or(""));
     }
-    let units = canon::decode_units(inner);
-    Cow::Owned(String::from_utf16_lossy(&units))
+    Cow::Owned(decode_escaped(inner))
+}
+
+/// The inside of a string literal that holds escapes, decoded straight to UTF-8: runs
+/// without a backslash are copied whole, an escaped surrogate pair becomes its character
+/// and a lone surrogate U+FFFD (what `String::from_utf16_lossy` of [`decode_units`] gives,
+/// without the detour through UTF-16). A cut-off escape ends the text.
+fn decode_escaped(inner: &[u8]) -> String {
+    fn hex4(b: &[u8]) -> Option<u32> {
+        let h = b.get(..4)?;
+        h.iter()
+            .try_fold(0u32, |acc, &c| Some(acc * 16 + (c as char).to_digit(16)?))
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let run_end = memchr::memchr(b'\\', &inner[i..]).map_or(inner.len(), |p| i + p);
+        out.push_str(&String::from_utf8_lossy(&inner[i..run_end]));
+        i = run_end;
+        let Some(&e) = inner.get(i + 1) else { break };
+        i += 2;
+        let c = match e {
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let u = hex4(&inner[i..]).unwrap_or(0xfffd);
+                i += 4;
+                let low = (0xd800..0xdc00)
+                    .contains(&u)
+                    .then(|| inner.get(i..i + 2).filter(|p| *p == b"\\u"))
+                    .flatten()
+                    .and_then(|_| hex4(&inner[i + 2..]))
+                    .filter(|l| (0xdc00..0xe000).contains(l));
+                match low {
+                    Some(l) => {
+                        i += 6;
+                        char::from_u32(0x10000 + ((u - 0xd800) << 10) + (l - 0xdc00))
+                            .unwrap_or('\u{fffd}')
+                    }
+                    None => char::from_u32(u).unwrap_or('\u{fffd}'),
+                }
+            }
+            other => other as char,
+        };
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -274,6 +322,59 @@ mod tests {
             "a\né😀/"
         );
         assert_eq!(raw(r#""\ud800x""#).as_str().unwrap(), "\u{fffd}x");
+    }
+
+    /// The direct decoder gives what decoding to UTF-16 and then to a string gives, for
+    /// every mix of plain text, escapes, surrogate pairs and lone or misordered surrogates.
+    #[test]
+    fn direct_decoding_is_decoding_through_utf16() {
+        let pieces = [
+            "a",
+            "é",
+            "日本",
+            "😀",
+            "\\n",
+            "\\\"",
+            "\\\\",
+            "\\/",
+            "\\b",
+            "\\f",
+            "\\r",
+            "\\t",
+            "\\u00e9",
+            "\\u0000",
+            "\\uFFFF",
+            "\\ud83d\\ude00",
+            "\\ud83d",
+            "\\ude00",
+            "\\ud800\\u0041",
+            "\\udbff\\udfff",
+            "\\ud800\\ud800\\udc00",
+            "\\uDC00\\uD800",
+        ];
+        let mut seed = 3u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            (seed >> 33) as usize
+        };
+        let mut pairs = 0;
+        for _ in 0..20_000 {
+            let mut inner = String::new();
+            for _ in 0..next() % 12 {
+                inner.push_str(pieces[next() % pieces.len()]);
+            }
+            if !inner.contains('\\') {
+                continue;
+            }
+            pairs += inner.contains("\\ud83d\\ude00") as u32;
+            let through = String::from_utf16_lossy(&decode_units(inner.as_bytes()));
+            assert_eq!(decode_escaped(inner.as_bytes()), through, "{inner:?}");
+        }
+        assert!(pairs > 1000, "the mixes hold surrogate pairs");
+        // Cut-off escapes (not valid JSON) end the text without a panic.
+        for cut in ["a\\", "\\u12", "\\ud83d\\u", "\\ud83d\\ude"] {
+            let _ = decode_escaped(cut.as_bytes());
+        }
     }
 
     #[test]

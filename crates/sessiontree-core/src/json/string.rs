@@ -414,7 +414,12 @@ mod tests {
         let mut seed = 7u64;
         for _ in 0..60_000 {
             let mut s = vec![b'"'];
-            let n = (seed % 90) as usize;
+            // (Stepped here too: a length of 0 would leave the seed, and every later string,
+            // as it is.)
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let n = ((seed >> 33) % 90) as usize;
             for _ in 0..n {
                 seed = seed
                     .wrapping_mul(6364136223846793005)
