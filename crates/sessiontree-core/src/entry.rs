@@ -233,8 +233,10 @@ struct KnownFields {
 /// Values up to this many bytes are copied into [`KnownFields::small`].
 const SMALL_VALUE: usize = 256;
 
-fn slot_of(keys: &[&str], key: &str) -> Option<usize> {
-    keys.iter().position(|k| *k == key)
+/// Where `key` is in `keys`, compared as bytes (a key read from a line needs no UTF-8
+/// check to be matched against these ASCII names).
+fn slot_of(keys: &[&str], key: impl AsRef<[u8]>) -> Option<usize> {
+    keys.iter().position(|k| k.as_bytes() == key.as_ref())
 }
 
 /// Fills `spans` with the value of the last member of each key in `keys` (keys are read
@@ -249,11 +251,10 @@ fn find_known<'m>(
     for m in members {
         let lit = &text[m.key.clone()];
         let inner = &lit[1..lit.len() - 1];
-        // Known keys are ASCII: a key without escapes is compared as bytes (no UTF-8 check).
         let slot = if inner.contains(&b'\\') {
-            slot_of(keys, &decode_string(lit))
+            slot_of(keys, decode_string(lit).as_bytes())
         } else {
-            keys.iter().position(|k| k.as_bytes() == inner)
+            slot_of(keys, inner)
         };
         if let Some(s) = slot {
             spans[s] = (m.value.start as u32, m.value.end as u32);

@@ -705,19 +705,15 @@ fn fit_escapes_what_it_shows() {
     let pieces = [
         "a", " ", "\n", "\x1b", "\u{9b}", "\u{202e}", "日", "é", "\t", "\x7f",
     ];
-    let mut seed = 5u64;
-    let mut next = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-        (seed >> 33) as usize
-    };
+    let mut rng = sessiontree_testkit::Rng(5);
     let mut escaped = 0;
     for _ in 0..5000 {
         let mut s = String::new();
-        for _ in 0..next() % 40 {
-            s.push_str(pieces[next() % pieces.len()]);
+        for _ in 0..rng.pick(40) {
+            s.push_str(pieces[rng.pick(pieces.len())]);
         }
         escaped += s.contains('\x1b') as u32;
-        let cols = next() % 30;
+        let cols = rng.pick(30);
         assert_eq!(rows::fit(&s, cols), reference(&s, cols), "{s:?} in {cols}");
     }
     assert!(escaped > 1000, "the mixes hold escapes");

@@ -275,12 +275,12 @@ fn decode_escaped(inner: &[u8]) -> String {
             b'u' => {
                 let u = hex4(&inner[i..]).unwrap_or(0xfffd);
                 i += 4;
-                let low = (0xd800..0xdc00)
-                    .contains(&u)
-                    .then(|| inner.get(i..i + 2).filter(|p| *p == b"\\u"))
-                    .flatten()
-                    .and_then(|_| hex4(&inner[i + 2..]))
-                    .filter(|l| (0xdc00..0xe000).contains(l));
+                // A high surrogate pairs with a `\u` low surrogate right after it.
+                let low = if (0xd800..0xdc00).contains(&u) && inner.get(i..i + 2) == Some(b"\\u") {
+                    hex4(&inner[i + 2..]).filter(|l| (0xdc00..0xe000).contains(l))
+                } else {
+                    None
+                };
                 match low {
                     Some(l) => {
                         i += 6;
@@ -352,16 +352,12 @@ mod tests {
             "\\ud800\\ud800\\udc00",
             "\\uDC00\\uD800",
         ];
-        let mut seed = 3u64;
-        let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-            (seed >> 33) as usize
-        };
+        let mut rng = sessiontree_testkit::Rng(3);
         let mut pairs = 0;
         for _ in 0..20_000 {
             let mut inner = String::new();
-            for _ in 0..next() % 12 {
-                inner.push_str(pieces[next() % pieces.len()]);
+            for _ in 0..rng.pick(12) {
+                inner.push_str(pieces[rng.pick(pieces.len())]);
             }
             if !inner.contains('\\') {
                 continue;

@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::error::err;
 pub use super::error::ScanError;
-use super::string::{skip_string, skip_string_utf8};
+use super::string::skip_string_checking;
 pub use super::string::{skip_string_inside, Escapes};
 
 /// A byte range inside the scanned text.
@@ -145,16 +145,6 @@ fn skip_number(b: &[u8], mut i: usize) -> Result<usize, ScanError> {
     Ok(i)
 }
 
-/// A string at `b[i]`; in a line, its inside must be UTF-8 (see [`scan_line`]).
-#[inline]
-fn string<const LINE: bool>(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    if LINE {
-        skip_string_utf8(b, i)
-    } else {
-        skip_string(b, i)
-    }
-}
-
 fn expect_lit(b: &[u8], i: usize, lit: &'static [u8]) -> Result<usize, ScanError> {
     if b.get(i..i + lit.len()) == Some(lit) {
         Ok(i + lit.len())
@@ -240,7 +230,8 @@ fn scan_impl<const LINE: bool>(b: &[u8], out: &mut Scanned) -> Result<usize, Sca
                     continue 'value;
                 }
             }
-            b'"' => i = string::<LINE>(b, i)?,
+            // In a line, strings are checked as UTF-8 too (see `scan_line`).
+            b'"' => i = skip_string_checking::<LINE>(b, i)?,
             b't' => i = expect_lit(b, i, b"true")?,
             b'f' => i = expect_lit(b, i, b"false")?,
             b'n' => i = expect_lit(b, i, b"null")?,
@@ -311,7 +302,7 @@ fn member_key<const LINE: bool>(
     if b.get(i) != Some(&b'"') {
         return Err(err(i, "expected a key"));
     }
-    let key_end = string::<LINE>(b, i)?;
+    let key_end = skip_string_checking::<LINE>(b, i)?;
     let j = ws::<LINE>(b, key_end);
     if b.get(j) != Some(&b':') {
         return Err(err(j, "expected ':'"));

@@ -8,38 +8,38 @@ use super::fast;
 /// Skips the string starting at `b[i] == '"'`; returns the index after its closing quote.
 #[inline]
 pub(crate) fn skip_string(b: &[u8], i: usize) -> Result<usize, ScanError> {
+    skip_string_checking::<false>(b, i)
+}
+
+/// [`skip_string`]; with `UTF8`, the string's inside must also be UTF-8 (an error if not):
+/// for the line scan, which then needs no separate UTF-8 pass over the line (everything
+/// outside a string is ASCII in valid JSON, so a line is UTF-8 when all its strings are).
+/// Bytes of 0x80 and up are rare in most strings, so a block of them costs one more test;
+/// a block that holds some is checked with the lookup tables of Keiser and Lemire's
+/// validator.
+#[inline]
+pub(crate) fn skip_string_checking<const UTF8: bool>(
+    b: &[u8],
+    i: usize,
+) -> Result<usize, ScanError> {
     debug_assert_eq!(b[i], b'"');
     // Most strings are short (keys, ids, times): when the first stop byte among the next
     // 16 is the closing quote, the string ends there (SSE2, inlined, no AVX2 call).
     if let Some(window) = b.get(i + 1..i + 17) {
         let stop = fast::find_string_stop(window);
         if stop < 16 && window[stop] == b'"' {
-            return Ok(i + 2 + stop);
-        }
-    }
-    skip_inside::<false, false>(b, i + 1, &mut Escapes::default())
-}
-
-/// [`skip_string`] that also checks the string's inside is UTF-8 (an error if not): for the
-/// line scan, which then needs no separate UTF-8 pass over the line (everything outside a
-/// string is ASCII in valid JSON, so a line is UTF-8 when all its strings are). Bytes of
-/// 0x80 and up are rare in most strings, so a block of them costs one more test; a block
-/// that holds some is checked with the lookup tables of Keiser and Lemire's validator.
-#[inline]
-pub(crate) fn skip_string_utf8(b: &[u8], i: usize) -> Result<usize, ScanError> {
-    debug_assert_eq!(b[i], b'"');
-    if let Some(window) = b.get(i + 1..i + 17) {
-        let stop = fast::find_string_stop(window);
-        if stop < 16 && window[stop] == b'"' {
-            let w = u128::from_le_bytes(window.try_into().expect("16 bytes"));
-            let high = w & 0x8080_8080_8080_8080_8080_8080_8080_8080 & ((1u128 << (8 * stop)) - 1);
-            if high != 0 && std::str::from_utf8(&window[..stop]).is_err() {
-                return Err(not_utf8(b, i + 1, i + 1 + stop));
+            if UTF8 {
+                let w = u128::from_le_bytes(window.try_into().expect("16 bytes"));
+                let high =
+                    w & 0x8080_8080_8080_8080_8080_8080_8080_8080 & ((1u128 << (8 * stop)) - 1);
+                if high != 0 && std::str::from_utf8(&window[..stop]).is_err() {
+                    return Err(not_utf8(b, i + 1, i + 1 + stop));
+                }
             }
             return Ok(i + 2 + stop);
         }
     }
-    skip_inside::<false, true>(b, i + 1, &mut Escapes::default())
+    skip_inside::<false, UTF8>(b, i + 1, &mut Escapes::default())
 }
 
 /// The error for a string inside `b[from..to]` that is not UTF-8, at its first bad byte.
@@ -411,28 +411,18 @@ mod tests {
             b"\\x",
             b"\\u12",
         ];
-        let mut seed = 7u64;
+        let mut rng = sessiontree_testkit::Rng(7);
         for _ in 0..60_000 {
             let mut s = vec![b'"'];
-            // (Stepped here too: a length of 0 would leave the seed, and every later string,
-            // as it is.)
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let n = ((seed >> 33) % 90) as usize;
-            for _ in 0..n {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let p = pieces[((seed >> 33) % 9) as usize];
-                if (p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12")
-                    && !(seed >> 40).is_multiple_of(8)
+            for _ in 0..rng.pick(90) {
+                let p = pieces[rng.pick(9)];
+                if (p == b"\\" || p == b"\x01" || p == b"\\x" || p == b"\\u12") && rng.pick(8) != 0
                 {
                     continue;
                 }
                 s.extend_from_slice(p);
             }
-            if !(seed >> 20).is_multiple_of(5) {
+            if rng.pick(5) != 0 {
                 s.push(b'"');
             }
             s.extend_from_slice(b"                                  tail");
@@ -480,20 +470,13 @@ mod tests {
             b"\xff",
             b"\xef\xbf\xbf",
         ];
-        let mut seed = 11u64;
-        let mut next = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut rng = sessiontree_testkit::Rng(11);
         for round in 0..80_000 {
             let mut s = vec![b'"'];
-            let n = next() % 60;
             // Mostly valid pieces, so that long valid runs cross blocks too.
             let broken = round % 3 == 0;
-            for _ in 0..n {
-                let k = next() as usize % pieces.len();
+            for _ in 0..rng.pick(60) {
+                let k = rng.pick(pieces.len());
                 if !broken && k >= 9 && k != 21 {
                     continue;
                 }
@@ -501,10 +484,10 @@ mod tests {
             }
             s.push(b'"');
             // From nothing after the quote (the string ends the buffer) to over a block.
-            let pad = next() as usize % 80;
+            let pad = rng.pick(80);
             s.extend(std::iter::repeat_n(b' ', pad));
             assert_eq!(
-                skip_string_utf8(&s, 0).ok(),
+                skip_string_checking::<true>(&s, 0).ok(),
                 plain(&s),
                 "{:?}",
                 String::from_utf8_lossy(&s)
@@ -524,7 +507,7 @@ mod tests {
                             continue;
                         }
                         assert_eq!(
-                            skip_string_utf8(&s, 0).ok(),
+                            skip_string_checking::<true>(&s, 0).ok(),
                             plain(&s),
                             "{a:#x} {b2:#x} {c:#x} at {at}"
                         );
