@@ -28,6 +28,8 @@
 //! agent); [`status`] the small file a running watch keeps up to date.
 
 pub mod disk;
+#[cfg(target_os = "linux")]
+pub mod journal;
 pub mod service;
 pub mod status;
 
@@ -597,6 +599,13 @@ pub fn run(cfg: &Config, stop: &AtomicBool, log: &mut dyn FnMut(&str)) -> Result
         if let Some(url) = &cfg.archive {
             scope.spawn(|| push_until(url, &cfg.agent_dir, stop));
         }
+        // The change journal of the sessions folder, for the commands that read it.
+        #[cfg(target_os = "linux")]
+        scope.spawn(|| {
+            journal::keep(&cfg.agent_dir, stop, cfg.rescan, &|m| {
+                eprintln!("sessiontree watch: {}", clean(m))
+            })
+        });
         let r = follow(&mut w, &mut watcher, &mut watch_roots, &rx, stop);
         // The pusher stops with the watch (an error ends both).
         stop.store(true, Ordering::Relaxed);

@@ -123,6 +123,7 @@ pub use sessiontree_core::{
     context, date, diag, entry, error, ids, json, message, migrate, parse, tree,
 };
 
+pub mod changes;
 pub mod dirs;
 pub mod folder;
 pub mod interrupted;

@@ -875,78 +875,38 @@ pub fn all_files(agent_dir: &Path) -> Vec<PathBuf> {
 }
 
 /// [`all_files`] with each file's stat (taken once, folders read on all cores), for the
-/// index to compare without asking the file system again.
+/// index to compare without asking the file system again. While a `sessiontree watch`
+/// follows the folder, only the files its journal names are stat'ed ([`crate::changes`]).
 pub fn all_files_stat(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
-    let sessions = agent_dir.join("sessions");
-    let Ok(rd) = std::fs::read_dir(&sessions) else {
-        return Vec::new();
-    };
-    let folders: Vec<PathBuf> = rd
-        .filter_map(|e| e.ok())
-        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
-        .map(|d| d.path())
-        .collect();
-    let read_folder = |dir: &Path, files: &mut Vec<(PathBuf, Option<FileStat>, f64)>| {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.filter_map(|e| e.ok()) {
-            if !e.file_name().to_string_lossy().ends_with(".jsonl") {
-                continue;
-            }
-            // Relative to the open folder (no walk of the whole path); a symlink is
-            // followed as `fs::metadata` would.
-            let meta = match e.file_type() {
-                Ok(t) if !t.is_symlink() => e.metadata(),
-                _ => std::fs::metadata(e.path()),
-            };
-            // Never read a FIFO or a device (a FIFO would block, a device never end).
-            if let Ok(m) = &meta {
-                if !m.is_file() {
-                    crate::folder::note_skipped(e.path(), crate::store::kind_name(&m.file_type()));
-                    continue;
-                }
-            }
-            let m = meta.as_ref().map(mtime_ms).unwrap_or(f64::NEG_INFINITY);
-            let st = meta.ok().and_then(|m| FileStat::of(&m));
-            files.push((e.path(), st, m));
+    in_order(crate::changes::current(agent_dir))
+}
+
+/// [`all_files_stat`] by stat'ing every file, whatever the journal says.
+pub fn all_files_stat_walking(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
+    in_order(crate::changes::walked(agent_dir))
+}
+
+/// The reference's candidate order (newest mtime first, then file name descending, then the
+/// path descending); names
+/// that are not regular files noted and left out.
+fn in_order(found: Vec<(PathBuf, crate::changes::Found)>) -> Vec<(PathBuf, Option<FileStat>)> {
+    let mut files: Vec<(PathBuf, Option<FileStat>, f64)> = Vec::with_capacity(found.len());
+    for (path, f) in found {
+        // Never read a FIFO or a device (a FIFO would block, a device never end).
+        if let Some(what) = f.skipped {
+            crate::folder::note_skipped(path, what);
+            continue;
         }
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(folders.len().max(1));
-    let mut files: Vec<(PathBuf, Option<FileStat>, f64)> = if threads > 1 {
-        std::thread::scope(|sc| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let folders = &folders;
-                    let read_folder = &read_folder;
-                    sc.spawn(move || {
-                        let mut v = Vec::new();
-                        for d in folders.iter().skip(t).step_by(threads) {
-                            read_folder(d, &mut v);
-                        }
-                        v
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("folder reader"))
-                .collect()
-        })
-    } else {
-        let mut v = Vec::new();
-        for d in &folders {
-            read_folder(d, &mut v);
-        }
-        v
-    };
+        let m = f.mtime_ms();
+        files.push((path, f.stat, m));
+    }
     files.sort_by(|a, b| {
         b.2.partial_cmp(&a.2)
             .unwrap_or(std::cmp::Ordering::Equal)
             .then_with(|| b.0.file_name().cmp(&a.0.file_name()))
+            // The same time and name in two folders: by the whole path, so that the order
+            // does not depend on the order the folders were read in.
+            .then_with(|| b.0.cmp(&a.0))
     });
     files.into_iter().map(|f| (f.0, f.1)).collect()
 }
