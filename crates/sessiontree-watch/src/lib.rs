@@ -23,6 +23,9 @@
 //!   lock as a session writer's), held while running; a second one is refused naming it.
 //! * **Quiet when idle**: no timer reads files; the rescan only stats, every
 //!   [`Config::rescan`].
+//! * **A journal of the sessions folder** (Linux, [`journal`]): every change of a session
+//!   file under `<agent dir>/sessions`, so that search, `ls` and the browser stat only the
+//!   files that changed ([`sessiontree::changes`]).
 //!
 //! [`disk`] is `du` and `prune`; [`service`] the login service (systemd user unit, launchd
 //! agent); [`status`] the small file a running watch keeps up to date.
