@@ -27,6 +27,7 @@ pub const COALESCE: Duration = Duration::from_millis(100);
 /// A journal this long is replaced by a new epoch (readers stat every file once).
 const ROTATE_AT: u64 = 4 << 20;
 
+/// The sessions folder: its project folders coming and going, and itself.
 const ROOT_MASK: u32 = libc::IN_CREATE
     | libc::IN_DELETE
     | libc::IN_MOVED_FROM
@@ -34,15 +35,8 @@ const ROOT_MASK: u32 = libc::IN_CREATE
     | libc::IN_DELETE_SELF
     | libc::IN_MOVE_SELF
     | libc::IN_ONLYDIR;
-const FOLDER_MASK: u32 = libc::IN_MODIFY
-    | libc::IN_ATTRIB
-    | libc::IN_CREATE
-    | libc::IN_DELETE
-    | libc::IN_MOVED_FROM
-    | libc::IN_MOVED_TO
-    | libc::IN_DELETE_SELF
-    | libc::IN_MOVE_SELF
-    | libc::IN_ONLYDIR;
+/// A project folder: its files' writes and metadata changes too.
+const FOLDER_MASK: u32 = ROOT_MASK | libc::IN_MODIFY | libc::IN_ATTRIB;
 
 /// File systems whose changes all come as inotify events (a network or FUSE file system
 /// can change without one).

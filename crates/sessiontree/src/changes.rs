@@ -202,7 +202,7 @@ impl Drop for Journal {
     fn drop(&mut self) {
         // Only our own file, while still holding its lock.
         let ours = match (self.file.metadata(), std::fs::symlink_metadata(&self.path)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            (Ok(a), Ok(b)) => crate::store::same_file(&a, &b),
             _ => false,
         };
         if ours {

@@ -335,7 +335,7 @@ fn gained(old: &File, path: &Path, upto: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+pub(crate) fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
     a.ino() == b.ino() && a.dev() == b.dev()
 }
 
