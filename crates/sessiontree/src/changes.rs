@@ -414,12 +414,13 @@ fn write_snapshot(agent_dir: &Path, s: &Snapshot) {
         }
     }
     out.extend_from_slice(format!("end {count} {}\n", out.len()).as_bytes());
-    // A cache: written aside and renamed, not synced (a torn one fails its last line).
-    let tmp = agent_dir.join(format!(".{SNAPSHOT}.{}", std::process::id()));
+    // A cache: written aside and renamed, not synced (a torn one fails its last line). The
+    // name aside is new and random, created exclusively: never a file or link another
+    // process put there.
+    let tmp = agent_dir.join(format!(".{SNAPSHOT}.{}", uuid::Uuid::new_v4().simple()));
     let ok = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .open(&tmp)
         .and_then(|mut f| f.write_all(&out))
         .and_then(|()| std::fs::rename(&tmp, agent_dir.join(SNAPSHOT)));
@@ -512,7 +513,13 @@ fn parse_snapshot(bytes: &[u8], epoch: &str) -> Option<Snapshot> {
 /// else whether a folder was read again (worth saving: a later read need not read it).
 fn apply(sessions: &Path, folders: &mut Vec<(OsString, Vec<Found>)>, delta: &[u8]) -> Option<bool> {
     let mut reread = false;
+    // Each line once: every line reads what is there now, so a name written a thousand
+    // times since the snapshot is stat'ed once, and the order of lines does not matter.
+    let mut seen = std::collections::HashSet::new();
     for line in delta.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if !seen.insert(line) {
+            continue;
+        }
         if line == b"R" || line.starts_with(b"D ") {
             reread = true;
         }

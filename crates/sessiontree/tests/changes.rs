@@ -228,3 +228,49 @@ fn forged_journal_lines_never_leave_the_sessions_folder() {
     assert_eq!(sizes(&got), sizes(&first));
     drop(j);
 }
+
+#[test]
+fn the_snapshot_is_never_written_through_a_planted_link() {
+    let (dir, _sessions) = setup();
+    let agent = dir.path();
+    let outside = tempfile::tempdir().unwrap();
+    let precious = outside.path().join("precious");
+    std::fs::write(&precious, "keep me").unwrap();
+    // Links at the names a reader of this process could have picked.
+    for name in [
+        format!(".{}.{}", changes::SNAPSHOT, std::process::id()),
+        format!(".{}.tmp", changes::SNAPSHOT),
+    ] {
+        std::os::unix::fs::symlink(&precious, agent.join(name)).unwrap();
+    }
+    let j = Journal::start(agent).unwrap();
+    let _ = all_files_stat(agent);
+    assert!(agent.join(changes::SNAPSHOT).exists());
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me");
+    assert!(std::fs::symlink_metadata(agent.join(changes::SNAPSHOT))
+        .unwrap()
+        .file_type()
+        .is_file());
+    drop(j);
+}
+
+#[test]
+fn a_long_journal_past_the_snapshot_is_read_once_per_name() {
+    let (dir, sessions) = setup();
+    let agent = dir.path();
+    let mut j = Journal::start(agent).unwrap();
+    let _ = all_files_stat(agent);
+    // Thousands of lines for a few names (an agent appending all day), then one more change.
+    for _ in 0..5000 {
+        j.file_changed(OsStr::new("--a--"), OsStr::new("s0.jsonl"))
+            .unwrap();
+        j.file_changed(OsStr::new("--b--"), OsStr::new("s1.jsonl"))
+            .unwrap();
+    }
+    append(&sessions.join("--b--/s1.jsonl"), "{}\n");
+    assert_eq!(
+        sizes(&all_files_stat(agent)),
+        sizes(&all_files_stat_walking(agent))
+    );
+    drop(j);
+}
