@@ -449,7 +449,18 @@ fn parse_snapshot(bytes: &[u8], epoch: &str) -> Option<Snapshot> {
     if len != last || t.next().is_some() {
         return None;
     }
-    let mut lines = body[..last - 1].split(|&b| b == b'\n');
+    // Split with memchr: a byte-at-a-time split was most of a warm search's listing.
+    let lines_of = &body[..last - 1];
+    let mut from = 0;
+    let mut lines = std::iter::from_fn(|| {
+        if from > lines_of.len() {
+            return None;
+        }
+        let end = memchr::memchr(b'\n', &lines_of[from..]).map_or(lines_of.len(), |i| from + i);
+        let line = &lines_of[from..end];
+        from = end + 1;
+        Some(line)
+    });
     let head = std::str::from_utf8(lines.next()?).ok()?;
     let mut h = head.strip_prefix(SNAPSHOT_MAGIC)?.split(' ');
     if h.next()? != epoch {
@@ -473,7 +484,22 @@ fn parse_snapshot(bytes: &[u8], epoch: &str) -> Option<Snapshot> {
             }
         } else {
             let rest = line.strip_prefix(b"f ")?;
-            let mut parts = rest.splitn(7, |&b| b == b' ');
+            let mut rest = rest;
+            let mut taken = 0;
+            // Six numbers, each followed by a space, then the name (the rest of the line).
+            let mut parts = std::iter::from_fn(|| {
+                taken += 1;
+                if taken > 7 {
+                    return None;
+                }
+                let end = match taken {
+                    7 => rest.len(),
+                    _ => memchr::memchr(b' ', rest).unwrap_or(rest.len()),
+                };
+                let part = &rest[..end];
+                rest = &rest[(end + 1).min(rest.len())..];
+                Some(part)
+            });
             let mut num = |radix| digits(parts.next()?, radix);
             let size = num(10)?;
             let mtime_ns = num(10)? as i64;
