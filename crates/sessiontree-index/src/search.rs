@@ -107,6 +107,8 @@ pub struct Stats {
     pub scanned: usize,
     /// Files a summary ruled out (no hit possible).
     pub ruled_out: usize,
+    /// Files with a valid summary (ruled out or not).
+    pub summarized: usize,
     /// Files not read because the newest `limit` hits were already certain.
     pub skipped_older: usize,
     pub bytes_scanned: u64,
@@ -782,25 +784,55 @@ fn files_to_read<'a>(
     m: &Matcher,
     summaries: Option<&Summaries>,
     bound: Unsummarized,
+    threads: usize,
     stats: &mut Stats,
 ) -> Vec<(&'a PathBuf, f64)> {
-    let mut work = Vec::with_capacity(files.len());
-    for (p, st) in files {
-        let Some(st) = st else { continue };
-        match summaries.and_then(|s| s.get_valid(p, st)) {
-            Some(s) => {
-                if !s.is_session()
-                    || !m.may_match(&s)
-                    || !q.cwd_ok(s.cwd())
-                    || q.since_ms.is_some_and(|since| s.max_ts() < since)
-                {
-                    stats.ruled_out += 1;
-                    continue;
+    // One part: its work in order, how many a summary ruled out, how many had one.
+    let part = |files: &'a [(PathBuf, Option<FileStat>)]| {
+        let mut work = Vec::with_capacity(files.len());
+        let (mut ruled_out, mut summarized) = (0, 0);
+        for (p, st) in files {
+            let Some(st) = st else { continue };
+            match summaries.and_then(|s| s.get_valid(p, st)) {
+                Some(s) => {
+                    summarized += 1;
+                    if !s.is_session()
+                        || !m.may_match(&s)
+                        || !q.cwd_ok(s.cwd())
+                        || q.since_ms.is_some_and(|since| s.max_ts() < since)
+                    {
+                        ruled_out += 1;
+                        continue;
+                    }
+                    work.push((p, s.max_ts()));
                 }
-                work.push((p, s.max_ts()));
+                None => work.push((p, bound.max_ts(st))),
             }
-            None => work.push((p, bound.max_ts(st))),
         }
+        (work, ruled_out, summarized)
+    };
+    // Looking up thousands of summaries is memory-bound: the parts go on every core, in
+    // order (the work list keeps `files`' order).
+    let parts: Vec<_> = if threads > 1 && summaries.is_some() && files.len() >= 4096 {
+        let size = files.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = files
+                .chunks(size)
+                .skip(1)
+                .map(|c| s.spawn(move || part(c)))
+                .collect();
+            let mut parts = vec![part(&files[..size])];
+            parts.extend(handles.into_iter().map(|h| h.join().expect("part")));
+            parts
+        })
+    } else {
+        vec![part(files)]
+    };
+    let mut work = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+    for (w, ruled_out, summarized) in parts {
+        work.extend(w);
+        stats.ruled_out += ruled_out;
+        stats.summarized += summarized;
     }
     work
 }
@@ -874,7 +906,7 @@ pub fn search_with(
     };
     // The work list, newest first (the summary's newest entry, else the mtime's bound);
     // files with no bound first (anything is possible there).
-    let mut work = files_to_read(files, q, &m, summaries, unsummarized, &mut stats);
+    let mut work = files_to_read(files, q, &m, summaries, unsummarized, threads, &mut stats);
     work.sort_by(|a, b| b.1.total_cmp(&a.1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let top = Mutex::new(Top::new(q.limit));
@@ -969,11 +1001,18 @@ pub fn search_sessions(
         files: files.len(),
         ..Default::default()
     };
-    let work: Vec<&PathBuf> =
-        files_to_read(files, q, &m, summaries, Unsummarized::Unbounded, &mut stats)
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect();
+    let work: Vec<&PathBuf> = files_to_read(
+        files,
+        q,
+        &m,
+        summaries,
+        Unsummarized::Unbounded,
+        threads,
+        &mut stats,
+    )
+    .into_iter()
+    .map(|(p, _)| p)
+    .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found = Mutex::new(Vec::new());
     let stats_all = Mutex::new(Stats::default());

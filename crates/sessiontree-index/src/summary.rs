@@ -275,6 +275,17 @@ impl Summaries {
         self.record(p).filter(|s| s.stat_matches(st))
     }
 
+    /// [`Summaries::covers_exactly`] from what a search counted: `summarized` of the
+    /// `files` had a valid summary (`Stats::summarized`), no second look at each.
+    pub fn covers_exactly_counted(
+        &self,
+        files: &[(PathBuf, Option<FileStat>)],
+        summarized: usize,
+    ) -> bool {
+        let live = files.iter().filter(|f| f.1.is_some()).count();
+        live == summarized && live == self.by_path.len() && self.damaged == 0
+    }
+
     /// Whether every one of `files` has a valid summary, and no other file has one.
     pub fn covers_exactly(&self, files: &[(PathBuf, Option<FileStat>)]) -> bool {
         let live = files.iter().filter(|f| f.1.is_some()).count();

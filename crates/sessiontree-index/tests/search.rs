@@ -695,3 +695,69 @@ fn candidate_lines_that_cannot_rank_are_not_decoded_and_the_hits_stay_the_same()
         );
     }
 }
+
+/// Over 4,096 files the summaries are looked up on several threads, in parts: the work
+/// list, the counts and so the hits are those of one thread, and the count of files with a
+/// valid summary says what a second look at each would (`covers_exactly`).
+#[test]
+fn summaries_looked_up_in_parts_find_what_one_thread_finds() {
+    let a = sessiontree_testkit::AgentDir::new();
+    let agent = a.path();
+    let dirs: Vec<PathBuf> = (0..7).map(|d| a.folder(&format!("/w/p{d}"))).collect();
+    let n = 5000u64;
+    for k in 0..n {
+        let word = if k % 500 == 7 { "narwhal" } else { "walrus" };
+        let s = format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"s{k}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/w/p{d}\"}}\n{{\"type\":\"message\",\"id\":\"e{k}\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"the {word} {k}\",\"timestamp\":{}}}}}\n",
+            1_700_000_000_000 + k * 1000,
+            d = k % 7
+        );
+        std::fs::write(dirs[(k % 7) as usize].join(format!("s{k}.jsonl")), s).unwrap();
+    }
+    let s = build(agent);
+    let files = stats(agent);
+    assert_eq!(files.len(), n as usize);
+    for (word, limit, hits) in [
+        ("narwhal", 100, 10),
+        ("walrus", 3, 3),
+        ("walrus", 10_000, 4990),
+    ] {
+        let q = Query::new(word, Mode::Words, limit);
+        let (one, st1) = search::search(&files, &q, Some(&s), 1).unwrap();
+        assert_eq!(one.len(), hits, "{word}");
+        for threads in [2, 3] {
+            let (h, st) = search::search(&files, &q, Some(&s), threads).unwrap();
+            assert_eq!(key(&h), key(&one), "{word} on {threads} threads");
+            assert_eq!(
+                (st.summarized, st.ruled_out),
+                (st1.summarized, st1.ruled_out)
+            );
+            assert_eq!(st.summarized, n as usize);
+            let (g, sg) =
+                search::search_sessions(&files, &q, Some(&s), threads, &|| false).unwrap();
+            // Grouped by session there is no limit: every session with a hit.
+            let sessions = if word == "narwhal" { 10 } else { 4990 };
+            assert_eq!(g.len(), sessions, "{word} grouped on {threads} threads");
+            assert_eq!(sg.ruled_out, st1.ruled_out);
+        }
+        if word == "narwhal" {
+            assert_eq!(st1.ruled_out, n as usize - 10);
+        }
+        assert!(s.covers_exactly_counted(&files, st1.summarized));
+        assert!(s.covers_exactly(&files));
+    }
+    // One file changed after the build: its summary no longer counts, and the counted
+    // answer says so as the full look does.
+    let p = dirs[3].join("s3.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+    f.write_all(b"{\"type\":\"message\",\"id\":\"late\",\"parentId\":\"e3\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"a late narwhal\",\"timestamp\":1800000000000}}\n").unwrap();
+    drop(f);
+    let files = stats(agent);
+    let q = Query::new("narwhal", Mode::Words, 100);
+    let (h, st) = search::search(&files, &q, Some(&s), 2).unwrap();
+    assert_eq!(h.len(), 11);
+    assert_eq!(h[0].entry_id, "late");
+    assert_eq!(st.summarized, n as usize - 1);
+    assert!(!s.covers_exactly_counted(&files, st.summarized));
+    assert!(!s.covers_exactly(&files));
+}
