@@ -169,6 +169,10 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
         return build_index(out, a.json);
     }
     let agent = dirs::agent_dir();
+    let store = Summaries::path_in(&agent);
+    // The summaries load (a checksum over each record) on another core while the files
+    // are listed.
+    let loading = (!a.no_index).then(|| std::thread::spawn(move || Summaries::load(&store)));
     let (files, folder): (Vec<(PathBuf, Option<FileStat>)>, PathBuf) = match &a.dir {
         Some(d) => {
             let d = dirs::resolve(&d.to_string_lossy());
@@ -208,12 +212,7 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
         until_ms: a.until.as_deref().map(parse_date).transpose()?,
         limit: a.limit,
     };
-    let store = Summaries::path_in(&agent);
-    let summaries = if a.no_index {
-        None
-    } else {
-        Summaries::load(&store)
-    };
+    let summaries = loading.and_then(|h| h.join().ok().flatten());
     // --no-index reads every file; otherwise a file without a summary is bounded by its
     // mtime (its entries are no newer, give or take the margin).
     let unsummarized = if a.no_index {
@@ -244,7 +243,10 @@ pub fn search(out: &mut Out, a: SearchArgs) -> Result<bool> {
         }
     }
     // Later searches use summaries; making them never delays this answer.
-    if !a.no_index && a.dir.is_none() && !summaries.is_some_and(|s| s.covers_exactly(&files)) {
+    if !a.no_index
+        && a.dir.is_none()
+        && !summaries.is_some_and(|s| s.covers_exactly_counted(&files, st.summarized))
+    {
         spawn_builder();
     }
     Ok(!hits.is_empty())
