@@ -24,7 +24,7 @@ echo "data: $(find "$DATA/sessions" -name '*.jsonl' | wc -l) files in $(find "$D
 empty=$(mktemp -d)
 "$BIN" watch --claude "$empty" --no-claude --no-codex --no-gemini --no-opencode --no-copilot 2>/dev/null &
 watch_pid=$!
-trap 'kill $watch_pid 2>/dev/null; wait $watch_pid 2>/dev/null; rm -rf "$empty"' EXIT
+trap 'kill $watch_pid 2>/dev/null; wait $watch_pid 2>/dev/null || true; rm -rf "$empty"' EXIT
 for _ in $(seq 100); do [ -f "$DATA/sessiontree-changes" ] && break; sleep 0.1; done
 "$BIN" ls --all >/dev/null  # the first read of the epoch walks and saves the snapshot
 printf '%s\n' "columns: wall s, peak RSS KiB, CPU s; each row alternated with the others $RUNS times" >&2
