@@ -890,24 +890,20 @@ pub fn all_files_stat_walking(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat
 /// path descending); names
 /// that are not regular files noted and left out.
 fn in_order(found: Vec<(PathBuf, crate::changes::Found)>) -> Vec<(PathBuf, Option<FileStat>)> {
-    let mut files: Vec<(PathBuf, Option<FileStat>, f64)> = Vec::with_capacity(found.len());
+    let mut files: Vec<(PathBuf, Option<FileStat>)> = Vec::with_capacity(found.len());
+    // Sorted as (time, index) pairs, the entries themselves moved once: a sort that moves
+    // 20,000 paths with their stats costs more than the comparisons. No two paths are
+    // equal, so the order is total and an unstable sort gives the one order.
+    let mut keys: Vec<(f64, u32)> = Vec::with_capacity(found.len());
     for (path, f) in found {
         // Never read a FIFO or a device (a FIFO would block, a device never end).
         if let Some(what) = f.skipped {
             crate::folder::note_skipped(path, what);
             continue;
         }
-        let m = f.mtime_ms();
-        files.push((path, f.stat, m));
+        keys.push((f.mtime_ms(), files.len() as u32));
+        files.push((path, f.stat));
     }
-    // Sorted as (time, index) pairs, the entries themselves moved once: a sort that moves
-    // 20,000 paths with their stats costs more than the comparisons. No two paths are
-    // equal, so the order is total and an unstable sort gives the one order.
-    let mut keys: Vec<(f64, u32)> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.2, i as u32))
-        .collect();
     keys.sort_unstable_by(|&(ta, ia), &(tb, ib)| {
         let (a, b) = (&files[ia as usize], &files[ib as usize]);
         tb.partial_cmp(&ta)
@@ -917,8 +913,7 @@ fn in_order(found: Vec<(PathBuf, crate::changes::Found)>) -> Vec<(PathBuf, Optio
             // does not depend on the order the folders were read in.
             .then_with(|| b.0.cmp(&a.0))
     });
-    let mut slots: Vec<Option<(PathBuf, Option<FileStat>)>> =
-        files.into_iter().map(|f| Some((f.0, f.1))).collect();
+    let mut slots: Vec<Option<(PathBuf, Option<FileStat>)>> = files.into_iter().map(Some).collect();
     keys.iter()
         .filter_map(|&(_, i)| slots[i as usize].take())
         .collect()
