@@ -288,13 +288,14 @@ impl Summaries {
 
     /// Whether every one of `files` has a valid summary, and no other file has one.
     pub fn covers_exactly(&self, files: &[(PathBuf, Option<FileStat>)]) -> bool {
-        let live = files.iter().filter(|f| f.1.is_some()).count();
-        live == self.by_path.len()
-            && self.damaged == 0
-            && files.iter().all(|(p, st)| match st {
-                Some(st) => self.get_valid(p, st).is_some(),
-                None => true,
+        let valid = files
+            .iter()
+            .filter(|(p, st)| {
+                st.as_ref()
+                    .is_some_and(|st| self.get_valid(p, st).is_some())
             })
+            .count();
+        self.covers_exactly_counted(files, valid)
     }
 }
 
