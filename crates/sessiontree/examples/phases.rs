@@ -1,5 +1,6 @@
-//! Where a load's time and memory go: `phases FILE` prints milliseconds for the scan (one
-//! thread, then all) and the index, and the process's resident memory after a full load
+//! Where a load's time and memory go: `phases FILE` prints milliseconds for each phase of
+//! `context --json` (the map, the scan on all cores, the index, the projection, the writing,
+//! the drop), then for the scan of the bytes read (one thread, then all) and the index, and the process's resident memory after a full load
 //! (`sessiontree::load`, mapped), as JSON. A diagnostic tool for performance work.
 
 use std::time::Instant;
@@ -57,6 +58,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("after writing the context: {}", rss());
         return Ok(());
     }
+    // As `sessiontree context FILE --json` does it: mapped, scanned on every core, indexed,
+    // projected, written (to a sink).
+    let t = Instant::now();
+    let (backing, _) = sessiontree::session::read_or_map(std::path::Path::new(&path))?;
+    let map_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let parsed = sessiontree::parse::parse(backing).map_err(|e| format!("{e:?}"))?;
+    let scan_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let tree = sessiontree::SessionTree::from_parsed(parsed);
+    let index_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let leaf = tree
+        .leaf_id()
+        .map_or(sessiontree::LeafArg::Null, sessiontree::LeafArg::Id);
+    let p = sessiontree::context::plan(&tree, leaf);
+    let plan_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    p.write_json_releasing(&mut std::io::sink())?;
+    let write_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    drop(tree);
+    let drop_ms = t.elapsed().as_secs_f64() * 1e3;
+    println!("{{\"mapped\":true,\"map_ms\":{map_ms:.1},\"scan_ms\":{scan_ms:.1},\"index_ms\":{index_ms:.1},\"plan_ms\":{plan_ms:.1},\"write_ms\":{write_ms:.1},\"drop_ms\":{drop_ms:.1}}}");
     let bytes = std::fs::read(&path)?;
     let buf = sessiontree::parse::backing(bytes);
     for threads in [1, 2] {

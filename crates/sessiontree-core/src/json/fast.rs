@@ -45,17 +45,48 @@ pub fn find_string_stop(b: &[u8]) -> usize {
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx2() -> bool {
+    simd() >= Simd::Avx2
+}
+
+/// The widest vector instructions this processor has that the string skip uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Simd {
+    /// Eight bytes at a time in a word, plus the baseline SSE2 search.
+    Portable,
+    /// 64 bytes at a time in two 32-byte vectors.
+    Avx2,
+    /// 64 bytes at a time in one vector, compared into mask registers (AVX-512 F and BW).
+    Avx512,
+}
+
+/// The [`Simd`] level of this processor, found once.
+#[inline]
+pub(crate) fn simd() -> Simd {
     use std::sync::atomic::{AtomicU8, Ordering};
     static STATE: AtomicU8 = AtomicU8::new(0);
     match STATE.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
+        1 => Simd::Portable,
+        2 => Simd::Avx2,
+        3 => Simd::Avx512,
         _ => {
-            let yes = std::is_x86_feature_detected!("avx2");
-            STATE.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
-            yes
+            let level = detect();
+            STATE.store(1 + level as u8, Ordering::Relaxed);
+            level
         }
     }
+}
+
+fn detect() -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
+            return Simd::Avx512;
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            return Simd::Avx2;
+        }
+    }
+    Simd::Portable
 }
 
 #[cfg(target_arch = "x86_64")]
