@@ -231,12 +231,8 @@ impl SessionTree {
                 }
                 state[i] = 1;
                 walk.push(i);
-                cur = self.entries[i]
-                    .parent
-                    .walk_id()
-                    .and_then(|p| self.index_of(p))
-                    .map(|x| x as usize);
                 // A parent that is a duplicate id's loser still resolves to the winner.
+                cur = self.parent_index(i as u32).map(|x| x as usize);
             }
             for &i in &walk {
                 state[i] = 2;
@@ -256,9 +252,10 @@ impl SessionTree {
             self.diagnostics
                 .push(diag(e.line, e.offset, DiagnosticKind::Cycle, msg));
         }
-        for e in &self.entries {
+        for (e, &known) in self.entries.iter().zip(&self.parent_of) {
             if let Parent::Id(p) = &e.parent {
-                if !self.by_id.contains_key(p.as_ref()) {
+                // A parent found when the entry was indexed names an entry.
+                if known == NO_PARENT && !self.by_id.contains_key(p.as_ref()) {
                     self.diagnostics.push(diag(
                         e.line,
                         e.offset,
