@@ -189,22 +189,12 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
     // ASCII), and whether its last three bytes may start a sequence this block ends.
     let mut prev = _mm256_setzero_si256();
     let mut prev_open = false;
-    const EVEN: u64 = 0x5555_5555_5555_5555;
     let splat = |c: u8| _mm256_set1_epi8(c as i8);
     let (quote, backslash, limit) = (splat(b'"'), splat(b'\\'), splat(0x1f));
     let u = splat(b'u');
-    // The nine bytes allowed after a backslash, as a nibble lookup: a byte is allowed when
-    // the bits of its low and high nibbles meet (bit 0: high nibble 2, 1: 5, 2: 6, 3: 7).
-    #[rustfmt::skip]
-    let lo_tbl = _mm256_setr_epi8(
-        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
-        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
-    );
-    #[rustfmt::skip]
-    let hi_tbl = _mm256_setr_epi8(
-        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
-        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
-    );
+    let table =
+        |t: [i8; 16]| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr() as *const __m128i));
+    let (lo_tbl, hi_tbl) = (table(ESCAPE_LOW), table(ESCAPE_HIGH));
     let nibble = splat(0x0f);
     let zero = _mm256_setzero_si256();
     let mask_of = |v: __m256i| _mm256_movemask_epi8(v) as u32 as u64;
@@ -216,20 +206,15 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
         let hi = _mm256_loadu_si256(b.as_ptr().add(i + 32) as *const __m256i);
         let both = |f: &dyn Fn(__m256i) -> __m256i| mask_of(f(lo)) | (mask_of(f(hi)) << 32);
         let q = both(&|v| _mm256_cmpeq_epi8(v, quote));
-        let mut bs = both(&|v| _mm256_cmpeq_epi8(v, backslash));
+        let bs = both(&|v| _mm256_cmpeq_epi8(v, backslash));
         let ctrl = both(&|v| _mm256_cmpeq_epi8(_mm256_max_epu8(v, limit), limit));
-        // Escaped bytes (simdjson's find_escaped_branchless).
-        bs &= !carry;
-        let follows = (bs << 1) | carry;
-        let odd_starts = bs & !EVEN & !follows;
-        let (even_runs, overflow) = odd_starts.overflowing_add(bs);
-        let escaped = (EVEN ^ (even_runs << 1)) & follows;
-        let real_quotes = q & !escaped;
-        let before_end = if real_quotes == 0 {
-            u64::MAX
-        } else {
-            (1u64 << real_quotes.trailing_zeros()) - 1
-        };
+        let Block {
+            escaped,
+            real_quotes,
+            before_end,
+            through_end,
+            carry: carry_out,
+        } = block(q, bs, carry);
         let escaped_here = escaped & before_end;
         let (bad_escape, u_escapes) = if escaped_here == 0 {
             (0, 0)
@@ -258,11 +243,6 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
             let high = mask_of(lo) | (mask_of(hi) << 32);
             if high != 0 || prev_open {
                 // Through the closing quote: a sequence the quote cuts short is an error there.
-                let through_end = if real_quotes == 0 {
-                    u64::MAX
-                } else {
-                    u64::MAX >> (63 - real_quotes.trailing_zeros())
-                };
                 bad_utf8 = (utf8_errors(prev, lo) | (utf8_errors(lo, hi) << 32)) & through_end;
             }
             prev = hi;
@@ -276,7 +256,7 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
         if real_quotes != 0 {
             return Ok(i + real_quotes.trailing_zeros() as usize + 1);
         }
-        carry = overflow as u64;
+        carry = carry_out as u64;
         i += 64;
     }
     finish::<NOTE, UTF8>(b, i, carry != 0, prev_open, esc, |last| {
@@ -297,6 +277,48 @@ fn prefetch(b: &[u8], i: usize) {
     // SAFETY: a prefetch reads nothing; the address is only a hint (wrapping: never used).
     unsafe { _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(i + 4096) as *const i8) };
 }
+
+/// The string structure of one 64-byte block, from its quote and backslash masks (bit `k`
+/// for byte `k`) and whether its first byte is escaped by a backslash run before it.
+struct Block {
+    /// Bytes that follow an odd run of backslashes (simdjson's find_escaped_branchless).
+    escaped: u64,
+    /// Quotes that end the string (not escaped).
+    real_quotes: u64,
+    /// The bytes before the first real quote (all of the block when it has none).
+    before_end: u64,
+    /// The same, through that quote.
+    through_end: u64,
+    /// Whether the next block's first byte is escaped.
+    carry: bool,
+}
+
+#[inline(always)]
+fn block(q: u64, bs: u64, carry: u64) -> Block {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let bs = bs & !carry;
+    let follows = (bs << 1) | carry;
+    let odd_starts = bs & !EVEN & !follows;
+    let (even_runs, overflow) = odd_starts.overflowing_add(bs);
+    let escaped = (EVEN ^ (even_runs << 1)) & follows;
+    let real_quotes = q & !escaped;
+    let through_end = real_quotes ^ real_quotes.wrapping_sub(1);
+    Block {
+        escaped,
+        real_quotes,
+        before_end: through_end & !real_quotes,
+        through_end,
+        carry: overflow,
+    }
+}
+
+/// The nine bytes allowed after a backslash, as a nibble lookup: a byte is allowed when the
+/// bits its low and high nibbles have here meet (bit 0: high nibble 2, 1: 5, 2: 6, 3: 7).
+#[rustfmt::skip]
+const ESCAPE_LOW: [i8; 16] =
+    [0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001];
+#[rustfmt::skip]
+const ESCAPE_HIGH: [i8; 16] = [0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0];
 
 /// The first problem in text order among a 64-byte block's flagged bytes, as the portable
 /// loop reports it: `i` is the block's start; a bit of `bad_escape` or `u_escapes` marks
@@ -465,35 +487,25 @@ unsafe fn skip_string_avx512<const NOTE: bool, const UTF8: bool>(
     use std::arch::x86_64::*;
     let mut prev = _mm512_setzero_si512();
     let mut prev_open = false;
-    const EVEN: u64 = 0x5555_5555_5555_5555;
     let splat = |c: u8| _mm512_set1_epi8(c as i8);
     let (quote, backslash, limit, u) = (splat(b'"'), splat(b'\\'), splat(0x1f), splat(b'u'));
-    // The escape tables of `skip_string_avx2`, in each 16-byte lane.
-    #[rustfmt::skip]
-    let lo_tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(
-        0, 0, 0b1101, 0, 0b1000, 0b1000, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
-    ));
-    #[rustfmt::skip]
-    let hi_tbl = _mm512_broadcast_i32x4(_mm_setr_epi8(
-        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
-    ));
+    let table = |t: [i8; 16]| _mm512_broadcast_i32x4(_mm_loadu_si128(t.as_ptr() as *const __m128i));
+    let (lo_tbl, hi_tbl) = (table(ESCAPE_LOW), table(ESCAPE_HIGH));
     let nibble = splat(0x0f);
     let mut carry: u64 = 0;
     while i + 64 <= b.len() {
         prefetch(b, i);
         let v = _mm512_loadu_si512(b.as_ptr().add(i) as *const _);
         let q = _mm512_cmpeq_epi8_mask(v, quote);
-        let mut bs = _mm512_cmpeq_epi8_mask(v, backslash);
+        let bs = _mm512_cmpeq_epi8_mask(v, backslash);
         let ctrl = _mm512_cmple_epu8_mask(v, limit);
-        bs &= !carry;
-        let follows = (bs << 1) | carry;
-        let odd_starts = bs & !EVEN & !follows;
-        let (even_runs, overflow) = odd_starts.overflowing_add(bs);
-        let escaped = (EVEN ^ (even_runs << 1)) & follows;
-        let real_quotes = q & !escaped;
-        // Up to and through the closing quote (all of the block when it has none).
-        let through_end = real_quotes ^ real_quotes.wrapping_sub(1);
-        let before_end = through_end & !real_quotes;
+        let Block {
+            escaped,
+            real_quotes,
+            before_end,
+            through_end,
+            carry: carry_out,
+        } = block(q, bs, carry);
         let escaped_here = escaped & before_end;
         let allowed = _mm512_test_epi8_mask(
             _mm512_shuffle_epi8(lo_tbl, _mm512_and_si512(v, nibble)),
@@ -524,7 +536,7 @@ unsafe fn skip_string_avx512<const NOTE: bool, const UTF8: bool>(
         if real_quotes != 0 {
             return Ok(i + real_quotes.trailing_zeros() as usize + 1);
         }
-        carry = overflow as u64;
+        carry = carry_out as u64;
         i += 64;
     }
     finish::<NOTE, UTF8>(b, i, carry != 0, prev_open, esc, |last| {
