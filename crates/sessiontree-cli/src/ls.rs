@@ -382,15 +382,16 @@ fn table(
     let home = dirs::home_dir().to_string_lossy().into_owned();
     // A mark column for imported sessions only when the list holds one.
     let any_imported = v.iter().any(|i| i.imported.is_some());
-    let rows: Vec<(String, String, String, String)> = v
+    // (The title borrowed: a first message can be long, and only what fits is shown.)
+    let rows: Vec<(String, String, std::borrow::Cow<'_, str>, String)> = v
         .iter()
         .map(|i| {
-            let mut title = match &i.name {
-                Some(n) => n.clone(),
-                None => i.first_message.clone(),
-            };
-            if gone.contains(&i.path) {
-                title.insert_str(0, "(source gone) ");
+            let mut title = std::borrow::Cow::Borrowed(match &i.name {
+                Some(n) => n.as_str(),
+                None => i.first_message.as_str(),
+            });
+            if !gone.is_empty() && gone.contains(&i.path) {
+                title = format!("(source gone) {title}").into();
             }
             let cwd = match i.cwd.strip_prefix(&home) {
                 Some(rest) if !home.is_empty() && home != "/" => format!("~{rest}"),

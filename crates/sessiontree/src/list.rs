@@ -963,11 +963,14 @@ pub fn scan_files(
 
 /// Drops what must be dropped and sorts newest first (stable, as the reference's sort).
 pub fn finish(infos: Vec<Option<SessionInfo>>, opts: ListOptions) -> Vec<SessionInfo> {
-    let mut v: Vec<SessionInfo> = infos
-        .into_iter()
-        .flatten()
-        .filter(|i| !(opts.reference_parity && i.reference_drops))
-        .collect();
+    // Sized once (collecting through `flatten` regrew the list, copying every listing).
+    let mut v: Vec<SessionInfo> = Vec::with_capacity(infos.len());
+    v.extend(
+        infos
+            .into_iter()
+            .flatten()
+            .filter(|i| !(opts.reference_parity && i.reference_drops)),
+    );
     sort_newest_first(&mut v);
     v
 }

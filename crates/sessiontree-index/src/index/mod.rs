@@ -130,10 +130,100 @@ impl Index {
 
 /// Files in a sub-folder of `sessions` (what `list_all` covers).
 pub fn all_scope(sessions: &Path) -> impl Fn(&Path) -> bool + '_ {
-    move |p| p.parent().and_then(Path::parent) == Some(sessions)
+    move |p| under_by_bytes(sessions, p, 2) || p.parent().and_then(Path::parent) == Some(sessions)
 }
 
 /// Files directly in `dir`.
 pub fn folder_scope(dir: &Path) -> impl Fn(&Path) -> bool + '_ {
-    move |p| p.parent() == Some(dir)
+    move |p| under_by_bytes(dir, p, 1) || p.parent() == Some(dir)
+}
+
+/// Whether `p` is `dir` followed by exactly `depth` plain components (no `.`, `..` or
+/// empty one), judged on the bytes: what the scopes mostly see (paths the listing made by
+/// joining names), at a fraction of the cost of `Path::parent`, which parses components.
+/// False says nothing (the caller asks `Path` then); true is what `Path` would say.
+fn under_by_bytes(dir: &Path, p: &Path, depth: usize) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let (d, p) = (dir.as_os_str().as_bytes(), p.as_os_str().as_bytes());
+    if d.is_empty() || d.ends_with(b"/") || !p.starts_with(d) || p.get(d.len()) != Some(&b'/') {
+        return false;
+    }
+    // `dir` itself must be in the form `Path` compares equal byte for byte: no `.`/empty
+    // component inside it (a `/./` or `//` would be normalised away).
+    if d.windows(2).any(|w| w == b"//") || d.windows(3).any(|w| w == b"/./") || d.ends_with(b"/.") {
+        return false;
+    }
+    let rest = &p[d.len() + 1..];
+    let mut parts = 0;
+    for c in rest.split(|&b| b == b'/') {
+        if c.is_empty() || c == b"." || c == b".." {
+            return false;
+        }
+        parts += 1;
+    }
+    parts == depth
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte check never says yes where `Path` says no, and says yes for the paths the
+    /// listing makes.
+    #[test]
+    fn scopes_judged_on_bytes_agree_with_path() {
+        let dirs = [
+            "/s",
+            "/a/sessions",
+            "/a/sessions/",
+            "/a//sessions",
+            "/a/./sessions",
+            "/a/../s",
+            "rel/s",
+            ".",
+            "/a/s/.",
+        ];
+        let tails = [
+            "x/y.jsonl",
+            "x/y",
+            "x",
+            "x/y/z",
+            "./y",
+            "x/./y",
+            "x//y",
+            "../y",
+            "x/..",
+            "x/.",
+            "/x/y",
+            "x/y/",
+            "",
+            ".x/y",
+            "x/..y",
+        ];
+        for d in dirs {
+            for t in tails {
+                for sep in ["/", "", "//"] {
+                    let p = format!("{d}{sep}{t}");
+                    let (d, p) = (Path::new(d), Path::new(&p));
+                    let slow_all = p.parent().and_then(Path::parent) == Some(d);
+                    let slow_folder = p.parent() == Some(d);
+                    if under_by_bytes(d, p, 2) {
+                        assert!(slow_all, "{p:?} under {d:?} (2)");
+                    }
+                    if under_by_bytes(d, p, 1) {
+                        assert!(slow_folder, "{p:?} under {d:?} (1)");
+                    }
+                    assert_eq!(all_scope(d)(p), slow_all, "{p:?} {d:?}");
+                    assert_eq!(folder_scope(d)(p), slow_folder, "{p:?} {d:?}");
+                }
+            }
+        }
+        let s = Path::new("/home/u/.pi/agent/sessions");
+        assert!(under_by_bytes(s, &s.join("--w--/2026_x.jsonl"), 2));
+        assert!(under_by_bytes(
+            &s.join("--w--"),
+            &s.join("--w--/2026_x.jsonl"),
+            1
+        ));
+    }
 }

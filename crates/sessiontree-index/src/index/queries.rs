@@ -149,12 +149,18 @@ impl Index {
                          FROM files LEFT JOIN listing USING(id) WHERE info IS NOT NULL",
                     )
                     .map_err(sql_err)?;
+                // Sized once: regrowing a list of 20,000 listings copied it into fresh
+                // pages several times.
+                let rows_now: i64 = tx
+                    .query_row("SELECT count(*) FROM files", [], |r| r.get(0))
+                    .map_err(sql_err)?;
+                let n = usize::try_from(rows_now).unwrap_or(0).min(1 << 20);
                 let mut rows = st.query([]).map_err(sql_err)?;
-                let mut out = Vec::new();
+                let mut out = Vec::with_capacity(n);
                 let mut damaged = Vec::new();
                 let mut cap = Captured {
                     nonce: store.nonce,
-                    ranges: Default::default(),
+                    ranges: rustc_hash::FxHashMap::with_capacity_and_hasher(n, Default::default()),
                 };
                 let map = if with_text {
                     Some(store.map().map_err(store_err)?)
@@ -441,21 +447,24 @@ pub fn listed(
         .enumerate()
         .map(|(i, p)| (p.0.as_os_str().as_bytes(), i))
         .collect();
-    let mut v: Vec<(usize, SessionInfo)> = infos
-        .into_iter()
-        .filter_map(|i| pos.get(i.path.as_os_str().as_bytes()).map(|&n| (n, i)))
-        .collect();
-    v.sort_by_key(|x| x.0);
-    let infos = v
-        .into_iter()
-        .map(|(_, mut i)| {
-            if !opts.with_text {
-                i.all_messages_text = String::new();
-            }
-            Some(i)
-        })
-        .collect();
-    Ok((list::finish(infos, opts), st))
+    // Each listing put straight into its file's place (a listing is ~250 bytes: sorting
+    // them as (place, listing) pairs moved every one several times).
+    let mut placed: Vec<Option<SessionInfo>> = Vec::new();
+    placed.resize_with(files.len(), || None);
+    for mut i in infos {
+        let Some(&n) = pos.get(i.path.as_os_str().as_bytes()) else {
+            continue;
+        };
+        if !opts.with_text {
+            i.all_messages_text = String::new();
+        }
+        // (Paths are unique in the database; were a damaged one to hold a path twice,
+        // the file is listed once.)
+        if placed[n].is_none() {
+            placed[n] = Some(i);
+        }
+    }
+    Ok((list::finish(placed, opts), st))
 }
 
 #[cfg(test)]

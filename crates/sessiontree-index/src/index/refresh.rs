@@ -76,6 +76,11 @@ fn stored(conn: &Connection) -> rusqlite::Result<StoredMap> {
         "SELECT id, path, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash, tail_hash, tail_len
          FROM files",
     )?;
+    let n: i64 = conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+    let mut out = StoredMap::with_capacity_and_hasher(
+        usize::try_from(n).unwrap_or(0).min(1 << 20),
+        Default::default(),
+    );
     let rows = st.query_map([], |r| {
         Ok((
             r.get::<_, String>(1)?.into_bytes(),
@@ -94,7 +99,11 @@ fn stored(conn: &Connection) -> rusqlite::Result<StoredMap> {
             },
         ))
     })?;
-    rows.collect()
+    for r in rows {
+        let (p, s) = r?;
+        out.insert(p, s);
+    }
+    Ok(out)
 }
 
 impl Index {
