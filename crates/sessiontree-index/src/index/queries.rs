@@ -66,6 +66,49 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::
     <serde_json::Value as serde::Deserialize>::deserialize(d).map(Some)
 }
 
+/// A row of `files` with its listing, as read (see [`decode_row`]).
+struct RawRow {
+    id: i64,
+    path: String,
+    info: String,
+    /// `info_sum`, and the listing's `off`, `len` and `sum`.
+    sums: (Option<i64>, Option<i64>, Option<i64>, Option<i64>),
+}
+
+/// Rows per batch handed to the decoding thread.
+const BATCH: usize = 256;
+
+/// A row's listing, checked against its checksums (and, given the store's bytes, with its
+/// `allMessagesText`); the row's id when something does not match.
+fn decode_row(row: RawRow, map: Option<&[u8]>) -> Result<SessionInfo, i64> {
+    let RawRow {
+        id,
+        path,
+        info,
+        sums,
+    } = row;
+    let (Some(sum), Some(off), Some(len), Some(lsum)) = sums else {
+        return Err(id);
+    };
+    let mut i = (checksum(info.as_bytes()) == sum as u64)
+        .then(|| from_stored(&info))
+        .flatten()
+        .filter(|i| i.path == Path::new(&path))
+        .ok_or(id)?;
+    if let Some(map) = map {
+        let bytes = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(len).ok())
+            .and_then(|(o, l)| map.get(o..o.checked_add(l)?));
+        let json = bytes.filter(|b| checksum(b) == lsum as u64).ok_or(id)?;
+        i.all_messages_text = serde_json::from_slice::<serde_json::Value>(json)
+            .ok()
+            .and_then(|v| v.get("allMessagesText")?.as_str().map(str::to_string))
+            .unwrap_or_default();
+    }
+    Ok(i)
+}
+
 fn from_stored(s: &str) -> Option<SessionInfo> {
     let v: StoredInfo = serde_json::from_str(s).ok()?;
     Some(SessionInfo {
@@ -156,8 +199,6 @@ impl Index {
                     .map_err(sql_err)?;
                 let n = usize::try_from(rows_now).unwrap_or(0).min(1 << 20);
                 let mut rows = st.query([]).map_err(sql_err)?;
-                let mut out = Vec::with_capacity(n);
-                let mut damaged = Vec::new();
                 let mut cap = Captured {
                     nonce: store.nonce,
                     ranges: rustc_hash::FxHashMap::with_capacity_and_hasher(n, Default::default()),
@@ -167,48 +208,69 @@ impl Index {
                 } else {
                     None
                 };
-                while let Some(r) = rows.next().map_err(sql_err)? {
-                    let id: i64 = r.get(0).map_err(sql_err)?;
-                    let p: String = r.get(1).map_err(sql_err)?;
-                    if !in_scope(Path::new(&p)) {
-                        continue;
-                    }
-                    let info: String = r.get(2).map_err(sql_err)?;
-                    let sum: Option<i64> = r.get(3).map_err(sql_err)?;
-                    let off: Option<i64> = r.get(4).map_err(sql_err)?;
-                    let len: Option<i64> = r.get(5).map_err(sql_err)?;
-                    let lsum: Option<i64> = r.get(6).map_err(sql_err)?;
-                    let (Some(sum), Some(off), Some(len), Some(lsum)) = (sum, off, len, lsum)
-                    else {
-                        damaged.push(id);
-                        continue;
-                    };
-                    let Some(mut i) = (checksum(info.as_bytes()) == sum as u64)
-                        .then(|| from_stored(&info))
-                        .flatten()
-                        .filter(|i| i.path == Path::new(&p))
-                    else {
-                        damaged.push(id);
-                        continue;
-                    };
-                    if let Some(map) = &map {
-                        let bytes = usize::try_from(off)
-                            .ok()
-                            .zip(usize::try_from(len).ok())
-                            .and_then(|(o, l)| map.get(o..o.checked_add(l)?));
-                        let Some(json) = bytes.filter(|b| checksum(b) == lsum as u64) else {
-                            damaged.push(id);
-                            continue;
-                        };
-                        i.all_messages_text = serde_json::from_slice::<serde_json::Value>(json)
-                            .ok()
-                            .and_then(|v| v.get("allMessagesText")?.as_str().map(str::to_string))
-                            .unwrap_or_default();
-                    }
-                    cap.ranges
-                        .insert(p.into_bytes(), (off as u64, len as u64, lsum as u64));
-                    out.push(i);
-                }
+                // The rows are read here while another thread checks and decodes them
+                // (a listing's JSON takes as long to decode as SQLite takes to step to
+                // it), in batches, in order.
+                let map = map.as_deref();
+                let (to_decoder, batches) = std::sync::mpsc::sync_channel::<Vec<RawRow>>(8);
+                let decoded = std::thread::scope(|sc| {
+                    let decoder = sc.spawn(move || {
+                        let mut out = Vec::with_capacity(n);
+                        let mut damaged = Vec::new();
+                        for batch in batches {
+                            for row in batch {
+                                match decode_row(row, map) {
+                                    Ok(i) => out.push(i),
+                                    Err(id) => damaged.push(id),
+                                }
+                            }
+                        }
+                        (out, damaged)
+                    });
+                    let read = (|| -> Result<(), ReadError> {
+                        let mut batch = Vec::with_capacity(BATCH);
+                        while let Some(r) = rows.next().map_err(sql_err)? {
+                            let id: i64 = r.get(0).map_err(sql_err)?;
+                            let p: String = r.get(1).map_err(sql_err)?;
+                            if !in_scope(Path::new(&p)) {
+                                continue;
+                            }
+                            let info: String = r.get(2).map_err(sql_err)?;
+                            let sum: Option<i64> = r.get(3).map_err(sql_err)?;
+                            let off: Option<i64> = r.get(4).map_err(sql_err)?;
+                            let len: Option<i64> = r.get(5).map_err(sql_err)?;
+                            let lsum: Option<i64> = r.get(6).map_err(sql_err)?;
+                            if let (Some(off), Some(len), Some(lsum)) = (off, len, lsum) {
+                                cap.ranges.insert(
+                                    p.as_bytes().to_vec(),
+                                    (off as u64, len as u64, lsum as u64),
+                                );
+                            }
+                            batch.push(RawRow {
+                                id,
+                                path: p,
+                                info,
+                                sums: (sum, off, len, lsum),
+                            });
+                            if batch.len() == BATCH {
+                                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+                                if to_decoder.send(full).is_err() {
+                                    break;
+                                }
+                            }
+                        }
+                        if !batch.is_empty() {
+                            let _ = to_decoder.send(batch);
+                        }
+                        Ok(())
+                    })();
+                    drop(to_decoder);
+                    let decoded = decoder
+                        .join()
+                        .map_err(|_| ReadError::Fatal(damaged_err("the listing decoder")))?;
+                    read.map(|()| decoded)
+                })?;
+                let (out, damaged) = decoded;
                 if !damaged.is_empty() {
                     return Err(ReadError::Damaged(damaged));
                 }
@@ -417,7 +479,26 @@ pub fn listed(
     opts: list::ListOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
-    let mut st = idx.refresh_stat(files, in_scope, opts.threads, progress)?;
+    let print = super::refresh::files_print(files);
+    let with_stat = files.iter().filter(|f| f.1.is_some()).count();
+    // The files as the last refresh saw them (what a watch's journal gives, or a stat of
+    // each that finds nothing changed): their rows are read without comparing each, and
+    // used if they are exactly one per file.
+    if idx.fresh_for(&print)? {
+        if let Ok((v, cap)) = idx.try_infos(in_scope, opts.with_text) {
+            let st = RefreshStats {
+                files: files.len(),
+                unchanged: with_stat,
+                rebuilt: idx.rebuilt,
+                ..Default::default()
+            };
+            if let Some(out) = in_file_order(files, v, opts, with_stat) {
+                idx.captured = Some(cap);
+                return Ok((out, st));
+            }
+        }
+    }
+    let mut st = idx.refresh_printed(files, in_scope, opts.threads, progress, &print)?;
     let mut infos = None;
     let mut captured = None;
     for _ in 0..3 {
@@ -441,18 +522,38 @@ pub fn listed(
     };
     // `ls --json` writes the listings of this very snapshot.
     idx.captured = captured;
+    let out = in_file_order(files, infos, opts, 0).expect("no count asked for");
+    Ok((out, st))
+}
+
+/// The listings of `files` in [`list::finish`] order. With `expect` > 0: `None` unless
+/// every listing is of one of `files` and they are `expect`, one per file.
+fn in_file_order(
+    files: &[(PathBuf, Option<FileStat>)],
+    infos: Vec<SessionInfo>,
+    opts: list::ListOptions,
+    expect: usize,
+) -> Option<Vec<SessionInfo>> {
+    if expect > 0 && infos.len() != expect {
+        return None;
+    }
     // By the path's bytes (`Path`'s hash walks its components).
     let pos: rustc_hash::FxHashMap<&[u8], usize> = files
         .iter()
         .enumerate()
+        .filter(|(_, p)| expect == 0 || p.1.is_some())
         .map(|(i, p)| (p.0.as_os_str().as_bytes(), i))
         .collect();
     // Each listing put straight into its file's place (a listing is ~250 bytes: sorting
     // them as (place, listing) pairs moved every one several times).
     let mut placed: Vec<Option<SessionInfo>> = Vec::new();
     placed.resize_with(files.len(), || None);
+    let mut n_placed = 0;
     for mut i in infos {
         let Some(&n) = pos.get(i.path.as_os_str().as_bytes()) else {
+            if expect > 0 {
+                return None;
+            }
             continue;
         };
         if !opts.with_text {
@@ -462,9 +563,13 @@ pub fn listed(
         // the file is listed once.)
         if placed[n].is_none() {
             placed[n] = Some(i);
+            n_placed += 1;
         }
     }
-    Ok((list::finish(placed, opts), st))
+    if expect > 0 && n_placed != expect {
+        return None;
+    }
+    Some(list::finish(placed, opts))
 }
 
 #[cfg(test)]
@@ -607,6 +712,77 @@ mod tests {
         let (new, offsets) = idx.store.compact(&ranges).unwrap();
         assert_eq!(offsets, vec![16, 21, 21]);
         assert_eq!(new.len().unwrap(), 21);
+    }
+
+    /// A refresh records its files' print; a listing of the same files in the same states
+    /// then reads the rows without comparing each, but only uses them when they are one
+    /// per file: a row gone (or one too many) behind the print's back, a file grown, a
+    /// file gone, each gives what a full scan gives.
+    #[test]
+    fn the_fresh_print_is_used_only_when_the_rows_are_one_per_file() {
+        let a = sessiontree_testkit::AgentDir::new();
+        let paths = a.numbered("/w", 6);
+        let agent = a.path();
+        let sessions = agent.join("sessions");
+        let scope = super::super::all_scope(&sessions);
+        let opts = list::ListOptions {
+            with_text: false,
+            ..Default::default()
+        };
+        let scan = || -> Vec<(PathBuf, u64, String)> {
+            list::list_all(agent, list::ListOptions::default())
+                .into_iter()
+                .map(|i| (i.path, i.message_count, i.first_message))
+                .collect()
+        };
+        let ipath = Index::default_path(agent);
+        let mut idx = Index::open(&ipath).unwrap();
+        let listed_now = |idx: &mut Index| -> Vec<(PathBuf, u64, String)> {
+            let files = list::all_files_stat(agent);
+            let (v, _) = listed(idx, &files, &scope, opts, &|_, _| {}).unwrap();
+            v.into_iter()
+                .map(|i| (i.path, i.message_count, i.first_message))
+                .collect()
+        };
+        assert_eq!(listed_now(&mut idx), scan());
+        let files = list::all_files_stat(agent);
+        assert!(idx
+            .fresh_for(&super::super::refresh::files_print(&files))
+            .unwrap());
+        assert_eq!(listed_now(&mut idx), scan(), "through the print");
+        let sql = |q: &str| {
+            let c = rusqlite::Connection::open(&ipath).unwrap();
+            c.execute_batch(q).unwrap();
+        };
+        // A row deleted behind the print's back: the file is listed all the same.
+        sql("DELETE FROM files WHERE path LIKE '%s2.jsonl'");
+        assert_eq!(listed_now(&mut idx).len(), 6);
+        assert_eq!(listed_now(&mut idx), scan());
+        // A row of a file that is not there: not listed.
+        sql("INSERT INTO files(path, size, info, info_sum)
+             SELECT path || '.gone', size, info, info_sum FROM files LIMIT 1");
+        assert_eq!(listed_now(&mut idx), scan());
+        // A file grown: the print differs, its new listing is read.
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&paths[3])
+            .unwrap();
+        let line = sessiontree_testkit::agent::user_entry("zz000001", "\"u1\"", 9, "grown");
+        write!(f, "{line}").unwrap();
+        drop(f);
+        assert_eq!(listed_now(&mut idx), scan());
+        // A file gone.
+        std::fs::remove_file(&paths[0]).unwrap();
+        assert_eq!(listed_now(&mut idx), scan());
+        assert_eq!(listed_now(&mut idx).len(), 5);
+        // Damage marked: the print is forgotten.
+        let files = list::all_files_stat(agent);
+        let print = super::super::refresh::files_print(&files);
+        assert!(idx.fresh_for(&print).unwrap());
+        idx.mark_damaged(&[1]).unwrap();
+        assert!(!idx.fresh_for(&print).unwrap());
+        assert_eq!(listed_now(&mut idx), scan());
     }
 
     /// Many ranges over more bytes than the parallel threshold: each damage is found, and

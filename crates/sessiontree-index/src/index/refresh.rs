@@ -129,6 +129,33 @@ impl Index {
         threads: usize,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> crate::Result<RefreshStats> {
+        let print = files_print(files);
+        self.refresh_printed(files, in_scope, threads, progress, &print)
+    }
+
+    /// Whether the last refresh that committed was of exactly these files with these
+    /// stats ([`files_print`]), none marked damaged since: then a refresh of them would
+    /// find every one unchanged.
+    pub(super) fn fresh_for(&self, print: &str) -> crate::Result<bool> {
+        let v: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key=?1", [FRESH_KEY], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(sql_err)?;
+        Ok(v.as_deref() == Some(print))
+    }
+
+    /// [`Index::refresh_stat`] given the files' [`files_print`], recorded with the rows.
+    pub(super) fn refresh_printed(
+        &mut self,
+        files: &[(PathBuf, Option<FileStat>)],
+        in_scope: &dyn Fn(&Path) -> bool,
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        print: &str,
+    ) -> crate::Result<RefreshStats> {
         let mut stats = RefreshStats {
             files: files.len(),
             rebuilt: self.rebuilt,
@@ -269,6 +296,11 @@ impl Index {
         if total > 0 || !gone.is_empty() {
             finish_store(&mut self.store, &tx, self.compact_floor)?;
         }
+        tx.execute(
+            "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+            [FRESH_KEY, print],
+        )
+        .map_err(sql_err)?;
         tx.commit().map_err(sql_err)?;
         self.rebuilt = false;
         Ok(stats)
@@ -287,6 +319,7 @@ impl Index {
             )
             .map_err(sql_err)?;
         }
+        forget_print(&tx)?;
         tx.commit().map_err(sql_err)
     }
 
@@ -304,8 +337,50 @@ impl Index {
             )
             .map_err(sql_err)?;
         }
+        forget_print(&tx)?;
         tx.commit().map_err(sql_err)
     }
+}
+
+/// The meta key of the last committed refresh's [`files_print`].
+const FRESH_KEY: &str = "fresh_files";
+
+/// A digest (SHA-256) of a refresh's file list: each path with its stat (or none), in
+/// order. Equal prints mean the same files in the same states (a stat's ctime cannot be
+/// set back by a writer, and the digest cannot be steered to an old one), so a listing
+/// that matches the print needs no row-by-row comparison.
+pub(super) fn files_print(files: &[(PathBuf, Option<FileStat>)]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update((files.len() as u64).to_le_bytes());
+    for (p, st) in files {
+        let b = p.as_os_str().as_bytes();
+        h.update((b.len() as u64).to_le_bytes());
+        h.update(b);
+        match st {
+            None => h.update([0u8]),
+            Some(st) => {
+                h.update([1u8]);
+                for v in [
+                    st.size,
+                    st.mtime_ns as u64,
+                    st.dev,
+                    st.ino,
+                    st.ctime_ns as u64,
+                ] {
+                    h.update(v.to_le_bytes());
+                }
+            }
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Rows changed other than by a refresh: no print describes them.
+fn forget_print(tx: &Connection) -> crate::Result<()> {
+    tx.execute("DELETE FROM meta WHERE key=?1", [FRESH_KEY])
+        .map_err(sql_err)?;
+    Ok(())
 }
 
 /// After a refresh's writes: the store made durable, compacted when most of it is
