@@ -48,17 +48,8 @@ pub fn fit(s: &str, cols: usize) -> String {
         }
         let orig = s[i..].chars().next().expect("a char starts here");
         i += orig.len_utf8();
-        shown.clear();
-        if crate::safe::is_unsafe(orig) && !orig.is_whitespace() {
-            crate::safe::push_escaped(&mut shown, orig);
-        } else {
-            shown.push(orig);
-        }
-        for c in shown.chars() {
-            let c = if c.is_whitespace() { ' ' } else { c };
-            if !f.push(c, UnicodeWidthChar::width(c).unwrap_or(0)) {
-                return f.out;
-            }
+        if !f.push_any(orig, &mut shown) {
+            return f.out;
         }
     }
     if f.out.ends_with(' ') {
@@ -78,6 +69,24 @@ struct Fit {
 }
 
 impl Fit {
+    /// Adds any character: escaped when unsafe, whitespace folded; false once cut.
+    /// (`shown`: scratch for the escaped form.)
+    fn push_any(&mut self, orig: char, shown: &mut String) -> bool {
+        shown.clear();
+        if crate::safe::is_unsafe(orig) && !orig.is_whitespace() {
+            crate::safe::push_escaped(shown, orig);
+        } else {
+            shown.push(orig);
+        }
+        for c in shown.chars() {
+            let c = if c.is_whitespace() { ' ' } else { c };
+            if !self.push(c, UnicodeWidthChar::width(c).unwrap_or(0)) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Adds `c` (`cw` columns wide; whitespace already folded to ' '); false once the text
     /// is cut (the ellipsis written).
     #[inline]
@@ -145,17 +154,8 @@ mod tests {
         };
         let mut shown = String::new();
         for orig in s.chars() {
-            shown.clear();
-            if crate::safe::is_unsafe(orig) && !orig.is_whitespace() {
-                crate::safe::push_escaped(&mut shown, orig);
-            } else {
-                shown.push(orig);
-            }
-            for c in shown.chars() {
-                let c = if c.is_whitespace() { ' ' } else { c };
-                if !f.push(c, UnicodeWidthChar::width(c).unwrap_or(0)) {
-                    return f.out;
-                }
+            if !f.push_any(orig, &mut shown) {
+                return f.out;
             }
         }
         if f.out.ends_with(' ') {
