@@ -123,11 +123,48 @@ pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
         }
         let mut one = Found::default();
         walk(&r, 1, &mut one);
-        one.files.sort();
+        sort_walked(&r, &mut one.files);
         found.files.extend(one.files);
         found.links.extend(one.links);
     }
     Ok(found)
+}
+
+/// Sorts the files a walk of `root` found as `Path` orders them (component by component),
+/// comparing bytes where every path is `root/NAME` or `root/FOLDER/NAME` as the walk makes
+/// them: the same order (`Path`'s comparison, which parses both paths' components at each
+/// step, was a fifth of a push after one append over 20,000 sessions).
+fn sort_walked(root: &Path, files: &mut [PathBuf]) {
+    use std::os::unix::ffi::OsStrExt;
+    let r = root.as_os_str().as_bytes();
+    let plain = |c: &[u8]| !c.is_empty() && c != b"." && c != b"..";
+    let key = |p: &PathBuf| -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+        let rest = p
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(r)?
+            .strip_prefix(b"/")?;
+        match rest.iter().position(|&b| b == b'/') {
+            None => plain(rest).then(|| (rest.to_vec(), None)),
+            Some(i) => {
+                let (a, b) = (&rest[..i], &rest[i + 1..]);
+                (plain(a) && plain(b) && !b.contains(&b'/')).then(|| (a.to_vec(), Some(b.to_vec())))
+            }
+        }
+    };
+    let keys: Option<Vec<_>> = files.iter().map(key).collect();
+    match keys {
+        Some(keys) if !r.is_empty() && !r.ends_with(b"/") => {
+            let mut order: Vec<usize> = (0..files.len()).collect();
+            order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+            let mut taken: Vec<Option<PathBuf>> =
+                files.iter_mut().map(|p| Some(std::mem::take(p))).collect();
+            for (slot, i) in files.iter_mut().zip(order) {
+                *slot = taken[i].take().expect("each once");
+            }
+        }
+        _ => files.sort(),
+    }
 }
 
 /// True when `path` is a file [`session_files`] would find under `sessions`: a regular
@@ -207,6 +244,32 @@ pub fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The byte order of walked paths is `Path`'s order, names chosen where bytes and
+    /// components could disagree ('-' and '.' sort before '/'); other shapes fall back.
+    #[test]
+    fn walked_files_sort_as_paths_do() {
+        let names = [
+            "a", "a-b", "a.b", "a b", "a/b", "a-b/c", "a/c", "ab/a", "a/b-c", "é/x", "z", "a/a",
+        ];
+        for root in ["/s", "/s/sessions", "/s/", "s", "/s/./t"] {
+            let mut rng = sessiontree_testkit::rng::Rng(7);
+            for _ in 0..200 {
+                let n = rng.pick(names.len()) + 1;
+                let mut files: Vec<PathBuf> = (0..n)
+                    .map(|_| Path::new(root).join(names[rng.pick(names.len())]))
+                    .collect();
+                files.sort();
+                files.dedup();
+                let want = files.clone();
+                for k in (1..files.len()).rev() {
+                    files.swap(k, rng.pick(k + 1));
+                }
+                sort_walked(Path::new(root), &mut files);
+                assert_eq!(files, want, "under {root}");
+            }
+        }
+    }
 
     #[test]
     fn names_from_the_archive_cannot_leave_their_folder() {

@@ -182,6 +182,8 @@ enum Item {
     },
     Skipped(PathBuf, String),
     Send(Box<Planned>),
+    /// This many files unchanged, with nothing to record.
+    UnchangedCount(usize),
 }
 
 /// Reads and prepares the files (hashing, listing info, search ranges and their trigrams),
@@ -196,12 +198,23 @@ fn plan_files(
     out: std::sync::mpsc::SyncSender<Result<Item>>,
 ) {
     let mut seen_ids: HashMap<String, PathBuf> = HashMap::new();
+    // Files unchanged since the state says, counted here and sent as one item: one
+    // message per file through the channel (a wake-up of the other thread each) was a
+    // fifth of a push after one append over 20,000 sessions.
+    let mut quiet = 0usize;
     for path in files {
         let item = plan_file(path, remote, state, opts, rkey, &mut seen_ids);
+        if let Ok(Item::Unchanged { stamp: None, .. }) = item {
+            quiet += 1;
+            continue;
+        }
         let stop = item.is_err();
         if out.send(item).is_err() || stop {
             return;
         }
+    }
+    if quiet > 0 {
+        let _ = out.send(Ok(Item::UnchangedCount(quiet)));
     }
 }
 
@@ -392,6 +405,7 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
                         state.set_pushed(&path, stamp, &rkey, &hash);
                     }
                 }
+                Item::UnchangedCount(n) => report.unchanged += n,
                 Item::Skipped(path, why) => report.skipped.push((path, why)),
                 Item::Send(p) => {
                     let from = match p.op {

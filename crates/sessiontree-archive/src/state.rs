@@ -162,6 +162,43 @@ impl State {
         }
     }
 
+    /// The state as `save` writes it: `{"pushed":{PATH:[DEV,INO,SIZE,MTIME,REDACTION,HASH],
+    /// ...},"pulled":{VERSION:LENGTH,...}}`, the numbers of a stamp as strings, in the maps'
+    /// order. Written straight out (a tree of values for 20,000 pushed files took longer
+    /// than the push after one append had).
+    fn to_text(&self) -> Vec<u8> {
+        use std::io::Write;
+        let mut out = Vec::with_capacity(64 + self.pushed.len() * 192);
+        let text = |out: &mut Vec<u8>, s: &str| {
+            serde_json::to_writer(&mut *out, s).expect("a string into memory");
+        };
+        out.extend_from_slice(b"{\"pushed\":{");
+        for (n, (k, (st, r, h))) in self.pushed.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            text(&mut out, k);
+            let _ = write!(
+                out,
+                ":[\"{}\",\"{}\",\"{}\",\"{}\",",
+                st.dev, st.ino, st.size, st.mtime_ns
+            );
+            text(&mut out, r);
+            out.push(b',');
+            text(&mut out, h);
+            out.push(b']');
+        }
+        out.extend_from_slice(b"},\"pulled\":{");
+        for (n, (k, v)) in self.pulled.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            let _ = write!(out, "\"{k}\":{v}");
+        }
+        out.extend_from_slice(b"}}");
+        out
+    }
+
     /// Writes the state (atomically) if it changed.
     pub fn save(&mut self) -> Result<()> {
         if !self.dirty {
@@ -172,29 +209,7 @@ impl State {
                 "archive: no state file for an archive id that is not a plain name",
             ));
         }
-        let pushed: serde_json::Map<String, serde_json::Value> = self
-            .pushed
-            .iter()
-            .map(|(k, (st, r, h))| {
-                (
-                    k.clone(),
-                    serde_json::json!([
-                        st.dev.to_string(),
-                        st.ino.to_string(),
-                        st.size.to_string(),
-                        st.mtime_ns.to_string(),
-                        r,
-                        h
-                    ]),
-                )
-            })
-            .collect();
-        let pulled: serde_json::Map<String, serde_json::Value> = self
-            .pulled
-            .iter()
-            .map(|(k, v)| (k.to_string(), serde_json::json!(v)))
-            .collect();
-        let text = serde_json::json!({"pushed": pushed, "pulled": pulled}).to_string();
+        let text = self.to_text();
         if let Some(d) = self.path.parent() {
             std::fs::create_dir_all(d).map_err(crate::io_err(d))?;
         }
@@ -203,7 +218,7 @@ impl State {
         let tmp = self
             .path
             .with_extension(format!("json.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, text.as_bytes()).map_err(crate::io_err(&tmp))?;
+        std::fs::write(&tmp, &text).map_err(crate::io_err(&tmp))?;
         if let Err(e) = std::fs::rename(&tmp, &self.path) {
             let _ = std::fs::remove_file(&tmp);
             return Err(crate::io_err(&self.path)(e));
@@ -230,7 +245,21 @@ mod tests {
         s.set_pushed(Path::new("/w/one.jsonl"), stamp.clone(), "", "h1");
         s.set_pushed(Path::new("/w/two \"q\".jsonl"), stamp, "key", "h2");
         s.set_pulled(7, 9);
+        s.set_pulled(10, 2);
+        s.set_pulled(-1, 0);
         s.save().unwrap();
+        // What was written is the JSON of that shape, as a tree of values writes it.
+        let tree = serde_json::json!({
+            "pushed": {
+                "/w/one.jsonl": ["65024", u64::MAX.to_string(), "279333", "-5", "", "h1"],
+                "/w/two \"q\".jsonl": ["65024", u64::MAX.to_string(), "279333", "-5", "key", "h2"],
+            },
+            "pulled": {"-1": 0, "7": 9, "10": 2},
+        });
+        assert_eq!(
+            std::fs::read_to_string(state_file(d.path(), "a1").unwrap()).unwrap(),
+            tree.to_string()
+        );
         let t = State::load(d.path(), "a1");
         assert_eq!(t.pushed, s.pushed);
         assert_eq!(t.pulled, s.pulled);
