@@ -208,14 +208,8 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
         let q = both(&|v| _mm256_cmpeq_epi8(v, quote));
         let bs = both(&|v| _mm256_cmpeq_epi8(v, backslash));
         let ctrl = both(&|v| _mm256_cmpeq_epi8(_mm256_max_epu8(v, limit), limit));
-        let Block {
-            escaped,
-            real_quotes,
-            before_end,
-            through_end,
-            carry: carry_out,
-        } = block(q, bs, carry);
-        let escaped_here = escaped & before_end;
+        let k = block(q, bs, carry);
+        let escaped_here = k.escaped & k.before_end;
         let (bad_escape, u_escapes) = if escaped_here == 0 {
             (0, 0)
         } else {
@@ -237,26 +231,20 @@ unsafe fn skip_string_avx2<const NOTE: bool, const UTF8: bool>(
             esc.unicode |= u_escapes != 0;
             esc.slash |= escaped_here & both(&|v| _mm256_cmpeq_epi8(v, splat(b'/'))) != 0;
         }
-        let bad_ctrl = ctrl & !escaped & before_end;
         let mut bad_utf8 = 0;
         if UTF8 {
             let high = mask_of(lo) | (mask_of(hi) << 32);
             if high != 0 || prev_open {
                 // Through the closing quote: a sequence the quote cuts short is an error there.
-                bad_utf8 = (utf8_errors(prev, lo) | (utf8_errors(lo, hi) << 32)) & through_end;
+                bad_utf8 = (utf8_errors(prev, lo) | (utf8_errors(lo, hi) << 32)) & k.through_end;
             }
             prev = hi;
             prev_open = high >> 61 != 0;
         }
-        if bad_escape | bad_ctrl | u_escapes | bad_utf8 != 0 {
-            if let Some(e) = block_problem(b, i, bad_escape, bad_ctrl, u_escapes, bad_utf8) {
-                return Err(e);
-            }
+        if let Some(end) = k.judge(b, i, bad_escape, ctrl, u_escapes, bad_utf8)? {
+            return Ok(end);
         }
-        if real_quotes != 0 {
-            return Ok(i + real_quotes.trailing_zeros() as usize + 1);
-        }
-        carry = carry_out as u64;
+        carry = k.carry as u64;
         i += 64;
     }
     finish::<NOTE, UTF8>(b, i, carry != 0, prev_open, esc, |last| {
@@ -291,6 +279,34 @@ struct Block {
     through_end: u64,
     /// Whether the next block's first byte is escaped.
     carry: bool,
+}
+
+impl Block {
+    /// The block's verdict, once its problem masks are known (bit `k` for byte `k` at
+    /// `b[i + k]`): the first problem before the closing quote, else the offset just past
+    /// that quote, else `None` when the string goes on into the next block. `ctrl` marks
+    /// every control byte; only the ones before the end and not escaped are problems.
+    #[inline(always)]
+    fn judge(
+        &self,
+        b: &[u8],
+        i: usize,
+        bad_escape: u64,
+        ctrl: u64,
+        u_escapes: u64,
+        bad_utf8: u64,
+    ) -> Result<Option<usize>, ScanError> {
+        let bad_ctrl = ctrl & !self.escaped & self.before_end;
+        if bad_escape | bad_ctrl | u_escapes | bad_utf8 != 0 {
+            if let Some(e) = block_problem(b, i, bad_escape, bad_ctrl, u_escapes, bad_utf8) {
+                return Err(e);
+            }
+        }
+        if self.real_quotes != 0 {
+            return Ok(Some(i + self.real_quotes.trailing_zeros() as usize + 1));
+        }
+        Ok(None)
+    }
 }
 
 #[inline(always)]
@@ -499,14 +515,8 @@ unsafe fn skip_string_avx512<const NOTE: bool, const UTF8: bool>(
         let q = _mm512_cmpeq_epi8_mask(v, quote);
         let bs = _mm512_cmpeq_epi8_mask(v, backslash);
         let ctrl = _mm512_cmple_epu8_mask(v, limit);
-        let Block {
-            escaped,
-            real_quotes,
-            before_end,
-            through_end,
-            carry: carry_out,
-        } = block(q, bs, carry);
-        let escaped_here = escaped & before_end;
+        let k = block(q, bs, carry);
+        let escaped_here = k.escaped & k.before_end;
         let allowed = _mm512_test_epi8_mask(
             _mm512_shuffle_epi8(lo_tbl, _mm512_and_si512(v, nibble)),
             _mm512_shuffle_epi8(hi_tbl, _mm512_and_si512(_mm512_srli_epi16::<4>(v), nibble)),
@@ -518,25 +528,19 @@ unsafe fn skip_string_avx512<const NOTE: bool, const UTF8: bool>(
             esc.unicode |= u_escapes != 0;
             esc.slash |= escaped_here & _mm512_cmpeq_epi8_mask(v, splat(b'/')) != 0;
         }
-        let bad_ctrl = ctrl & !escaped & before_end;
         let mut bad_utf8 = 0;
         if UTF8 {
             let high = _mm512_movepi8_mask(v);
             if high != 0 || prev_open {
-                bad_utf8 = utf8_errors_512(prev, v) & through_end;
+                bad_utf8 = utf8_errors_512(prev, v) & k.through_end;
             }
             prev = v;
             prev_open = high >> 61 != 0;
         }
-        if bad_escape | bad_ctrl | u_escapes | bad_utf8 != 0 {
-            if let Some(e) = block_problem(b, i, bad_escape, bad_ctrl, u_escapes, bad_utf8) {
-                return Err(e);
-            }
+        if let Some(end) = k.judge(b, i, bad_escape, ctrl, u_escapes, bad_utf8)? {
+            return Ok(end);
         }
-        if real_quotes != 0 {
-            return Ok(i + real_quotes.trailing_zeros() as usize + 1);
-        }
-        carry = carry_out as u64;
+        carry = k.carry as u64;
         i += 64;
     }
     finish::<NOTE, UTF8>(b, i, carry != 0, prev_open, esc, |last| {
