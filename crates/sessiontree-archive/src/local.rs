@@ -69,8 +69,17 @@ pub fn local_id(path: &Path) -> Option<String> {
 /// Session files found by a walk, and the symbolic links it did not follow.
 #[derive(Debug, Default)]
 pub struct Found {
-    pub files: Vec<PathBuf>,
+    /// Each file, with its stat when the walk could take it (relative to its open folder,
+    /// which costs a fraction of a stat by the whole path).
+    pub files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
     pub links: Vec<PathBuf>,
+}
+
+impl Found {
+    /// The files' paths alone.
+    pub fn paths(self) -> Vec<PathBuf> {
+        self.files.into_iter().map(|(p, _)| p).collect()
+    }
 }
 
 /// The `*.jsonl` of `dir`, and of its sub-folders when `depth` is 1. Symbolic links, to a
@@ -80,7 +89,6 @@ fn walk(dir: &Path, depth: u32, found: &mut Found) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut here = Vec::new();
     for e in rd.flatten() {
         let Ok(ft) = e.file_type() else { continue };
         let p = e.path();
@@ -90,13 +98,12 @@ fn walk(dir: &Path, depth: u32, found: &mut Found) {
                 found.links.push(p);
             }
         } else if ft.is_file() && jsonl {
-            here.push(p);
+            // Not a link: the entry's own stat (`fstatat` in the folder) is the file's.
+            found.files.push((p, e.metadata().ok()));
         } else if ft.is_dir() && depth > 0 {
             walk(&p, depth - 1, found);
         }
     }
-    here.sort();
-    found.files.extend(here);
 }
 
 /// Session files to consider: each FILE given (followed if a link: it was named), the
@@ -118,7 +125,7 @@ pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
             Err(e) => return Err(io_err(&r)(e)),
         };
         if meta.is_file() {
-            found.files.push(r);
+            found.files.push((r, Some(meta)));
             continue;
         }
         let mut one = Found::default();
@@ -134,11 +141,11 @@ pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
 /// comparing bytes where every path is `root/NAME` or `root/FOLDER/NAME` as the walk makes
 /// them: the same order (`Path`'s comparison, which parses both paths' components at each
 /// step, was a fifth of a push after one append over 20,000 sessions).
-fn sort_walked(root: &Path, files: &mut [PathBuf]) {
+fn sort_walked<T: Default>(root: &Path, files: &mut [(PathBuf, T)]) {
     use std::os::unix::ffi::OsStrExt;
     let r = root.as_os_str().as_bytes();
     let plain = |c: &[u8]| !c.is_empty() && c != b"." && c != b"..";
-    let key = |p: &PathBuf| -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let key = |(p, _): &(PathBuf, T)| -> Option<(Vec<u8>, Option<Vec<u8>>)> {
         let rest = p
             .as_os_str()
             .as_bytes()
@@ -157,13 +164,13 @@ fn sort_walked(root: &Path, files: &mut [PathBuf]) {
         Some(keys) if !r.is_empty() && !r.ends_with(b"/") => {
             let mut order: Vec<usize> = (0..files.len()).collect();
             order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-            let mut taken: Vec<Option<PathBuf>> =
+            let mut taken: Vec<Option<(PathBuf, T)>> =
                 files.iter_mut().map(|p| Some(std::mem::take(p))).collect();
             for (slot, i) in files.iter_mut().zip(order) {
                 *slot = taken[i].take().expect("each once");
             }
         }
-        _ => files.sort(),
+        _ => files.sort_by(|a, b| a.0.cmp(&b.0)),
     }
 }
 
@@ -204,7 +211,9 @@ pub fn shared_files(base: &Path) -> Vec<(String, PathBuf)> {
         };
         let mut found = Found::default();
         walk(&e.path(), 0, &mut found);
-        out.extend(found.files.into_iter().map(|f| (owner.clone(), f)));
+        let mut files = found.paths();
+        files.sort();
+        out.extend(files.into_iter().map(|f| (owner.clone(), f)));
     }
     out
 }
@@ -256,8 +265,8 @@ mod tests {
             let mut rng = sessiontree_testkit::rng::Rng(7);
             for _ in 0..200 {
                 let n = rng.pick(names.len()) + 1;
-                let mut files: Vec<PathBuf> = (0..n)
-                    .map(|_| Path::new(root).join(names[rng.pick(names.len())]))
+                let mut files: Vec<(PathBuf, ())> = (0..n)
+                    .map(|_| (Path::new(root).join(names[rng.pick(names.len())]), ()))
                     .collect();
                 files.sort();
                 files.dedup();
@@ -322,8 +331,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, s.join("--link--")).unwrap();
         std::os::unix::fs::symlink(outside.join("x.jsonl"), s.join("--p--/l.jsonl")).unwrap();
         let f = session_files(t.path(), &[]).unwrap();
-        assert_eq!(f.files, vec![s.join("--p--/a.jsonl")]);
         let mut links = f.links.clone();
+        assert_eq!(f.paths(), vec![s.join("--p--/a.jsonl")]);
         links.sort();
         assert_eq!(links, vec![s.join("--link--"), s.join("--p--/l.jsonl")]);
         // The watcher's filter agrees, and leaves other owners' sessions out.

@@ -215,7 +215,7 @@ fn local_sessions(opts: &PullOptions) -> Result<Local> {
             v.sort();
             v
         }
-        None => local::session_files(&opts.agent_dir, &[])?.files,
+        None => local::session_files(&opts.agent_dir, &[])?.paths(),
     };
     let mut own = HashMap::new();
     for f in files {

@@ -190,7 +190,7 @@ enum Item {
 /// handing each outcome to `out`. Runs beside the uploads, so that the client's work and
 /// the server's overlap.
 fn plan_files(
-    files: Vec<PathBuf>,
+    files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
     remote: &HashMap<String, Remote>,
     state: &Pushed,
     opts: &PushOptions,
@@ -202,8 +202,8 @@ fn plan_files(
     // message per file through the channel (a wake-up of the other thread each) was a
     // fifth of a push after one append over 20,000 sessions.
     let mut quiet = 0usize;
-    for path in files {
-        let item = plan_file(path, remote, state, opts, rkey, &mut seen_ids);
+    for (path, walked) in files {
+        let item = plan_file(path, walked, remote, state, opts, rkey, &mut seen_ids);
         if let Ok(Item::Unchanged { stamp: None, .. }) = item {
             quiet += 1;
             continue;
@@ -218,15 +218,17 @@ fn plan_files(
     }
 }
 
+/// Plans one file; `walked` is its stat as the walk took it, if it did.
 fn plan_file(
     path: PathBuf,
+    walked: Option<std::fs::Metadata>,
     remote: &HashMap<String, Remote>,
     state: &Pushed,
     opts: &PushOptions,
     rkey: &str,
     seen_ids: &mut HashMap<String, PathBuf>,
 ) -> Result<Item> {
-    let meta = match std::fs::metadata(&path) {
+    let meta = match walked.map_or_else(|| std::fs::metadata(&path), Ok) {
         Ok(m) => m,
         Err(e) => return Ok(Item::Skipped(path, e.to_string())),
     };
@@ -355,8 +357,11 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     let archive_id = archive.id.clone();
     let (remote, state, found) = std::thread::scope(|scope| {
         let asked = scope.spawn(|| remote_copies(archive, &me));
-        let state = State::open(&opts.agent_dir, &archive_id);
+        let read = scope.spawn(|| State::open(&opts.agent_dir, &archive_id));
         let files = session_files(&opts.agent_dir, &opts.paths);
+        let state = read
+            .join()
+            .unwrap_or_else(|_| Err(Error::msg("push: the state thread panicked")));
         let remote = asked
             .join()
             .unwrap_or_else(|_| Err(Error::msg("push: the query thread panicked")));
