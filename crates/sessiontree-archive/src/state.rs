@@ -4,6 +4,14 @@
 //!
 //! Only a cache: every decision is still checked against the archive (the hash must match
 //! the archive's), and deleting the file only costs one full read.
+//!
+//! Kept as `<id>.json`, the whole state, and `<id>.changes`, what changed since: one line
+//! per save, in the whole state's shape but holding only the entries that save changed, so
+//! that a push of one changed file out of 20,000 writes a line instead of 5 MB. A load
+//! applies the lines in order over the whole state (a torn or bad line ends them); once
+//! the lines outgrow a quarter of the whole state, a save writes the whole state again
+//! (the lines removed first: a crash between the two loses them, which costs one read of
+//! the files they named, never a wrong answer).
 
 use crate::local::safe_name;
 use crate::{Error, Result};
@@ -46,8 +54,18 @@ pub struct State {
     pub pushed: BTreeMap<String, (FileStamp, String, String)>,
     /// version pk -> bytes of that version already in the local file
     pub pulled: BTreeMap<i64, i64>,
-    dirty: bool,
+    /// The entries changed since the last save.
+    changed: std::collections::BTreeSet<String>,
+    changed_pulled: std::collections::BTreeSet<i64>,
+    /// The whole state's length when it was read or last written, if lines of changes may
+    /// follow it (`None`: there is none, or its lines end torn: the next save writes all);
+    /// the lines' length.
+    whole_len: Option<u64>,
+    lines_len: u64,
 }
+
+/// Lines of changes are read up to this length (a longer file is not this program's).
+const MAX_LINES: u64 = 64 << 20;
 
 /// Where the state for an archive is kept: `<agent dir>/sessiontree-archive/<id>.json`.
 /// The id comes from the archive (any role that may write its `meta` table chose it), so
@@ -82,35 +100,46 @@ impl State {
             path: path.clone(),
             ..State::default()
         };
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if s.merge(&text) {
+                s.whole_len = Some(text.len() as u64);
+            }
+        }
+        let Ok(f) = std::fs::File::open(changes_file(&path)) else {
             return s;
         };
-        // The shape `save` writes, read straight into its types (a tree of values first
-        // took a browser's first frame over 20,000 pushed files 0.1 s); anything else is
-        // read value by value below, as before.
-        if let Ok(t) = serde_json::from_str::<Typed>(&text) {
-            for (k, [dev, ino, size, mt, r, h]) in t.pushed {
-                if let (Ok(dev), Ok(ino), Ok(size), Ok(mtime_ns)) =
-                    (dev.parse(), ino.parse(), size.parse(), mt.parse())
-                {
-                    let stamp = FileStamp {
-                        dev,
-                        ino,
-                        size,
-                        mtime_ns,
-                    };
-                    s.pushed.insert(k, (stamp, r, h));
-                }
-            }
-            for (k, n) in t.pulled {
-                if let Ok(k) = k.parse() {
-                    s.pulled.insert(k, n);
-                }
-            }
+        let mut lines = Vec::new();
+        if std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_LINES), &mut lines).is_err() {
             return s;
         }
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-            return s;
+        s.lines_len = lines.len() as u64;
+        let mut rest = &lines[..];
+        // Complete lines only, each one state in the shape `save` writes.
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let Ok(line) = std::str::from_utf8(&rest[..i]) else {
+                break;
+            };
+            if !s.merge_typed(line) {
+                break;
+            }
+            rest = &rest[i + 1..];
+        }
+        if !rest.is_empty() {
+            // A torn or bad line: nothing is added after it; the next save writes all.
+            s.whole_len = None;
+        }
+        s
+    }
+
+    /// Reads the entries of a state's text into this one (over those it has): the shape
+    /// `save` writes, else value by value; false when it is not a JSON object.
+    fn merge(&mut self, text: &str) -> bool {
+        if self.merge_typed(text) {
+            return true;
+        }
+        let s = self;
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+            return false;
         };
         if let Some(p) = v.get("pushed").and_then(|p| p.as_object()) {
             for (k, e) in p {
@@ -140,15 +169,44 @@ impl State {
                 }
             }
         }
-        s
+        v.is_object()
+    }
+
+    /// [`State::merge`] of the shape `save` writes, read straight into its types (a tree
+    /// of values first took a browser's first frame over 20,000 pushed files 0.1 s); false
+    /// when the text is not of that shape.
+    fn merge_typed(&mut self, text: &str) -> bool {
+        let s = self;
+        let Ok(t) = serde_json::from_str::<Typed>(text) else {
+            return false;
+        };
+        for (k, [dev, ino, size, mt, r, h]) in t.pushed {
+            if let (Ok(dev), Ok(ino), Ok(size), Ok(mtime_ns)) =
+                (dev.parse(), ino.parse(), size.parse(), mt.parse())
+            {
+                let stamp = FileStamp {
+                    dev,
+                    ino,
+                    size,
+                    mtime_ns,
+                };
+                s.pushed.insert(k, (stamp, r, h));
+            }
+        }
+        for (k, n) in t.pulled {
+            if let Ok(k) = k.parse() {
+                s.pulled.insert(k, n);
+            }
+        }
+        true
     }
 
     pub fn set_pushed(&mut self, path: &Path, stamp: FileStamp, redaction: &str, hash: &str) {
         let v = (stamp, redaction.to_string(), hash.to_string());
         let k = path.to_string_lossy().into_owned();
         if self.pushed.get(&k) != Some(&v) {
+            self.changed.insert(k.clone());
             self.pushed.insert(k, v);
-            self.dirty = true;
         }
     }
 
@@ -158,7 +216,7 @@ impl State {
 
     pub fn set_pulled(&mut self, version: i64, len: i64) {
         if self.pulled.insert(version, len) != Some(len) {
-            self.dirty = true;
+            self.changed_pulled.insert(version);
         }
     }
 
@@ -167,41 +225,28 @@ impl State {
     /// order. Written straight out (a tree of values for 20,000 pushed files took longer
     /// than the push after one append had).
     fn to_text(&self) -> Vec<u8> {
-        use std::io::Write;
         let mut out = Vec::with_capacity(64 + self.pushed.len() * 192);
-        let text = |out: &mut Vec<u8>, s: &str| {
-            serde_json::to_writer(&mut *out, s).expect("a string into memory");
-        };
-        out.extend_from_slice(b"{\"pushed\":{");
-        for (n, (k, (st, r, h))) in self.pushed.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            text(&mut out, k);
-            let _ = write!(
-                out,
-                ":[\"{}\",\"{}\",\"{}\",\"{}\",",
-                st.dev, st.ino, st.size, st.mtime_ns
-            );
-            text(&mut out, r);
-            out.push(b',');
-            text(&mut out, h);
-            out.push(b']');
-        }
-        out.extend_from_slice(b"},\"pulled\":{");
-        for (n, (k, v)) in self.pulled.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            let _ = write!(out, "\"{k}\":{v}");
-        }
-        out.extend_from_slice(b"}}");
+        write_state(&mut out, self.pushed.iter(), self.pulled.iter());
         out
     }
 
-    /// Writes the state (atomically) if it changed.
+    /// The entries changed since the last save, in the same shape, on one line.
+    fn changes_line(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.changed.len() * 192);
+        let pushed = self
+            .changed
+            .iter()
+            .filter_map(|k| Some((k, self.pushed.get(k)?)));
+        let pulled = (self.changed_pulled.iter()).filter_map(|k| Some((k, self.pulled.get(k)?)));
+        write_state(&mut out, pushed, pulled);
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes what changed, if anything did: a line of changes when the whole state is on
+    /// disk and the lines stay under a quarter of it, else the whole state (atomically).
     pub fn save(&mut self) -> Result<()> {
-        if !self.dirty {
+        if self.changed.is_empty() && self.changed_pulled.is_empty() {
             return Ok(());
         }
         if self.path.as_os_str().is_empty() {
@@ -209,9 +254,25 @@ impl State {
                 "archive: no state file for an archive id that is not a plain name",
             ));
         }
+        let changes = changes_file(&self.path);
+        if let Some(whole) = self.whole_len {
+            let line = self.changes_line();
+            if (self.lines_len + line.len() as u64) * 4 <= whole && self.append(&changes, &line) {
+                self.lines_len += line.len() as u64;
+                self.changed.clear();
+                self.changed_pulled.clear();
+                return Ok(());
+            }
+        }
         let text = self.to_text();
         if let Some(d) = self.path.parent() {
             std::fs::create_dir_all(d).map_err(crate::io_err(d))?;
+        }
+        // The lines go first: left behind, they would be read over the newer whole state.
+        match std::fs::remove_file(&changes) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(crate::io_err(&changes)(e)),
         }
         // Replaced by a rename, but not fsynced: this is a cache (a torn or lost state only
         // costs one full read of the files), and two fsyncs were a tenth of a short push.
@@ -223,9 +284,72 @@ impl State {
             let _ = std::fs::remove_file(&tmp);
             return Err(crate::io_err(&self.path)(e));
         }
-        self.dirty = false;
+        self.whole_len = Some(text.len() as u64);
+        self.lines_len = 0;
+        self.changed.clear();
+        self.changed_pulled.clear();
         Ok(())
     }
+
+    /// Appends a line of changes in one write (never through a link: the file is opened
+    /// with `O_NOFOLLOW`); false when it cannot, and the caller writes the whole state.
+    fn append(&self, changes: &Path, line: &[u8]) -> bool {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(changes)
+        else {
+            return false;
+        };
+        // Only onto complete lines: a torn line before this one would hide it.
+        let whole_lines = f.metadata().is_ok_and(|m| m.len() == self.lines_len);
+        whole_lines && f.write_all(line).is_ok()
+    }
+}
+
+/// The lines of changes that go with a state file.
+fn changes_file(state: &Path) -> PathBuf {
+    state.with_extension("changes")
+}
+
+/// A state in the shape [`State::save`] writes, from its entries in order.
+fn write_state<'a>(
+    out: &mut Vec<u8>,
+    pushed: impl Iterator<Item = (&'a String, &'a (FileStamp, String, String))>,
+    pulled: impl Iterator<Item = (&'a i64, &'a i64)>,
+) {
+    use std::io::Write;
+    let text = |out: &mut Vec<u8>, s: &str| {
+        serde_json::to_writer(&mut *out, s).expect("a string into memory");
+    };
+    out.extend_from_slice(b"{\"pushed\":{");
+    for (n, (k, (st, r, h))) in pushed.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        text(out, k);
+        let _ = write!(
+            out,
+            ":[\"{}\",\"{}\",\"{}\",\"{}\",",
+            st.dev, st.ino, st.size, st.mtime_ns
+        );
+        text(out, r);
+        out.push(b',');
+        text(out, h);
+        out.push(b']');
+    }
+    out.extend_from_slice(b"},\"pulled\":{");
+    for (n, (k, v)) in pulled.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        let _ = write!(out, "\"{k}\":{v}");
+    }
+    out.extend_from_slice(b"}}");
 }
 
 #[cfg(test)]
@@ -282,5 +406,83 @@ mod tests {
         // Not JSON: empty.
         std::fs::write(state_file(d.path(), "a1").unwrap(), "{").unwrap();
         assert!(State::load(d.path(), "a1").pushed.is_empty());
+    }
+
+    /// A save after a few changes adds one line to `<id>.changes` and leaves the whole
+    /// state as it was; a load reads both to the same state; a torn line, a writer that
+    /// added lines since the load, or lines grown past a quarter of the whole state make
+    /// the next save write all of it again (and remove the lines).
+    #[test]
+    fn few_changes_are_a_line_and_every_load_sees_the_same_state() {
+        let d = tempfile::tempdir().unwrap();
+        let whole = state_file(d.path(), "a1").unwrap();
+        let lines = changes_file(&whole);
+        let stamp = |n: u64| FileStamp {
+            dev: 1,
+            ino: n,
+            size: n * 10,
+            mtime_ns: n as i128,
+        };
+        let mut s = State::load(d.path(), "a1");
+        for n in 0..40 {
+            s.set_pushed(&PathBuf::from(format!("/w/{n}.jsonl")), stamp(n), "", "h");
+        }
+        s.save().unwrap();
+        assert!(!lines.exists(), "the first save writes the whole state");
+        let same = |s: &State| {
+            let t = State::load(d.path(), "a1");
+            assert_eq!((&t.pushed, &t.pulled), (&s.pushed, &s.pulled));
+        };
+        same(&s);
+        let first = std::fs::read(&whole).unwrap();
+        // One change, a pulled length, in a state loaded again: one line.
+        let mut s = State::load(d.path(), "a1");
+        s.set_pushed(Path::new("/w/3.jsonl"), stamp(300), "k", "h3");
+        s.set_pulled(7, 9);
+        s.save().unwrap();
+        assert_eq!(std::fs::read(&whole).unwrap(), first);
+        let text = std::fs::read_to_string(&lines).unwrap();
+        assert_eq!(text.lines().count(), 1);
+        assert!(text.contains("/w/3.jsonl") && !text.contains("/w/4.jsonl"));
+        same(&s);
+        // Unchanged: nothing written.
+        s.save().unwrap();
+        assert_eq!(std::fs::read_to_string(&lines).unwrap(), text);
+        // More saves from the same state, each a line, until the lines would outgrow a
+        // quarter of the whole state: then all of it again, without lines.
+        let mut rewrote = false;
+        for n in 0..40 {
+            s.set_pushed(Path::new("/w/5.jsonl"), stamp(500 + n), "", "h5");
+            s.save().unwrap();
+            same(&s);
+            if !lines.exists() {
+                rewrote = true;
+                assert_ne!(std::fs::read(&whole).unwrap(), first);
+                break;
+            }
+        }
+        assert!(rewrote, "the lines never outgrew the whole state");
+        // A torn line: what is before it counts, and the next save writes all.
+        let mut s = State::load(d.path(), "a1");
+        s.set_pushed(Path::new("/w/6.jsonl"), stamp(600), "", "h6");
+        s.save().unwrap();
+        let good = std::fs::read_to_string(&lines).unwrap();
+        std::fs::write(&lines, format!("{good}{{\"pushed\":{{\"/w/7.jsonl\"")).unwrap();
+        let mut t = State::load(d.path(), "a1");
+        assert_eq!(t.pushed, s.pushed);
+        t.set_pushed(Path::new("/w/8.jsonl"), stamp(800), "", "h8");
+        t.save().unwrap();
+        assert!(!lines.exists());
+        same(&t);
+        // Another writer's line since this state was read: all written again.
+        let mut a = State::load(d.path(), "a1");
+        let mut b = State::load(d.path(), "a1");
+        a.set_pushed(Path::new("/w/9.jsonl"), stamp(900), "", "h9");
+        a.save().unwrap();
+        assert!(lines.exists());
+        b.set_pushed(Path::new("/w/10.jsonl"), stamp(1000), "", "h10");
+        b.save().unwrap();
+        assert!(!lines.exists());
+        same(&b);
     }
 }

@@ -1380,7 +1380,7 @@ fn a_campaign_of_another_role_leaves_the_victims_sessions_alone() {
                 ("canary", []) => bytes == b"keep",
                 ("a" | "b" | "bob", [f]) => f == "sessiontree-machine.json",
                 ("a" | "b" | "bob", [d, f]) if d == "sessiontree-archive" => {
-                    *f == format!("{archive_id}.json")
+                    *f == format!("{archive_id}.json") || *f == format!("{archive_id}.changes")
                 }
                 ("a" | "b" | "bob", [s, ..]) => s == "sessions",
                 _ => false,
