@@ -7,7 +7,9 @@
 //! becomes part of a local path only through [`safe_name`] or [`safe_folder`], and files
 //! are created only below the folder the command owns.
 
+use crate::state::FileStamp;
 use crate::{io_err, Result};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use tempfile::TempDir;
@@ -69,9 +71,9 @@ pub fn local_id(path: &Path) -> Option<String> {
 /// Session files found by a walk, and the symbolic links it did not follow.
 #[derive(Debug, Default)]
 pub struct Found {
-    /// Each file, with its stat when the walk could take it (relative to its open folder,
-    /// which costs a fraction of a stat by the whole path).
-    pub files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
+    /// Each file, with its stamp when the walk took it (through the change journal, or a
+    /// stat relative to its open folder: a fraction of a stat by the whole path).
+    pub files: Vec<(PathBuf, Option<FileStamp>)>,
     pub links: Vec<PathBuf>,
 }
 
@@ -82,26 +84,69 @@ impl Found {
     }
 }
 
-/// The `*.jsonl` of `dir`, and of its sub-folders when `depth` is 1. Symbolic links, to a
-/// folder or a file, are not followed (a link to `/` would otherwise offer every
-/// `*.jsonl` of the machine to a push); they are returned in `links`.
-fn walk(dir: &Path, depth: u32, found: &mut Found) {
+/// The `*.jsonl` of `dir`, and of its sub-folders when `depth` is 1 (their names go to
+/// `folders`, and they are walked only when `folders` is `None`). Symbolic links, to a
+/// folder or a file, are not followed (a link to `/` would otherwise offer every `*.jsonl`
+/// of the machine to a push); they are returned in `links`: a `*.jsonl` one, and a link to
+/// a folder where folders are walked.
+fn walk(dir: &Path, depth: u32, found: &mut Found, mut folders: Option<&mut Vec<OsString>>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
     for e in rd.flatten() {
         let Ok(ft) = e.file_type() else { continue };
-        let p = e.path();
         let jsonl = e.file_name().to_string_lossy().ends_with(".jsonl");
         if ft.is_symlink() {
-            if jsonl || std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) {
+            let p = e.path();
+            if jsonl || (depth > 0 && std::fs::metadata(&p).is_ok_and(|m| m.is_dir())) {
                 found.links.push(p);
             }
         } else if ft.is_file() && jsonl {
             // Not a link: the entry's own stat (`fstatat` in the folder) is the file's.
-            found.files.push((p, e.metadata().ok()));
+            let stamp = e.metadata().ok().map(|m| FileStamp::of(&m));
+            found.files.push((e.path(), stamp));
         } else if ft.is_dir() && depth > 0 {
-            walk(&p, depth - 1, found);
+            match folders.as_deref_mut() {
+                Some(names) => names.push(e.file_name()),
+                None => walk(&e.path(), depth - 1, found, None),
+            }
+        }
+    }
+}
+
+/// The `*.jsonl` of `<agent dir>/sessions` and of its folders, as [`walk`] finds them at
+/// depth 1, the folders' files as the listing finds them
+/// ([`sessiontree::changes::project_files`]): with a watch running, only the files its
+/// change journal names are stat'ed (as of up to a moment before, as for every listing);
+/// without, the folders are read on every core.
+fn walk_sessions(agent_dir: &Path, sessions: &Path, found: &mut Found) {
+    let mut folders = Vec::new();
+    walk(sessions, 1, found, Some(&mut folders));
+    let folders: std::collections::HashSet<OsString> = folders.into_iter().collect();
+    let listed = sessiontree::changes::project_files(agent_dir);
+    // Only folders that are folders here (not links to one: those were named above).
+    let listed = listed
+        .into_iter()
+        .filter(|(name, _)| folders.contains(name));
+    for f in listed.flat_map(|(_, files)| files) {
+        if f.plain {
+            let stamp = f.stat.map(|st| FileStamp {
+                dev: st.dev,
+                ino: st.ino,
+                size: st.size,
+                mtime_ns: st.mtime_ns as i128,
+            });
+            found.files.push((f.path, stamp));
+            continue;
+        }
+        // Not a plain file: looked at here, as the walk would.
+        match std::fs::symlink_metadata(&f.path) {
+            Ok(m) if m.file_type().is_symlink() => found.links.push(f.path),
+            Ok(m) if m.is_file() => {
+                let stamp = FileStamp::of(&m);
+                found.files.push((f.path, Some(stamp)));
+            }
+            _ => {}
         }
     }
 }
@@ -110,8 +155,19 @@ fn walk(dir: &Path, depth: u32, found: &mut Found) {
 /// `*.jsonl` of each DIR given and of its sub-folders; with no paths, those of
 /// `<agent dir>/sessions` (which may itself be a link). Links inside are not followed.
 /// The sessions of other owners (`sessions/--shared--/<owner>/`) lie one level deeper than
-/// the walk goes, so a push never sends them as the user's own.
+/// the walk goes, so a push never sends them as the user's own. Each root's files in
+/// `Path` order, the roots in the order given.
 pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
+    find(agent_dir, paths, true)
+}
+
+/// [`session_files`] under `<agent dir>/sessions`, not sorted (for [`sort_walked`] with
+/// that root, once the caller has left out what it need not look at).
+pub(crate) fn sessions_unsorted(agent_dir: &Path) -> Result<Found> {
+    find(agent_dir, &[], false)
+}
+
+fn find(agent_dir: &Path, paths: &[PathBuf], sort: bool) -> Result<Found> {
     let roots: Vec<PathBuf> = if paths.is_empty() {
         vec![agent_dir.join("sessions")]
     } else {
@@ -125,13 +181,20 @@ pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
             Err(e) => return Err(io_err(&r)(e)),
         };
         if meta.is_file() {
-            found.files.push((r, Some(meta)));
+            found.files.push((r, Some(FileStamp::of(&meta))));
             continue;
         }
         let mut one = Found::default();
-        walk(&r, 1, &mut one);
-        sort_walked(&r, &mut one.files);
+        if paths.is_empty() {
+            walk_sessions(agent_dir, &r, &mut one);
+        } else {
+            walk(&r, 1, &mut one, None);
+        }
+        if sort {
+            sort_walked(&r, &mut one.files);
+        }
         found.files.extend(one.files);
+        one.links.sort();
         found.links.extend(one.links);
     }
     Ok(found)
@@ -141,7 +204,7 @@ pub fn session_files(agent_dir: &Path, paths: &[PathBuf]) -> Result<Found> {
 /// comparing bytes where every path is `root/NAME` or `root/FOLDER/NAME` as the walk makes
 /// them: the same order (`Path`'s comparison, which parses both paths' components at each
 /// step, was a fifth of a push after one append over 20,000 sessions).
-fn sort_walked<T: Default>(root: &Path, files: &mut [(PathBuf, T)]) {
+pub(crate) fn sort_walked<T: Default>(root: &Path, files: &mut [(PathBuf, T)]) {
     use std::os::unix::ffi::OsStrExt;
     let r = root.as_os_str().as_bytes();
     let plain = |c: &[u8]| !c.is_empty() && c != b"." && c != b"..";
@@ -210,7 +273,7 @@ pub fn shared_files(base: &Path) -> Vec<(String, PathBuf)> {
             continue;
         };
         let mut found = Found::default();
-        walk(&e.path(), 0, &mut found);
+        walk(&e.path(), 0, &mut found, None);
         let mut files = found.paths();
         files.sort();
         out.extend(files.into_iter().map(|f| (owner.clone(), f)));
@@ -278,6 +341,107 @@ mod tests {
                 assert_eq!(files, want, "under {root}");
             }
         }
+    }
+
+    /// The push's walk of `sessions/` finds what a walk by hand finds, through a watch's
+    /// change journal as without one: files in it and in its folders with their stamps,
+    /// links (to a file, to a folder) named and not followed, a file with other hard links;
+    /// nothing of other owners', of folders further down, or that is not a regular file.
+    #[test]
+    fn the_walk_of_sessions_is_the_same_through_the_journal() {
+        use std::os::unix::ffi::OsStrExt;
+        let t = tempfile::tempdir().unwrap();
+        let s = t.path().join("sessions");
+        let outside = t.path().join("outside");
+        for d in ["--p--/deeper", "--q--", "--shared--/bob"] {
+            std::fs::create_dir_all(s.join(d)).unwrap();
+        }
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("x.jsonl"), "{}\n").unwrap();
+        for f in [
+            "top.jsonl",
+            "--p--/a.jsonl",
+            "--p--/b.jsonl",
+            "--q--/c.jsonl",
+            "--p--/notes.txt",
+            "--p--/deeper/d.jsonl",
+            "--shared--/bob/x.jsonl",
+        ] {
+            std::fs::write(s.join(f), format!("{{\"f\":\"{f}\"}}\n")).unwrap();
+        }
+        std::fs::hard_link(s.join("--p--/a.jsonl"), s.join("--q--/hard.jsonl")).unwrap();
+        std::os::unix::fs::symlink(outside.join("x.jsonl"), s.join("--p--/l.jsonl")).unwrap();
+        std::os::unix::fs::symlink(&outside, s.join("--link--")).unwrap();
+        std::os::unix::fs::symlink(&outside, s.join("--p--/dirlink")).unwrap();
+        let fifo = std::ffi::CString::new(s.join("--q--/f.jsonl").as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+
+        let files = |names: &[&str]| -> Vec<PathBuf> {
+            let mut v: Vec<PathBuf> = names.iter().map(|n| s.join(n)).collect();
+            v.sort();
+            v
+        };
+        let mut want = files(&[
+            "top.jsonl",
+            "--p--/a.jsonl",
+            "--p--/b.jsonl",
+            "--q--/c.jsonl",
+            "--q--/hard.jsonl",
+        ]);
+        let links = files(&["--link--", "--p--/l.jsonl"]);
+        let check = |want: &[PathBuf], what: &str| -> Found {
+            let f = session_files(t.path(), &[]).unwrap();
+            let paths: Vec<PathBuf> = f.files.iter().map(|x| x.0.clone()).collect();
+            assert_eq!(paths, want, "{what}");
+            assert_eq!(f.links, links, "{what}");
+            let mut u = sessions_unsorted(t.path()).unwrap();
+            sort_walked(&s, &mut u.files);
+            assert_eq!(u.files, f.files, "{what}: sorted after");
+            f
+        };
+        let fresh = |f: &Found, what: &str| {
+            for (p, st) in &f.files {
+                let now = FileStamp::of(&std::fs::metadata(p).unwrap());
+                assert_eq!(st.as_ref(), Some(&now), "{what}: {}", p.display());
+            }
+        };
+        fresh(&check(&want, "walked"), "walked");
+        let mut j = sessiontree::changes::Journal::start(t.path()).unwrap();
+        fresh(&check(&want, "the journal's first read"), "first read");
+        // Told of a change, the journal has the file's new stamp; a change it was not told
+        // of is not seen yet (as for a push started before it).
+        let grow = |p: &str| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(s.join(p))
+                .unwrap();
+            f.write_all(b"{\"more\":1}\n").unwrap();
+        };
+        grow("--p--/b.jsonl");
+        j.file_changed("--p--".as_ref(), "b.jsonl".as_ref())
+            .unwrap();
+        grow("--q--/c.jsonl");
+        let f = check(&want, "through the journal");
+        let stamp =
+            |f: &Found, p: &str| f.files.iter().find(|x| x.0 == s.join(p)).unwrap().1.clone();
+        let now = |p: &str| Some(FileStamp::of(&std::fs::metadata(s.join(p)).unwrap()));
+        assert_eq!(stamp(&f, "--p--/b.jsonl"), now("--p--/b.jsonl"));
+        assert_ne!(
+            stamp(&f, "--q--/c.jsonl"),
+            now("--q--/c.jsonl"),
+            "the journal was not read"
+        );
+        j.file_changed("--q--".as_ref(), "c.jsonl".as_ref())
+            .unwrap();
+        // A new folder with a file, as the watch says it (the list of folders changed).
+        std::fs::create_dir_all(s.join("--r--")).unwrap();
+        std::fs::write(s.join("--r--/e.jsonl"), "{}\n").unwrap();
+        j.folders_changed().unwrap();
+        want.push(s.join("--r--/e.jsonl"));
+        want.sort();
+        fresh(&check(&want, "a new folder"), "a new folder");
     }
 
     #[test]

@@ -8,6 +8,14 @@
 //! state (device, inode, size, mtime) without reading it, and still only when the archive
 //! holds the hash recorded for it.
 //!
+//! What the archive holds is asked in one of two ways. The archive counts the changes to
+//! each machine's copies (`sessiontree.machine_changes`, schema version 8: any write of a
+//! version or removal of a copy, by whatever client) and every push transaction counts its
+//! own and reads the count back. When the local state is in step with the count (every
+//! change since it was saved was this state's own), the files whose stamps it records are
+//! what the archive holds, and only the copies of the other files are asked for; else the
+//! newest version of every copy of this machine is read and every file compared with it.
+//!
 //! Only complete lines are sent (a line still being written goes with the next push), and
 //! with `--redact` every value that leaves the machine is redacted ([`crate::redact`]).
 //!
@@ -17,7 +25,7 @@
 //! (PostgreSQL refuses `COPY FROM` into a table with row-level security).
 
 use crate::grams::Gram;
-use crate::local::{id_from_name, session_files};
+use crate::local::{id_from_name, session_files, sessions_unsorted, sort_walked};
 use crate::machine::{self, Machine};
 use crate::redact::Redaction;
 use crate::state::{FileStamp, State};
@@ -53,6 +61,9 @@ pub struct PushReport {
     pub new_versions: usize,
     pub bytes_sent: u64,
     pub skipped: Vec<(PathBuf, String)>,
+    /// How many sessions' copies the archive was asked about, when the local state was in
+    /// step with it (`None`: every copy of this machine was read).
+    pub asked: Option<usize>,
 }
 
 impl PushReport {
@@ -68,6 +79,9 @@ impl PushReport {
         })
     }
 }
+
+/// The copies asked for, by session id.
+type Remotes = HashMap<String, Remote>;
 
 /// The archive's latest version of one of this machine's copies.
 #[derive(Clone, Debug)]
@@ -190,7 +204,7 @@ enum Item {
 /// handing each outcome to `out`. Runs beside the uploads, so that the client's work and
 /// the server's overlap.
 fn plan_files(
-    files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
+    files: Vec<(PathBuf, Option<FileStamp>)>,
     remote: &HashMap<String, Remote>,
     state: &Pushed,
     opts: &PushOptions,
@@ -218,21 +232,21 @@ fn plan_files(
     }
 }
 
-/// Plans one file; `walked` is its stat as the walk took it, if it did.
+/// Plans one file; `walked` is its stamp as the walk took it, if it did.
 fn plan_file(
     path: PathBuf,
-    walked: Option<std::fs::Metadata>,
+    walked: Option<FileStamp>,
     remote: &HashMap<String, Remote>,
     state: &Pushed,
     opts: &PushOptions,
     rkey: &str,
     seen_ids: &mut HashMap<String, PathBuf>,
 ) -> Result<Item> {
-    let meta = match walked.map_or_else(|| std::fs::metadata(&path), Ok) {
-        Ok(m) => m,
+    let stamp = match walked.map_or_else(|| std::fs::metadata(&path).map(|m| FileStamp::of(&m)), Ok)
+    {
+        Ok(s) => s,
         Err(e) => return Ok(Item::Skipped(path, e.to_string())),
     };
-    let stamp = FileStamp::of(&meta);
     let redacting = !opts.redact.is_empty();
     // Unchanged since the last comparison, and the archive still holds that state:
     // decided from the file name's session id and a stat, without reading the file.
@@ -348,27 +362,60 @@ fn plan_file(
     })))
 }
 
+/// True when the state records `path` as pushed at the stamp it has now, with the same
+/// redaction: while the state is in step with the archive ([`State::in_step`]), the archive
+/// holds what the state records for it. Only files whose name carries their session id, as
+/// the comparison with every copy requires too.
+fn pushed_as_it_is(state: &State, path: &Path, walked: Option<&FileStamp>, rkey: &str) -> bool {
+    let Some((st, key, _)) = state.pushed(path) else {
+        return false;
+    };
+    let stamp = match walked {
+        Some(s) => s.clone(),
+        None => match std::fs::metadata(path) {
+            Ok(m) => FileStamp::of(&m),
+            Err(_) => return false,
+        },
+    };
+    *st == stamp && key == rkey && id_from_name(path).is_some()
+}
+
 /// Pushes the sessions.
 pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
     let mut me = machine::load_or_create(&opts.agent_dir, opts.machine_name.as_deref())?;
     // The machine's name leaves the machine too.
     me.name = opts.redact.text(&me.name);
-    // The archive's side is asked while the local state is read and the files listed.
+    // The archive is asked for its count of this machine's changes while the local state is
+    // read and the files listed; when the state is not in step with it, for the newest
+    // version of every copy too, still beside the walk.
     let archive_id = archive.id.clone();
-    let (remote, state, found) = std::thread::scope(|scope| {
-        let asked = scope.spawn(|| remote_copies(archive, &me));
+    let (asked, found) = std::thread::scope(|scope| {
         let read = scope.spawn(|| State::open(&opts.agent_dir, &archive_id));
-        let files = session_files(&opts.agent_dir, &opts.paths);
-        let state = read
-            .join()
-            .unwrap_or_else(|_| Err(Error::msg("push: the state thread panicked")));
-        let remote = asked
+        let asked = scope.spawn(|| -> Result<(i64, State, Option<Remotes>)> {
+            let count = machine_changes(archive, &me)?;
+            let state = read
+                .join()
+                .unwrap_or_else(|_| Err(Error::msg("push: the state thread panicked")))?;
+            let every = if state.in_step(&me.id) == Some(count) {
+                None
+            } else {
+                Some(remote_copies(archive, &me, None)?)
+            };
+            Ok((count, state, every))
+        });
+        // Under `sessions/` the files are sorted once the unchanged ones are left out.
+        let files = if opts.paths.is_empty() {
+            sessions_unsorted(&opts.agent_dir)
+        } else {
+            session_files(&opts.agent_dir, &opts.paths)
+        };
+        let asked = asked
             .join()
             .unwrap_or_else(|_| Err(Error::msg("push: the query thread panicked")));
-        (remote, state, files)
+        (asked, files)
     });
-    let (remote, mut state, found) = (remote?, state?, found?);
-    let files = found.files;
+    let ((count, mut state, every), found) = (asked?, found?);
+    let mut files = found.files;
     let rkey = opts.redact.local_key();
     let mut report = PushReport {
         files: files.len(),
@@ -380,14 +427,56 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
             "a symbolic link; not followed (push the file itself)".into(),
         ));
     }
-    let planning_state = state.pushed.clone();
+    // Whether the state can be in step after this push: it was before, or every file was
+    // compared with every copy.
+    let whole = every.is_none() || opts.paths.is_empty();
+    let sessions = opts.agent_dir.join("sessions");
+    let (remote, planning_state) = match every {
+        Some(every) => {
+            if opts.paths.is_empty() {
+                sort_walked(&sessions, &mut files);
+            }
+            (every, state.pushed.clone())
+        }
+        None => {
+            files.retain(|(path, walked)| !pushed_as_it_is(&state, path, walked.as_ref(), &rkey));
+            if opts.paths.is_empty() {
+                sort_walked(&sessions, &mut files);
+            }
+            report.unchanged = report.files - files.len();
+            // What the state says of the files left, for planning them beside the uploads
+            // (which record into the state).
+            let planning: Pushed = files
+                .iter()
+                .filter_map(|(p, _)| state.pushed.get_key_value(p.to_string_lossy().as_ref()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let ids: Vec<String> = files
+                .iter()
+                .filter_map(|(path, _)| read_session_id(path))
+                .map(|(id, _, _)| opts.redact.text(&id))
+                .collect();
+            report.asked = Some(ids.len());
+            let remote = if ids.is_empty() {
+                HashMap::new()
+            } else {
+                remote_copies(archive, &me, Some(&ids))?
+            };
+            (remote, planning)
+        }
+    };
+    // The count after each transaction of this push.
+    let mut counts: Vec<Option<i64>> = Vec::new();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Item>>(64);
     // A second connection uploads every other full batch: the server's work (index
     // entries, TOAST, WAL) is most of a large push and one backend uses one core.
     let (to_helper, helper_rx) = std::sync::mpsc::sync_channel::<Vec<Planned>>(0);
     let (helper_done, done_rx) = std::sync::mpsc::channel::<Done>();
-    let record = |state: &mut State, done: Done| -> Result<()> {
-        for (path, stamp, hash) in done {
+    let record = |state: &mut State, counts: &mut Vec<Option<i64>>, done: Done| -> Result<()> {
+        if !done.files.is_empty() {
+            counts.push(done.count);
+        }
+        for (path, stamp, hash) in done.files {
             state.set_pushed(&path, stamp, &rkey, &hash);
         }
         state.save()
@@ -447,7 +536,7 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
                                 Ok(())
                             }));
                             let d = flush(archive, &me, &rkey, &mut batch)?;
-                            record(&mut state, d)?;
+                            record(&mut state, &mut counts, d)?;
                             helper_to = Some(to);
                         } else {
                             match helper_to
@@ -459,20 +548,20 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
                                 | Some(Err(std::sync::mpsc::TrySendError::Disconnected(b))) => {
                                     batch = b;
                                     let d = flush(archive, &me, &rkey, &mut batch)?;
-                                    record(&mut state, d)?;
+                                    record(&mut state, &mut counts, d)?;
                                 }
                                 None => unreachable!("the helper is started first"),
                             }
                         }
                         while let Ok(d) = done_rx.try_recv() {
-                            record(&mut state, d)?;
+                            record(&mut state, &mut counts, d)?;
                         }
                     }
                 }
             }
         }
         let d = flush(archive, &me, &rkey, &mut batch)?;
-        record(&mut state, d)?;
+        record(&mut state, &mut counts, d)?;
         drop(helper_to);
         if let Some(h) = helper_thread {
             let r = h
@@ -480,26 +569,51 @@ pub fn push(archive: &mut Archive, opts: &PushOptions) -> Result<PushReport> {
                 .unwrap_or_else(|_| Err(Error::msg("push: the upload thread panicked")));
             // What the helper committed is recorded even when it failed later.
             while let Ok(d) = done_rx.try_recv() {
-                record(&mut state, d)?;
+                record(&mut state, &mut counts, d)?;
             }
             r?;
         }
         Ok(())
     })?;
+    // In step again when this push's transactions were the changes right after the count
+    // it started from, one each: no other writer's change came between (every change is
+    // counted, and a count is taken under the row's lock).
+    let mut got: Vec<i64> = counts.iter().filter_map(|c| *c).collect();
+    got.sort_unstable();
+    let next = counts.len() == got.len() && got.iter().zip(count + 1..).all(|(g, want)| *g == want);
+    state.set_in_step(&me.id, (whole && next).then(|| count + got.len() as i64));
     state.save()?;
     Ok(report)
 }
 
-/// Registers this machine and reads the archive's latest version of each of its copies, in
-/// one statement.
-fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, Remote>> {
+/// Registers this machine and reads the archive's count of changes to its copies (0 before
+/// the first).
+fn machine_changes(archive: &mut Archive, me: &Machine) -> Result<i64> {
+    let sql = format!(
+        "WITH registered AS ({} RETURNING 1)
+         SELECT coalesce((SELECT n FROM sessiontree.machine_changes
+                          WHERE owner = current_user AND machine = $1::text::uuid), 0)",
+        machine::REGISTER
+    );
+    let row = archive
+        .client
+        .query_typed_one(&sql, &[(&me.id, Type::TEXT), (&me.name, Type::TEXT)])?;
+    Ok(row.get(0))
+}
+
+/// The archive's latest version of each of this machine's copies, or of the copies of the
+/// sessions `only` names.
+fn remote_copies(
+    archive: &mut Archive,
+    me: &Machine,
+    only: Option<&[String]>,
+) -> Result<HashMap<String, Remote>> {
     let sql = format!(
         // DISTINCT ON, not a LATERAL subquery per copy: under row-level security the
         // latter costs a policy check per probe (350 ms instead of 20 for 2,000 copies).
         // Only rows of the user's own, tied together: a version another role hung under
         // this copy is not this machine's copy (whatever the policies let through).
-        "WITH registered AS ({} RETURNING 1)
-         SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
+        "SELECT DISTINCT ON (v.copy_pk) s.session_id, v.pk, v.length, v.hash, v.src_length,
                 v.redaction IS NOT NULL, v.usage_length
          FROM sessiontree.versions v
          JOIN sessiontree.copies c
@@ -507,13 +621,20 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
          JOIN sessiontree.sessions s ON s.pk = c.session_pk AND s.owner = c.owner
          WHERE c.machine = $1::text::uuid AND c.owner = current_user
            AND s.owner = current_user AND v.owner = current_user
-           AND v.session_pk = c.session_pk
+           AND v.session_pk = c.session_pk {}
          ORDER BY v.copy_pk, v.seq DESC",
-        machine::REGISTER
+        if only.is_some() {
+            "AND s.session_id = ANY ($2::text[])"
+        } else {
+            ""
+        }
     );
-    let rows = archive
-        .client
-        .query_typed(&sql, &[(&me.id, Type::TEXT), (&me.name, Type::TEXT)])?;
+    let rows = match only {
+        Some(ids) => archive
+            .client
+            .query_typed(&sql, &[(&me.id, Type::TEXT), (&ids, Type::TEXT_ARRAY)])?,
+        None => archive.client.query_typed(&sql, &[(&me.id, Type::TEXT)])?,
+    };
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -532,8 +653,13 @@ fn remote_copies(archive: &mut Archive, me: &Machine) -> Result<HashMap<String, 
         .collect())
 }
 
-/// A committed file: what the local state records for it.
-type Done = Vec<(PathBuf, FileStamp, String)>;
+/// What a transaction committed: each file as the local state records it, and the archive's
+/// count of this machine's changes after it (`None`: no transaction, or not counted).
+#[derive(Default)]
+struct Done {
+    files: Vec<(PathBuf, FileStamp, String)>,
+    count: Option<i64>,
+}
 
 /// Uploads a batch in one transaction; the files it committed.
 fn flush(
@@ -543,7 +669,7 @@ fn flush(
     batch: &mut Vec<Planned>,
 ) -> Result<Done> {
     if batch.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Done::default());
     }
     let sent: usize = batch
         .iter()
@@ -557,7 +683,7 @@ fn flush(
         && gram_count <= 200
         && batch.iter().all(|p| matches!(p.op, Op::Append { .. }))
     {
-        return append_small(archive, batch);
+        return append_small(archive, me, batch);
     }
     // That the version is redacted, not by what: a digest of the patterns would confirm a
     // guessed secret to anyone who reads the version.
@@ -744,11 +870,20 @@ fn flush(
             &sums.params(),
         )?;
     }
+    let count: Option<i64> = tx
+        .query_typed_one(
+            "SELECT sessiontree.count_change($1::text::uuid)",
+            &[(&me.id, Type::TEXT)],
+        )?
+        .get(0);
     tx.commit()?;
-    Ok(batch
-        .drain(..)
-        .map(|p| (p.path, p.stamp, hex(&p.hash)))
-        .collect())
+    Ok(Done {
+        files: batch
+            .drain(..)
+            .map(|p| (p.path, p.stamp, hex(&p.hash)))
+            .collect(),
+        count,
+    })
 }
 
 /// The columns of the conditional version update of an append (`$1`..`$6`: version, length
@@ -811,7 +946,7 @@ struct GroupKeys<'a>(
 /// Appends to a few versions (the push after an entry was added) in one statement, so one
 /// round trip: the conditional version update, the new chunks and the new search ranges, the
 /// latter two only for the versions the update matched.
-fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done> {
+fn append_small(archive: &mut Archive, me: &Machine, batch: &mut Vec<Planned>) -> Result<Done> {
     let mut u = Appended::of(batch.iter());
     let mut ch: (Vec<i64>, Vec<i64>, Vec<&[u8]>) = Default::default();
     for (p, (v, from)) in batch.iter().zip(u.vpks.iter().zip(&u.froms)) {
@@ -871,7 +1006,9 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
     // Usually an append changes no usage group (a user message has none): then the
     // statement is the one without them (a third of its planning).
     let mut params = [&u.params()[..], &rest[..]].concat();
-    let k = 16 + crate::usage::SUM_PARAMS;
+    // The count of this machine's changes: this statement's own, read back.
+    params.push((&me.id, Type::TEXT));
+    let k = 17 + crate::usage::SUM_PARAMS;
     let usage_sql = if sums.is_empty() && clean.is_empty() {
         String::new()
     } else {
@@ -890,7 +1027,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                       WHERE k.v = x.version_pk AND k.p = x.provider AND k.m = x.model
                         AND k.d = x.day AND k.a = x.in_all AND k.b = x.in_branch))",
             crate::usage::insert_sums(
-                16,
+                17,
                 "up.session_pk",
                 "current_user",
                 "JOIN up ON up.pk = g.v"
@@ -924,11 +1061,12 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
                 FROM unnest($10::int8[], $11::int8[], $12::int8[], $13::float8[], $14::float8[],
                             $15::text[]) AS t(v, o, l, n, d, tri)
                 JOIN up ON up.pk = t.v){usage_sql}
-         SELECT pk FROM up"
+         SELECT sessiontree.count_change($16::text::uuid), array(SELECT pk FROM up)"
     );
-    let rows = archive.client.query_typed(&sql, &params)?;
+    let row = archive.client.query_typed_one(&sql, &params)?;
+    let count: Option<i64> = row.get(0);
     let vpks = std::mem::take(&mut u.vpks);
-    let matched: std::collections::HashSet<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let matched: std::collections::HashSet<i64> = row.get::<_, Vec<i64>>(1).into_iter().collect();
     let mut done = Vec::new();
     let mut changed = None;
     for (p, v) in batch.drain(..).zip(&vpks) {
@@ -946,7 +1084,7 @@ fn append_small(archive: &mut Archive, batch: &mut Vec<Planned>) -> Result<Done>
             path.display()
         )));
     }
-    Ok(done)
+    Ok(Done { files: done, count })
 }
 
 /// Many rows: binary COPY into temporary tables, then one INSERT ... SELECT each

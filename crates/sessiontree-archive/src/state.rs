@@ -45,6 +45,26 @@ struct Typed {
     pushed: BTreeMap<String, [String; 6]>,
     #[serde(default)]
     pulled: BTreeMap<String, i64>,
+    /// Absent: no word on it (a line of changes that did not touch it, an older writer).
+    #[serde(default, deserialize_with = "present")]
+    changes: Option<Option<InStep>>,
+}
+
+/// A field that is there, `null` or not.
+fn present<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<InStep>>, D::Error> {
+    <Option<InStep> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// The archive's count of changes to this machine's copies (`sessiontree.machine_changes`)
+/// at which every entry of `pushed` was last known to match the archive: while the archive
+/// still says that count, nothing but this state's own pushes changed those copies, and a
+/// push needs to ask only about the files that changed here.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct InStep {
+    pub machine: String,
+    pub n: i64,
 }
 
 #[derive(Default, Debug)]
@@ -54,6 +74,9 @@ pub struct State {
     pub pushed: BTreeMap<String, (FileStamp, String, String)>,
     /// version pk -> bytes of that version already in the local file
     pub pulled: BTreeMap<i64, i64>,
+    /// See [`InStep`]; `None`: not known to be in step.
+    in_step: Option<InStep>,
+    in_step_changed: bool,
     /// The entries changed since the last save.
     changed: std::collections::BTreeSet<String>,
     changed_pulled: std::collections::BTreeSet<i64>,
@@ -198,6 +221,9 @@ impl State {
                 s.pulled.insert(k, n);
             }
         }
+        if let Some(c) = t.changes {
+            s.in_step = c;
+        }
         true
     }
 
@@ -214,6 +240,26 @@ impl State {
         self.pushed.get(path.to_string_lossy().as_ref())
     }
 
+    /// The count of changes at which this state matches the archive for `machine`, if known.
+    pub fn in_step(&self, machine: &str) -> Option<i64> {
+        self.in_step
+            .as_ref()
+            .filter(|s| s.machine == machine)
+            .map(|s| s.n)
+    }
+
+    /// Records the count at which this state matches the archive (`None`: not known).
+    pub fn set_in_step(&mut self, machine: &str, n: Option<i64>) {
+        let v = n.map(|n| InStep {
+            machine: machine.to_string(),
+            n,
+        });
+        if v != self.in_step {
+            self.in_step = v;
+            self.in_step_changed = true;
+        }
+    }
+
     pub fn set_pulled(&mut self, version: i64, len: i64) {
         if self.pulled.insert(version, len) != Some(len) {
             self.changed_pulled.insert(version);
@@ -226,7 +272,12 @@ impl State {
     /// than the push after one append had).
     fn to_text(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.pushed.len() * 192);
-        write_state(&mut out, self.pushed.iter(), self.pulled.iter());
+        write_state(
+            &mut out,
+            self.pushed.iter(),
+            self.pulled.iter(),
+            &self.in_step,
+        );
         out
     }
 
@@ -238,7 +289,7 @@ impl State {
             .iter()
             .filter_map(|k| Some((k, self.pushed.get(k)?)));
         let pulled = (self.changed_pulled.iter()).filter_map(|k| Some((k, self.pulled.get(k)?)));
-        write_state(&mut out, pushed, pulled);
+        write_state(&mut out, pushed, pulled, &self.in_step);
         out.push(b'\n');
         out
     }
@@ -246,7 +297,7 @@ impl State {
     /// Writes what changed, if anything did: a line of changes when the whole state is on
     /// disk and the lines stay under a quarter of it, else the whole state (atomically).
     pub fn save(&mut self) -> Result<()> {
-        if self.changed.is_empty() && self.changed_pulled.is_empty() {
+        if self.changed.is_empty() && self.changed_pulled.is_empty() && !self.in_step_changed {
             return Ok(());
         }
         if self.path.as_os_str().is_empty() {
@@ -261,6 +312,7 @@ impl State {
                 self.lines_len += line.len() as u64;
                 self.changed.clear();
                 self.changed_pulled.clear();
+                self.in_step_changed = false;
                 return Ok(());
             }
         }
@@ -288,6 +340,7 @@ impl State {
         self.lines_len = 0;
         self.changed.clear();
         self.changed_pulled.clear();
+        self.in_step_changed = false;
         Ok(())
     }
 
@@ -316,11 +369,13 @@ fn changes_file(state: &Path) -> PathBuf {
     state.with_extension("changes")
 }
 
-/// A state in the shape [`State::save`] writes, from its entries in order.
+/// A state in the shape [`State::save`] writes, from its entries in order, with the count
+/// it is in step with (every line of changes says it again: the last one read holds).
 fn write_state<'a>(
     out: &mut Vec<u8>,
     pushed: impl Iterator<Item = (&'a String, &'a (FileStamp, String, String))>,
     pulled: impl Iterator<Item = (&'a i64, &'a i64)>,
+    in_step: &Option<InStep>,
 ) {
     use std::io::Write;
     let text = |out: &mut Vec<u8>, s: &str| {
@@ -349,7 +404,16 @@ fn write_state<'a>(
         }
         let _ = write!(out, "\"{k}\":{v}");
     }
-    out.extend_from_slice(b"}}");
+    out.extend_from_slice(b"},\"changes\":");
+    match in_step {
+        Some(s) => {
+            out.extend_from_slice(b"{\"machine\":");
+            text(out, &s.machine);
+            let _ = write!(out, ",\"n\":{}}}", s.n);
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b'}');
 }
 
 #[cfg(test)]
@@ -379,6 +443,7 @@ mod tests {
                 "/w/two \"q\".jsonl": ["65024", u64::MAX.to_string(), "279333", "-5", "key", "h2"],
             },
             "pulled": {"-1": 0, "7": 9, "10": 2},
+            "changes": null,
         });
         assert_eq!(
             std::fs::read_to_string(state_file(d.path(), "a1").unwrap()).unwrap(),
@@ -406,6 +471,60 @@ mod tests {
         // Not JSON: empty.
         std::fs::write(state_file(d.path(), "a1").unwrap(), "{").unwrap();
         assert!(State::load(d.path(), "a1").pushed.is_empty());
+    }
+
+    /// The count a state is in step with is saved with it, in the whole state and in a line
+    /// of changes alike, for one machine; `null` clears it; a line without it (an older
+    /// writer's) leaves it as it was.
+    #[test]
+    fn the_count_in_step_is_kept_for_its_machine() {
+        let d = tempfile::tempdir().unwrap();
+        let whole = state_file(d.path(), "a1").unwrap();
+        let lines = changes_file(&whole);
+        let stamp = FileStamp {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns: 4,
+        };
+        let mut s = State::load(d.path(), "a1");
+        assert_eq!(s.in_step("m1"), None);
+        for n in 0..20 {
+            s.set_pushed(
+                &PathBuf::from(format!("/w/{n}.jsonl")),
+                stamp.clone(),
+                "",
+                "h",
+            );
+        }
+        s.set_in_step("m1", Some(5));
+        s.save().unwrap();
+        assert!(!lines.exists());
+        let mut t = State::load(d.path(), "a1");
+        assert_eq!((t.in_step("m1"), t.in_step("m2")), (Some(5), None));
+        // The count alone changed: a line.
+        t.set_in_step("m1", Some(6));
+        t.save().unwrap();
+        assert!(lines.exists());
+        let mut t = State::load(d.path(), "a1");
+        assert_eq!(t.in_step("m1"), Some(6));
+        t.set_in_step("m1", None);
+        t.save().unwrap();
+        assert_eq!(State::load(d.path(), "a1").in_step("m1"), None);
+        // Another machine's count is not this one's.
+        let mut t = State::load(d.path(), "a1");
+        t.set_in_step("m2", Some(1));
+        t.save().unwrap();
+        let t = State::load(d.path(), "a1");
+        assert_eq!((t.in_step("m1"), t.in_step("m2")), (None, Some(1)));
+        // A line without the field leaves the count; one with a torn count is not read.
+        let mut text = std::fs::read_to_string(&lines).unwrap();
+        text.push_str("{\"pushed\":{},\"pulled\":{}}\n");
+        std::fs::write(&lines, &text).unwrap();
+        assert_eq!(State::load(d.path(), "a1").in_step("m2"), Some(1));
+        text.push_str("{\"pushed\":{},\"pulled\":{},\"changes\":{\"machine\":\"m2\"}}\n");
+        std::fs::write(&lines, &text).unwrap();
+        assert_eq!(State::load(d.path(), "a1").in_step("m2"), Some(1));
     }
 
     /// A save after a few changes adds one line to `<id>.changes` and leaves the whole

@@ -1975,3 +1975,110 @@ fn an_append_rewrites_only_the_usage_groups_it_changes() {
     assert_eq!(strip(&server(&c, rows)), want(&bytes));
     assert_eq!(want(&bytes), "anthropic:true:false:3,anthropic:true:true:2");
 }
+
+/// The count of changes to a machine's copies (schema version 8) is its owner's alone:
+/// another role cannot read it, set it, or move it through copies of its own on the
+/// victim's machine id; the victim's push stays in step through all of it, and is put out
+/// of step by her own change alone.
+#[test]
+fn another_role_can_neither_read_nor_move_a_machines_count_of_changes() {
+    let Some(c) = start() else { return };
+    let mut carol = open(&c, "carol");
+    let a = c.path("a");
+    let s1 = sid(41);
+    write(&a, "/w", &s1, &["carol's quoll notes"]);
+    push(&mut carol, &opts(&a)).unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(r.asked, Some(0), "carol's push is in step");
+    let machine: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.join("sessiontree-machine.json")).unwrap())
+            .unwrap();
+    let machine = machine["id"].as_str().unwrap().to_string();
+    let count = || {
+        server(
+            &c,
+            &format!(
+                "SELECT n FROM sessiontree.machine_changes
+                 WHERE owner = 'carol' AND machine = '{machine}'"
+            ),
+        )
+    };
+    let before = count();
+    assert!(!before.is_empty(), "no count for carol's machine");
+
+    let seen = c
+        .psql(
+            "bob",
+            "archive",
+            "SELECT count(*) FROM sessiontree.machine_changes WHERE owner <> current_user",
+        )
+        .unwrap();
+    // bob's own session with a copy on carol's machine id, and versions written, changed
+    // and removed under it: what his writes count is his own row's.
+    let d = decoy(&c, "quoll-decoy");
+    let bobs = [
+        format!(
+            "INSERT INTO sessiontree.copies (session_pk, machine, rel_path)
+             VALUES ({d}, '{machine}', '--w--/decoy.jsonl')"
+        ),
+        format!(
+            "INSERT INTO sessiontree.versions (copy_pk, session_pk, seq, length, hash, src_length)
+             SELECT pk, session_pk, 1, 0, sha256(''), 0 FROM sessiontree.copies
+             WHERE session_pk = {d}"
+        ),
+        format!("UPDATE sessiontree.versions SET info = '{{}}' WHERE session_pk = {d}"),
+        format!("DELETE FROM sessiontree.versions WHERE session_pk = {d}"),
+        format!("DELETE FROM sessiontree.copies WHERE session_pk = {d}"),
+        format!("SELECT sessiontree.count_change('{machine}')"),
+    ];
+    for sql in &bobs {
+        c.psql("bob", "archive", sql)
+            .unwrap_or_else(|e| panic!("bob's own write failed: {sql}: {e}"));
+    }
+    let attacks: Vec<(&str, String)> = vec![
+        (
+            "a count row in carol's name",
+            "INSERT INTO sessiontree.machine_changes (owner, machine)
+             VALUES ('carol', gen_random_uuid())"
+                .to_string(),
+        ),
+        (
+            "the trigger function called by hand",
+            "SELECT sessiontree.copy_changed()".to_string(),
+        ),
+    ];
+    let accepted = attempt(&c, &attacks);
+    // Statements that see none of carol's rows succeed on none: what counts is her count.
+    for sql in [
+        "UPDATE sessiontree.machine_changes SET n = 0 WHERE owner = 'carol'",
+        "UPDATE sessiontree.machine_changes SET n = 0",
+        "DELETE FROM sessiontree.machine_changes WHERE owner = 'carol'",
+    ] {
+        let _ = c.psql("bob", "archive", sql);
+    }
+    let bobs_count = server(
+        &c,
+        &format!(
+            "SELECT n FROM sessiontree.machine_changes WHERE owner = 'bob' AND machine = '{machine}'"
+        ),
+    );
+
+    assert_eq!(seen, "0", "bob read carol's count");
+    assert!(accepted.is_empty(), "the server accepted: {accepted:#?}");
+    assert_eq!(count(), before, "bob moved carol's count");
+    assert!(
+        !bobs_count.is_empty(),
+        "bob's writes were not counted as his"
+    );
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!(
+        (r.unchanged, r.asked),
+        (1, Some(0)),
+        "carol's push left step"
+    );
+    // carol's own change, made by hand, is seen.
+    c.psql("carol", "archive", "DELETE FROM sessiontree.copies")
+        .unwrap();
+    let r = push(&mut carol, &opts(&a)).unwrap();
+    assert_eq!((r.created, r.asked), (1, None), "{r:?}");
+}

@@ -1160,3 +1160,123 @@ fn archive_search_gives_the_newest_hits_whatever_the_limit_and_however_times_int
         expect.iter().filter(|e| e.1.ends_with("03")).count()
     );
 }
+
+/// A push whose local state is in step with the archive's count of this machine's changes
+/// asks about the changed files alone. Any other change to the machine's copies (a copy
+/// removed, a version rewritten by another client of the same user) puts the state out of
+/// step: the next push compares every file again and puts back what the archive lost.
+#[test]
+fn a_push_in_step_asks_only_about_changed_files_and_sees_every_other_change() {
+    let Some(c) = pg::archive() else { return };
+    let mut ar = Archive::open(&c.url).unwrap();
+    let a = c.path("a");
+    let paths: Vec<PathBuf> = (1..=4)
+        .map(|i| write_session(&a, "/w", 5, i, &[], false))
+        .collect();
+    let quiet = |r: &sessiontree_archive::push::PushReport| {
+        (r.created, r.appended, r.new_versions, r.unchanged, r.asked)
+    };
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(
+        quiet(&r),
+        (4, 0, 0, 0, None),
+        "the first push reads every copy"
+    );
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(
+        quiet(&r),
+        (0, 0, 0, 4, Some(0)),
+        "nothing changed: nothing asked"
+    );
+    let grow = |p: &Path, id: &str| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+        writeln!(f, "{{\"type\":\"custom\",\"customType\":\"x\",\"id\":\"{id}\",\"parentId\":null,\"timestamp\":\"2025-03-01T11:00:00.000Z\"}}").unwrap();
+    };
+    grow(&paths[1], "a0000001");
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(quiet(&r), (0, 1, 0, 3, Some(1)));
+
+    // Another client of the same user removes a copy: the next push reads every copy and
+    // sends that session again.
+    c.psql(
+        "alice",
+        "archive",
+        "DELETE FROM sessiontree.copies WHERE pk = (SELECT min(pk) FROM sessiontree.copies)",
+    )
+    .unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(quiet(&r), (1, 0, 0, 3, None), "a removed copy went unseen");
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(quiet(&r), (0, 0, 0, 4, Some(0)), "in step again");
+
+    // A version written by another client (here its listing, rewritten as it was).
+    c.psql(
+        "alice",
+        "archive",
+        "UPDATE sessiontree.versions SET info = info WHERE pk = (SELECT max(pk) FROM sessiontree.versions)",
+    )
+    .unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(
+        quiet(&r),
+        (0, 0, 0, 4, None),
+        "a rewritten version went unseen"
+    );
+
+    // A push of one named file while out of step compares that file only, so the state
+    // stays out of step until a push of every file.
+    let last = sessiontree_archive::local::id_from_name(&paths[3]).unwrap();
+    c.psql(
+        "alice",
+        "archive",
+        &format!(
+            "DELETE FROM sessiontree.copies WHERE session_pk =
+                 (SELECT pk FROM sessiontree.sessions WHERE session_id = '{last}')"
+        ),
+    )
+    .unwrap();
+    let one = sessiontree_archive::push::PushOptions {
+        paths: vec![paths[0].clone()],
+        ..opts(&a)
+    };
+    let r = push(&mut ar, &one).unwrap();
+    assert_eq!(r.asked, None);
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.created, r.asked), (1, None), "{r:?}");
+    // A new file and a grown one in step: only those two asked about.
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(r.asked, Some(0));
+    write_session(&a, "/w", 3, 5, &[], false);
+    grow(&paths[2], "a0000002");
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!(quiet(&r), (1, 1, 0, 3, Some(2)));
+
+    // A second agent dir of the same machine (its machine file copied) pushing a session
+    // of its own moves the count: the first state is out of step and reads every copy.
+    let b = c.path("b");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::copy(
+        a.join("sessiontree-machine.json"),
+        b.join("sessiontree-machine.json"),
+    )
+    .unwrap();
+    write_session(&b, "/v", 3, 6, &[], false);
+    push(&mut ar, &opts(&b)).unwrap();
+    let r = push(&mut ar, &opts(&a)).unwrap();
+    assert_eq!((r.unchanged, r.asked), (5, None));
+
+    // Every session's bytes are the archive's, as a pull into an empty folder shows.
+    let third = c.path("c");
+    pull(&mut ar, &pull_opts(&third)).unwrap();
+    let pulled: Vec<Vec<u8>> = files(&third).into_iter().map(|f| f.1).collect();
+    for p in &paths {
+        let mine = std::fs::read(p).unwrap();
+        assert!(
+            pulled.contains(&mine),
+            "{} not in the archive as it is",
+            p.display()
+        );
+    }
+    assert_archive_consistent(&c);
+}

@@ -593,13 +593,52 @@ fn apply(sessions: &Path, folders: &mut Vec<(OsString, Vec<Found>)>, delta: &[u8
 /// Every `*.jsonl` name under `<agent dir>/sessions/*/` with what it is now (unsorted):
 /// through the journal when a watch keeps one, else by stat'ing every file.
 pub(crate) fn current(agent_dir: &Path) -> Vec<(PathBuf, Found)> {
+    flatten(&agent_dir.join("sessions"), current_folders(agent_dir))
+}
+
+/// [`current`] folder by folder.
+fn current_folders(agent_dir: &Path) -> Vec<(OsString, Vec<Found>)> {
     let sessions = agent_dir.join("sessions");
-    let folders = if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
+    if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
         walk_all(&sessions)
     } else {
         through_journal(agent_dir, &sessions).unwrap_or_else(|| walk_all(&sessions))
-    };
-    flatten(&sessions, folders)
+    }
+}
+
+/// A `*.jsonl` name of a project folder as [`project_files`] finds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectFile {
+    /// `<agent dir>/sessions/<folder>/<name>`.
+    pub path: PathBuf,
+    /// Its stat as the journal (or the walk) has it.
+    pub stat: Option<FileStat>,
+    /// A regular file with one link, whose every change the watch sees through its folder:
+    /// `stat` is its own. Anything else (a symbolic link, a file with other hard links, not a
+    /// regular file) is for the caller to look at again, as it sees fit.
+    pub plain: bool,
+}
+
+/// Every `*.jsonl` name under `<agent dir>/sessions/*/` (unsorted, symbolic links to folders
+/// included), by folder name: through the change journal when a watch keeps one, else by a
+/// walk on every core, as the listing finds them ([`crate::list::all_files_stat`]).
+pub fn project_files(agent_dir: &Path) -> Vec<(OsString, Vec<ProjectFile>)> {
+    let sessions = agent_dir.join("sessions");
+    current_folders(agent_dir)
+        .into_iter()
+        .map(|(folder, files)| {
+            let dir = sessions.join(&folder);
+            let files = files
+                .into_iter()
+                .map(|f| ProjectFile {
+                    path: dir.join(&f.name),
+                    stat: f.stat,
+                    plain: !f.volatile,
+                })
+                .collect();
+            (folder, files)
+        })
+        .collect()
 }
 
 /// [`current`] by walking, whatever the journal says.
