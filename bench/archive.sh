@@ -19,26 +19,7 @@ corpus "$DATA/agent" "$COUNT" "$MB"
 echo "data: $(find "$DATA/agent/sessions" -name '*.jsonl' | wc -l) files, $(du -sm "$DATA/agent/sessions" | cut -f1) MB" >&2
 
 # The cluster: initdb in DATA/pg as the postgres system user when run as root.
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-PG=$DATA/pg
-RUN=()
-if [ "$(id -u)" = 0 ]; then RUN=(runuser -u postgres --); fi
-rm -rf "$PG" && mkdir -p "$PG"
-if [ "$(id -u)" = 0 ]; then chown postgres "$PG"; fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${RUN[@]}" "$PGBIN/initdb" -D "$PG/data" -U postgres --auth-local=trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
-cat >>"$PG/data/postgresql.conf" <<EOF
-listen_addresses = ''
-port = $PORT
-unix_socket_directories = '$PG'
-shared_buffers = 256MB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-EOF
-"${RUN[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w start >/dev/null
-trap '"${RUN[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w stop >/dev/null' EXIT
-"$PGBIN/psql" -X -q -h "$PG" -p "$PORT" -U postgres -c "CREATE ROLE bench LOGIN" -c "CREATE DATABASE archive OWNER bench"
-export SESSIONTREE_ARCHIVE="host=$PG port=$PORT user=bench dbname=archive"
+start_cluster "$DATA"
 
 
 export PI_CODING_AGENT_DIR=$DATA/agent

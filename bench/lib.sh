@@ -7,6 +7,10 @@
 #   durable_copy SRC DST    seconds that `cp -r SRC DST` followed by `sync` takes: what
 #                           writing those bytes durably costs on this disk now (DST is
 #                           left for the caller to remove)
+#   start_cluster DIR       a throwaway PostgreSQL cluster (Debian's packages) in DIR/pg,
+#                           as the postgres system user when run as root, stopped on exit;
+#                           a login role `bench` owning database `archive`; sets PG,
+#                           PGBIN, PORT and SESSIONTREE_ARCHIVE
 #   measure NAME RUNS CMD.. median wall seconds and peak RSS of CMD (bench/measure.py),
 #                           printed on stderr (name column MEASURE_WIDTH wide) and kept
 #                           in RESULTS as "name|wall|rss"
@@ -47,4 +51,22 @@ durable_copy() {
   sync
   t1=$(date +%s%N)
   python3 -c "print(f'{($t1 - $t0) / 1e9:.4f}')"
+}
+
+start_cluster() {
+  PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  PG=$1/pg
+  local run=()
+  if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); fi
+  rm -rf "$PG" && mkdir -p "$PG"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$PG"; fi
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "${run[@]}" "$PGBIN/initdb" -D "$PG/data" -U postgres --auth-local=trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
+  printf '%s\n' "listen_addresses = ''" "port = $PORT" "unix_socket_directories = '$PG'" \
+    "shared_buffers = 256MB" "max_wal_size = 4GB" "checkpoint_timeout = 30min" >>"$PG/data/postgresql.conf"
+  "${run[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -l "$PG/log" -w start >/dev/null
+  CLUSTER_STOP=("${run[@]}" "$PGBIN/pg_ctl" -D "$PG/data" -m fast -w stop)
+  trap '"${CLUSTER_STOP[@]}" >/dev/null' EXIT
+  "$PGBIN/psql" -X -q -h "$PG" -p "$PORT" -U postgres -c "CREATE ROLE bench LOGIN" -c "CREATE DATABASE archive OWNER bench"
+  export SESSIONTREE_ARCHIVE="host=$PG port=$PORT user=bench dbname=archive"
 }

@@ -9,7 +9,10 @@ of CMD (nothing found) counts as success; any other failure is printed and exits
 `python3 bench/measure.py --interleave RUNS CMD1... ::: CMD2... [::: ...]` runs the
 commands in turn (one run of each per round, a warm-up round first, RUNS rounds), so that
 all see the same machine, and prints one `MEDIAN_SECONDS MAX_RSS_KIB MEDIAN_CPU_SECONDS`
-line per command, in order."""
+line per command, in order.
+
+MEASURE_BEFORE=SHELL_COMMAND runs that command (`sh -c`, untimed) before every run of a
+measured command, warm-up included: e.g. an entry appended to a session before each push."""
 import os
 import statistics
 import subprocess
@@ -29,7 +32,10 @@ def measure_cpu(cmd, runs):
     run `runs` times after a warm-up run (`runs` 0: once, no warm-up); `None` times when it
     failed (exit status other than 0 and 1)."""
     walls, rss, cpu, err = [], [], [], ""
+    before = os.environ.get("MEASURE_BEFORE")
     for k in range(runs + 1 if runs > 0 else 1):
+        if before:
+            subprocess.run(["sh", "-c", before], check=True)
         with open(os.devnull, "w") as sink:
             t0 = time.perf_counter()
             p = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.PIPE)
