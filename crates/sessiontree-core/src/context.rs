@@ -75,28 +75,29 @@ pub struct Projection<'a> {
     pub model: Option<Model<'a>>,
 }
 
-/// `getSessionContextSettings`: thinking level and model over the whole path.
+/// `getSessionContextSettings`: thinking level and model over the whole path. Each is set
+/// by the last entry on the path that sets it, so the path is walked from its end and each
+/// is read once: the fields of the entries before are never read (on a mapped session,
+/// reading every assistant message's model touched a page of the file for each).
 fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
-    let mut thinking = Some(Raw::new_unchecked(OFF));
-    let mut model = None;
-    for e in path {
-        match e.entry_type {
-            EntryType::ThinkingLevelChange => thinking = e.field("thinkingLevel"),
-            EntryType::ModelChange => {
-                model = Some(Model {
-                    provider: e.field("provider"),
-                    model_id: e.field("modelId"),
-                })
-            }
-            EntryType::Message if e.role() == Some("assistant") => {
-                model = Some(Model {
-                    provider: e.message_field("provider"),
-                    model_id: e.message_field("model"),
-                })
-            }
-            _ => {}
-        }
-    }
+    let thinking = match path
+        .iter()
+        .rfind(|e| e.entry_type == EntryType::ThinkingLevelChange)
+    {
+        Some(e) => e.field("thinkingLevel"),
+        None => Some(Raw::new_unchecked(OFF)),
+    };
+    let model = path.iter().rev().find_map(|e| match e.entry_type {
+        EntryType::ModelChange => Some(Model {
+            provider: e.field("provider"),
+            model_id: e.field("modelId"),
+        }),
+        EntryType::Message if e.role() == Some("assistant") => Some(Model {
+            provider: e.message_field("provider"),
+            model_id: e.message_field("model"),
+        }),
+        _ => None,
+    });
     (thinking, model)
 }
 
@@ -697,4 +698,67 @@ pub fn fold_system_messages(messages: &[Message<'_>]) -> Option<String> {
         ("timestamp", Some(&ts)),
     ]);
     Some(canonicalize(s.as_bytes()).unwrap_or(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The settings as the reference computes them: every entry of the path in turn, the
+    /// later ones overriding.
+    fn settings_forward<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
+        let mut thinking = Some(Raw::new_unchecked(OFF));
+        let mut model = None;
+        for e in path {
+            match e.entry_type {
+                EntryType::ThinkingLevelChange => thinking = e.field("thinkingLevel"),
+                EntryType::ModelChange => {
+                    model = Some(Model {
+                        provider: e.field("provider"),
+                        model_id: e.field("modelId"),
+                    })
+                }
+                EntryType::Message if e.role() == Some("assistant") => {
+                    model = Some(Model {
+                        provider: e.message_field("provider"),
+                        model_id: e.message_field("model"),
+                    })
+                }
+                _ => {}
+            }
+        }
+        (thinking, model)
+    }
+
+    /// Walked from the end, the settings are those of every entry in turn: for paths of
+    /// model changes, assistant and user messages and thinking level changes, with fields
+    /// present or missing, in every order.
+    #[test]
+    fn settings_are_those_of_the_last_entry_that_sets_them() {
+        let kinds = [
+            r#"{"type":"model_change","id":"a","parentId":null,"provider":"p$","modelId":"m$"}"#,
+            r#"{"type":"model_change","id":"a","parentId":null,"provider":"p$"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","provider":"q$","model":"n$","content":[]}}"#,
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"assistant","content":[]}}"#,
+            r#"{"type":"message","id":"a","parentId":null,"message":{"role":"user","provider":"u$","model":"v$","content":"x"}}"#,
+            r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"t$"}"#,
+            r#"{"type":"thinking_level_change","id":"a","parentId":null}"#,
+            r#"{"type":"custom","id":"a","parentId":null}"#,
+        ];
+        let text = |r: Option<Raw<'_>>| r.map(|r| r.text().to_string());
+        let shown = |(t, m): (Option<Raw<'_>>, Option<Model<'_>>)| {
+            (text(t), m.map(|m| (text(m.provider), text(m.model_id))))
+        };
+        let mut rng = sessiontree_testkit::Rng(9);
+        for _ in 0..2000 {
+            let entries: Vec<Entry> = (0..rng.pick(8))
+                .map(|n| {
+                    let line = kinds[rng.pick(kinds.len())].replace('$', &n.to_string());
+                    Entry::parse(line).expect("an entry")
+                })
+                .collect();
+            let path: Vec<&Entry> = entries.iter().collect();
+            assert_eq!(shown(settings(&path)), shown(settings_forward(&path)));
+        }
+    }
 }

@@ -13,6 +13,18 @@ pub trait Buffer: AsRef<[u8]> + Send + Sync {
     /// The range has been scanned: its memory may be given back (a mapped file drops the
     /// pages; they are read again from the page cache if touched later).
     fn release(&self, _range: Range<usize>) {}
+
+    /// Reads the bytes at `at..at + dst.len()` into `dst` when that costs less than reading
+    /// them in place, and says whether it did. A mapped file does: a read copies from the
+    /// page cache into memory the scan reads while it is still cached, where a scan of the
+    /// map would map every page and then drop it again.
+    fn read_at(&self, _at: usize, _dst: &mut [u8]) -> bool {
+        false
+    }
+
+    /// The scan is over: what only it needed may go (a mapped file closes the file it read
+    /// its copies from).
+    fn scanned(&self) {}
 }
 
 impl Buffer for Vec<u8> {}
@@ -317,7 +329,23 @@ impl Entry {
         line: u64,
         offset: u64,
     ) -> Entry {
-        let bytes = text.as_bytes();
+        Entry::from_scanned_in(text, None, scanned, line, offset)
+    }
+
+    /// [`Entry::from_scanned`], its fields read from `copy` when given: the same bytes as
+    /// the text's, read elsewhere (the load scans a copy of a mapped file's lines, so that
+    /// the scan never maps the file's pages).
+    pub(crate) fn from_scanned_in(
+        text: Text,
+        copy: Option<&[u8]>,
+        scanned: &json::Scanned,
+        line: u64,
+        offset: u64,
+    ) -> Entry {
+        let bytes = match copy {
+            Some(b) => b,
+            None => text.as_bytes(),
+        };
         let members = &scanned.members;
         let mut known = Box::<KnownFields>::default();
         // Spans are kept as u32: a line of 4 GiB or more keeps none (its fields are then

@@ -73,11 +73,13 @@ struct Scanned1 {
     value: Result<Value1, json::ScanError>,
 }
 
-/// What a scanned line holds: an object becomes an entry.
-fn value_of(text: Text, scanned: &json::Scanned, offset: u64) -> Value1 {
-    let top = &text.as_bytes()[scanned.top.clone()];
+/// What a scanned line holds: an object becomes an entry. `copy` is the line's bytes when
+/// they were read from a copy of the text's buffer (see [`scan_chunk`]).
+fn value_of(text: Text, copy: Option<&[u8]>, scanned: &json::Scanned, offset: u64) -> Value1 {
+    let bytes = copy.unwrap_or_else(|| text.as_bytes());
+    let top = &bytes[scanned.top.clone()];
     if top[0] == b'{' {
-        Value1::Object(Entry::from_scanned(text, scanned, 0, offset))
+        Value1::Object(Entry::from_scanned_in(text, copy, scanned, 0, offset))
     } else {
         let raw = json::Raw::new_unchecked(top);
         Value1::Other {
@@ -90,74 +92,162 @@ fn value_of(text: Text, scanned: &json::Scanned, offset: u64) -> Value1 {
 /// Files above this size are scanned by several threads.
 const PARALLEL_MIN: usize = 8 << 20;
 
+/// Bytes read into the window at a time when a piece is scanned from a copy: small enough
+/// that the copy is still in the core's cache when it is scanned. (Tests use a window of a
+/// few lines, so that lines cross and outgrow it everywhere.)
+const WINDOW: usize = if cfg!(test) { 256 } else { 256 << 10 };
+
+/// The largest window: a longer line (a file of few, huge lines) is scanned in place, with
+/// the rest of its piece, instead of being copied whole.
+const WINDOW_MAX: usize = if cfg!(test) { 4096 } else { 32 << 20 };
+
 /// Scans the lines of `bytes[from..to]` (which starts at a line start); line numbers are
-/// relative to the chunk, starting at 0.
-fn scan_chunk(buf: &Backing, from: usize, to: usize) -> (Vec<Scanned1>, u64) {
-    let bytes: &[u8] = (**buf).as_ref();
+/// relative to the chunk, starting at 0. `window` is kept from one piece to the next.
+///
+/// A buffer that can be read elsewhere (a mapped file, see [`Buffer::read_at`]) is read a
+/// window at a time into `window`, and the window's whole lines are scanned there; the
+/// entries keep spans of the buffer, as when it is scanned in place. The copy has the
+/// buffer's bytes (a mapped file is only ever appended to), and a line's scan never
+/// depends on bytes after its `\n`, so the results are those of a scan in place.
+fn scan_chunk(buf: &Backing, from: usize, to: usize, window: &mut Vec<u8>) -> (Vec<Scanned1>, u64) {
     // Room for one line per LINE_GUESS bytes, so that a session of long lines (tool
     // output) never regrows the list: each regrowth copies it into fresh pages the kernel
     // zeroes first. Only what is used is touched; shorter lines grow it as usual.
     const LINE_GUESS: usize = 2048;
-    let mut out = Vec::with_capacity((to - from) / LINE_GUESS + 1);
+    let mut lines = Lines {
+        out: Vec::with_capacity((to - from) / LINE_GUESS + 1),
+        line: 0,
+        scratch: json::Scanned::default(),
+    };
+    // The window holds the buffer's bytes `start..start + len`.
+    let (mut start, mut len) = (from, 0);
     let mut pos = from;
-    let mut line: u64 = 0;
-    // Scanned bytes are given back in steps, so a mapped file is never resident whole.
-    const RELEASE_STEP: usize = 8 << 20;
-    let mut released = from;
-    // The member lists of one line, reused for the next.
-    let mut scratch = json::Scanned::default();
     while pos < to {
-        if pos - released >= RELEASE_STEP {
-            buf.release(released..pos);
-            released = pos;
-        }
-        // The common case in one pass: a valid UTF-8 JSON line, its end found by the scan.
-        if let Some(len) = scan::scan_line(&bytes[pos..to], &mut scratch) {
-            let end = pos + len;
-            let has_nl = end < to;
+        // Keep the part of a line the window ends in, and read on to the end of a line.
+        window.copy_within(pos - start..len, 0);
+        len -= pos - start;
+        start = pos;
+        let mut want = WINDOW;
+        let limit = loop {
+            let fill_to = (start + len + want).min(to);
+            if fill_to - start > WINDOW_MAX {
+                break None;
+            }
+            if window.len() < fill_to - start {
+                window.resize(fill_to - start, 0);
+            }
+            if !buf.read_at(start + len, &mut window[len..fill_to - start]) {
+                break None;
+            }
+            len = fill_to - start;
+            if fill_to == to {
+                break Some(to);
+            }
+            match memchr::memrchr(b'\n', &window[..len]) {
+                Some(i) => break Some(start + i + 1),
+                // A line longer than the window: a larger one.
+                None => want *= 2,
+            }
+        };
+        let Some(limit) = limit else {
+            // No copy (a read failed, or the line is too long for the window): the rest of
+            // the piece is read in place.
+            lines.scan(buf, (**buf).as_ref(), 0, pos, to, true);
+            break;
+        };
+        lines.scan(buf, &window[..len], start, pos, limit, false);
+        pos = limit;
+    }
+    (lines.out, lines.line)
+}
+
+/// What [`scan_chunk`] has found so far.
+struct Lines {
+    out: Vec<Scanned1>,
+    /// Lines ended so far (the number of the next line, from 0 at the piece's start).
+    line: u64,
+    /// The member lists of one line, reused for the next.
+    scratch: json::Scanned,
+}
+
+impl Lines {
+    /// Scans the lines of the buffer's bytes `from..to`, which are `src[from - base..to -
+    /// base]`: `src` is the buffer itself (`base` 0) or a copy of a part of it. `to` is the
+    /// piece's end or just after a `\n`. In place, scanned bytes are given back in steps,
+    /// so that a mapped file is never resident whole.
+    fn scan(
+        &mut self,
+        buf: &Backing,
+        src: &[u8],
+        base: usize,
+        from: usize,
+        to: usize,
+        in_place: bool,
+    ) {
+        let copied = !in_place;
+        const RELEASE_STEP: usize = 8 << 20;
+        let mut released = from;
+        let mut pos = from;
+        while pos < to {
+            if in_place && pos - released >= RELEASE_STEP {
+                buf.release(released..pos);
+                released = pos;
+            }
+            // The common case in one pass: a valid UTF-8 JSON line, its end found by the
+            // scan.
+            if let Some(len) = scan::scan_line(&src[pos - base..to - base], &mut self.scratch) {
+                let end = pos + len;
+                let has_nl = end < to;
+                let offset = pos as u64;
+                let copy = copied.then(|| &src[pos - base..end - base]);
+                let text = Text::new(buf.clone(), pos..end);
+                let value = value_of(text, copy, &self.scratch, offset);
+                self.out.push(Scanned1 {
+                    line: self.line,
+                    offset,
+                    has_nl,
+                    invalid_utf8: false,
+                    len,
+                    value: Ok(value),
+                });
+                pos = end + has_nl as usize;
+                self.line += has_nl as u64;
+                continue;
+            }
+            let (end, next, has_nl) = match memchr::memchr(b'\n', &src[pos - base..to - base]) {
+                Some(i) => (pos + i, pos + i + 1, true),
+                None => (to, to, false),
+            };
+            let raw = &src[pos - base..end - base];
             let offset = pos as u64;
-            let value = value_of(Text::new(buf.clone(), pos..end), &scratch, offset);
-            out.push(Scanned1 {
-                line,
+            let this = self.line;
+            pos = next;
+            self.line += has_nl as u64;
+            if scan::is_blank(raw) {
+                continue;
+            }
+            let invalid_utf8 = simdutf8::basic::from_utf8(raw).is_err();
+            let value = if !invalid_utf8 {
+                let text = Text::new(buf.clone(), offset as usize..end);
+                let copy = copied.then_some(raw);
+                scan::scan(raw).map(|scanned| value_of(text, copy, &scanned, offset))
+            } else {
+                let text = Text::owned(String::from_utf8_lossy(raw).into_owned());
+                scan::scan(text.as_bytes()).map(|scanned| value_of(text, None, &scanned, offset))
+            };
+            self.out.push(Scanned1 {
+                line: this,
                 offset,
                 has_nl,
-                invalid_utf8: false,
-                len,
-                value: Ok(value),
+                invalid_utf8,
+                len: raw.len(),
+                value,
             });
-            pos = end + has_nl as usize;
-            line += has_nl as u64;
-            continue;
         }
-        let (end, next, has_nl) = match memchr::memchr(b'\n', &bytes[pos..to]) {
-            Some(i) => (pos + i, pos + i + 1, true),
-            None => (to, to, false),
-        };
-        let raw = &bytes[pos..end];
-        let offset = pos as u64;
-        let this = line;
-        pos = next;
-        line += has_nl as u64;
-        if scan::is_blank(raw) {
-            continue;
+        if in_place {
+            buf.release(released..to);
         }
-        let (text, invalid_utf8) = if simdutf8::basic::from_utf8(raw).is_ok() {
-            (Text::new(buf.clone(), offset as usize..end), false)
-        } else {
-            (Text::owned(String::from_utf8_lossy(raw).into_owned()), true)
-        };
-        let value = scan::scan(text.as_bytes()).map(|scanned| value_of(text, &scanned, offset));
-        out.push(Scanned1 {
-            line: this,
-            offset,
-            has_nl,
-            invalid_utf8,
-            len: raw.len(),
-            value,
-        });
     }
-    buf.release(released..to);
-    (out, line)
 }
 
 /// Parses lines of `buf` starting at byte `start` (line number `first_line`), for a file
@@ -228,12 +318,13 @@ fn parse_split(
         let mut done: Vec<(usize, (Vec<Scanned1>, u64))> = std::thread::scope(|sc| {
             let work = || {
                 let mut mine = Vec::new();
+                let mut window = Vec::new();
                 loop {
                     let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     if k >= n {
                         break mine;
                     }
-                    mine.push((k, scan_chunk(&buf, bounds[k], bounds[k + 1])));
+                    mine.push((k, scan_chunk(&buf, bounds[k], bounds[k + 1], &mut window)));
                 }
             };
             let handles: Vec<_> = (1..threads.min(n)).map(|_| sc.spawn(work)).collect();
@@ -246,8 +337,9 @@ fn parse_split(
         done.sort_unstable_by_key(|(k, _)| *k);
         done.into_iter().map(|(_, c)| c).collect()
     } else {
-        vec![scan_chunk(&buf, start, len)]
+        vec![scan_chunk(&buf, start, len, &mut Vec::new())]
     };
+    buf.scanned();
 
     let mut header = header;
     let mut entries = Vec::with_capacity(chunks.iter().map(|c| c.0.len()).sum());
@@ -418,4 +510,148 @@ pub(crate) fn diag(line: u64, offset: u64, kind: DiagnosticKind, message: String
 /// Wraps owned bytes as a backing buffer.
 pub fn backing(bytes: Vec<u8>) -> Backing {
     Arc::new(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::Buffer;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Bytes that can be read elsewhere, as a mapped file's: each read copies, and the
+    /// reads after the first `reads` fail (the scan then goes on in place).
+    struct Copies {
+        bytes: Vec<u8>,
+        reads: AtomicUsize,
+    }
+
+    impl AsRef<[u8]> for Copies {
+        fn as_ref(&self) -> &[u8] {
+            &self.bytes
+        }
+    }
+
+    impl Buffer for Copies {
+        fn read_at(&self, at: usize, dst: &mut [u8]) -> bool {
+            let left = self.reads.load(Ordering::Relaxed);
+            if left == 0 {
+                return false;
+            }
+            self.reads.store(left - 1, Ordering::Relaxed);
+            dst.copy_from_slice(&self.bytes[at..at + dst.len()]);
+            true
+        }
+    }
+
+    /// Everything a parse found, as text: entries (with the fields read at the scan),
+    /// diagnostics, the tail and the counts.
+    fn fingerprint(p: &Result<Parsed, NotSession>) -> String {
+        let p = match p {
+            Ok(p) => p,
+            Err(e) => return format!("{e:?}"),
+        };
+        let mut s = format!("{:?} {:?} {} {}\n", p.header.text(), p.tail, p.len, p.lines);
+        for e in &p.entries {
+            s += &format!(
+                "{} {} {} {:?} {:?} {:?} {:?} {:?}",
+                e.line,
+                e.offset,
+                e.ordinal,
+                e.entry_type,
+                e.id,
+                e.parent,
+                e.role,
+                e.text()
+            );
+            for key in [
+                "type",
+                "id",
+                "parentId",
+                "timestamp",
+                "message",
+                "label",
+                "x",
+            ] {
+                s += &format!(" {:?}", e.field(key).map(|r| r.text().to_string()));
+            }
+            for key in ["role", "content"] {
+                s += &format!(" {:?}", e.message_field(key).map(|r| r.text().to_string()));
+            }
+            s += "\n";
+        }
+        for d in &p.diagnostics {
+            s += &format!("{d:?}\n");
+        }
+        s
+    }
+
+    /// A session of lines of every kind and length: short and long entries (longer than
+    /// the window, so that it grows), strings with escapes and multi-byte characters,
+    /// blank lines, bad JSON, non-objects, invalid UTF-8, and sometimes no last newline.
+    fn session(rng: &mut sessiontree_testkit::Rng) -> Vec<u8> {
+        let mut b = br#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#.to_vec();
+        b.push(b'\n');
+        for n in 0..rng.pick(40) {
+            let long = match rng.pick(5) {
+                0 => 0,
+                1 => rng.pick(40),
+                2 => rng.pick(300),
+                3 => rng.pick(3 * WINDOW),
+                // Longer than the largest window: scanned in place.
+                _ => rng.pick(6 * WINDOW_MAX),
+            };
+            let text: String = (0..long)
+                .map(|k| ["a", "é", "\\n", "日", "\\\"", " ", "\\u00e9"][k % 7])
+                .collect();
+            let line = match rng.pick(12) {
+                0 => "{not json".to_string(),
+                1 => "   ".to_string(),
+                2 => "42".to_string(),
+                3 => String::new(),
+                4 => format!(
+                    r#"{{"type":"label","id":"l{n}","parentId":null,"targetId":"e1","label":"{text}"}}"#
+                ),
+                _ => format!(
+                    r#"{{"type":"message","id":"e{n}","parentId":null,"timestamp":"2024-12-03T14:00:00.000Z","message":{{"role":"user","content":"{text}"}},"x":[1,{{"y":"z"}}]}}"#
+                ),
+            };
+            let mut line = line.into_bytes();
+            if rng.pick(15) == 0 && !line.is_empty() {
+                let at = rng.pick(line.len());
+                line.insert(at, [0xff, 0xc3, 0x80][rng.pick(3)]);
+            }
+            b.extend_from_slice(&line);
+            b.push(b'\n');
+        }
+        if rng.pick(3) == 0 {
+            b.extend_from_slice(br#"{"type":"message","id":"torn"#);
+        } else if rng.pick(3) == 0 {
+            b.extend_from_slice(br#"{"type":"custom","id":"last","parentId":null}"#);
+        }
+        b
+    }
+
+    /// A piece read a window at a time into a copy gives what a scan in place gives, for
+    /// every split into pieces, and when the reads start failing part of the way.
+    #[test]
+    fn scanning_copies_gives_what_scanning_in_place_gives() {
+        let mut rng = sessiontree_testkit::Rng(3);
+        for round in 0..120 {
+            let bytes = session(&mut rng);
+            for threads in [1, 2, 5] {
+                let expect = fingerprint(&parse_with_threads(backing(bytes.clone()), threads));
+                for reads in [usize::MAX, 0, 1, 2, 7] {
+                    let copies = Copies {
+                        bytes: bytes.clone(),
+                        reads: AtomicUsize::new(reads),
+                    };
+                    let got = fingerprint(&parse_with_threads(Arc::new(copies), threads));
+                    assert!(
+                        got == expect,
+                        "round {round}, {threads} threads, {reads} reads:\n{got}\n---\n{expect}"
+                    );
+                }
+            }
+        }
+    }
 }

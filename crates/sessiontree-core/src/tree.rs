@@ -33,7 +33,9 @@ pub struct SessionTree {
     header: Header,
     entries: Vec<Entry>,
     /// id -> slot; slots keep the reference's `Map` order (first insertion, last value).
-    by_id: HashMap<Box<str>, u32>,
+    /// A slot's id is read from its entry (`entries[slots[slot]]`), so that indexing a
+    /// load's entries allocates no copy of each id.
+    by_id: hashbrown::HashTable<u32>,
     slots: Vec<u32>,
     leaf: Option<u32>,
     labels: HashMap<Box<str>, Label>,
@@ -50,6 +52,20 @@ pub struct SessionTree {
 
 const NO_PARENT: u32 = u32::MAX;
 
+/// The hash of an id in [`SessionTree`]'s index.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(id)
+}
+
+/// The id of index slot `slot`: that of its entry (every indexed entry has one).
+fn slot_id<'a>(entries: &'a [Entry], slots: &[u32], slot: u32) -> &'a str {
+    entries[slots[slot as usize] as usize]
+        .id
+        .as_deref()
+        .expect("an indexed entry has an id")
+}
+
 /// The tree view: roots and children lists (by entry index), iterative to walk.
 #[derive(Clone, Debug, Default)]
 pub struct TreeView {
@@ -65,7 +81,7 @@ impl SessionTree {
         SessionTree {
             header,
             entries: Vec::new(),
-            by_id: HashMap::default(),
+            by_id: hashbrown::HashTable::new(),
             slots: Vec::new(),
             leaf: None,
             labels: HashMap::default(),
@@ -91,7 +107,8 @@ impl SessionTree {
         t.diagnostics = diagnostics;
         t.parent_of.reserve(entries.len());
         t.slots.reserve(entries.len());
-        t.by_id.reserve(entries.len());
+        t.by_id
+            .reserve(entries.len(), |&s| id_hash(slot_id(&entries, &t.slots, s)));
         // Indexed where they are: the list is kept, not moved entry by entry into a new one.
         for (i, e) in entries.iter().enumerate() {
             t.index_fields(&entries[..i], e, true);
@@ -117,13 +134,19 @@ impl SessionTree {
         let parent = match (e.parent.walk_id(), before.last()) {
             (None, _) => NO_PARENT,
             (Some(p), Some(prev)) if prev.id.as_deref() == Some(p) => idx - 1,
-            (Some(p), _) => self.index_of(p).unwrap_or(NO_PARENT),
+            (Some(p), _) => self.index_in(before, p).unwrap_or(NO_PARENT),
         };
         self.parent_of.push(parent);
         match e.id.as_deref() {
             Some(id) => {
-                match self.by_id.entry(id.into()) {
-                    std::collections::hash_map::Entry::Occupied(o) => {
+                let slots = &self.slots;
+                // The entries of the slots already in the table are all in `before`.
+                let id_of = |s: &u32| slot_id(before, slots, *s);
+                match self
+                    .by_id
+                    .entry(id_hash(id), |s| id_of(s) == id, |s| id_hash(id_of(s)))
+                {
+                    hashbrown::hash_table::Entry::Occupied(o) => {
                         let slot = *o.get();
                         if report {
                             let first = &before[self.slots[slot as usize] as usize];
@@ -140,7 +163,7 @@ impl SessionTree {
                         self.slots[slot as usize] = idx;
                         self.has_duplicates = true;
                     }
-                    std::collections::hash_map::Entry::Vacant(v) => {
+                    hashbrown::hash_table::Entry::Vacant(v) => {
                         v.insert(self.slots.len() as u32);
                         self.slots.push(idx);
                     }
@@ -255,7 +278,7 @@ impl SessionTree {
         for (e, &known) in self.entries.iter().zip(&self.parent_of) {
             if let Parent::Id(p) = &e.parent {
                 // A parent found when the entry was indexed names an entry.
-                if known == NO_PARENT && !self.by_id.contains_key(p.as_ref()) {
+                if known == NO_PARENT && !self.contains(p) {
                     self.diagnostics.push(diag(
                         e.line,
                         e.offset,
@@ -266,7 +289,7 @@ impl SessionTree {
             }
             if e.entry_type == EntryType::Compaction {
                 if let Some(k) = e.str_field("firstKeptEntryId") {
-                    if !self.by_id.contains_key(k.as_ref()) {
+                    if !self.contains(&k) {
                         self.diagnostics.push(diag(
                             e.line,
                             e.offset,
@@ -305,7 +328,14 @@ impl SessionTree {
     }
 
     fn index_of(&self, id: &str) -> Option<u32> {
-        self.by_id.get(id).map(|&s| self.slots[s as usize])
+        self.index_in(&self.entries, id)
+    }
+
+    /// [`Self::index_of`] while the entries are `entries` (all the indexed ones).
+    fn index_in(&self, entries: &[Entry], id: &str) -> Option<u32> {
+        self.by_id
+            .find(id_hash(id), |&s| slot_id(entries, &self.slots, s) == id)
+            .map(|&s| self.slots[s as usize])
     }
 
     /// The entry with this id (`getEntry`); with duplicate ids, the later line.
@@ -315,7 +345,7 @@ impl SessionTree {
 
     /// True when an entry has this id.
     pub fn contains(&self, id: &str) -> bool {
-        self.by_id.contains_key(id)
+        self.index_of(id).is_some()
     }
 
     /// The current leaf (`getLeafId`); `None` when the leaf is null.
@@ -492,7 +522,7 @@ impl SessionTree {
     pub fn generate_id(&self) -> String {
         for _ in 0..100 {
             let id = crate::ids::random_hex8();
-            if !self.by_id.contains_key(id.as_str()) {
+            if !self.contains(&id) {
                 return id;
             }
         }
@@ -657,5 +687,57 @@ fn v8_sort(list: &mut [u32], keys: &[f64]) {
     }
     for (slot, (id, _)) in list.iter_mut().zip(work) {
         *slot = id;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The index answers as a map from id to the latest entry of that id does: for a load
+    /// (reserved once) and for entries committed one by one (the table grows and rehashes
+    /// its slots from their entries' ids), with ids repeated.
+    #[test]
+    fn the_index_finds_the_latest_entry_of_each_id() {
+        const H: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#;
+        let mut rng = sessiontree_testkit::Rng(5);
+        let lines: Vec<String> = (0..3000)
+            .map(|n| {
+                let id = format!("e{}", rng.pick(1200));
+                format!(r#"{{"type":"custom","id":"{id}","parentId":null,"n":{n}}}"#)
+            })
+            .collect();
+        let check = |t: &SessionTree, upto: usize| {
+            let mut latest: HashMap<&str, usize> = HashMap::default();
+            for (k, e) in t.entries()[..upto].iter().enumerate() {
+                latest.insert(e.id().expect("an id"), k);
+            }
+            assert_eq!(t.entry_count(), latest.len(), "after {upto}");
+            for k in 0..1300 {
+                let id = format!("e{k}");
+                let want = latest.get(id.as_str()).map(|&i| &t.entries()[i]);
+                let got = t.get_entry(&id);
+                assert!(
+                    got.map(|g| g as *const Entry) == want.map(|w| w as *const Entry),
+                    "{id} after {upto}"
+                );
+                assert_eq!(t.contains(&id), want.is_some());
+            }
+        };
+        let file = std::iter::once(H.to_string())
+            .chain(lines.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n";
+        let parsed = crate::parse::parse(crate::parse::backing(file.into_bytes())).expect("parses");
+        let loaded = SessionTree::from_parsed(parsed);
+        check(&loaded, lines.len());
+        let mut t = SessionTree::new(Header::parse(H.to_string()).expect("a header"));
+        for (k, line) in lines.iter().enumerate() {
+            t.commit(Entry::parse(line.clone()).expect("an entry"));
+            if k % 97 == 0 || k + 1 == lines.len() {
+                check(&t, k + 1);
+            }
+        }
     }
 }

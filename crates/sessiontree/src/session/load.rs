@@ -47,13 +47,16 @@ pub fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
     // truncates them (the reference truncates only to migrate older versions, read above).
     let map = unsafe { memmap2::MmapOptions::new().map(&file) }.map_err(io(path))?;
     let len = map.len() as u64;
-    Ok((std::sync::Arc::new(Mapped(map)), len))
+    let file = std::sync::RwLock::new(Some(file));
+    Ok((std::sync::Arc::new(Mapped(map, file)), len))
 }
 
 /// Files at least this large are mapped instead of read.
 const MMAP_MIN: u64 = 1 << 20;
 
-struct Mapped(memmap2::Mmap);
+/// A mapped file, and the file while it is scanned (read for the scan's copies; closed
+/// after, so that a session kept in memory holds no descriptor).
+struct Mapped(memmap2::Mmap, std::sync::RwLock<Option<std::fs::File>>);
 
 impl AsRef<[u8]> for Mapped {
     fn as_ref(&self) -> &[u8] {
@@ -62,6 +65,21 @@ impl AsRef<[u8]> for Mapped {
 }
 
 impl crate::entry::Buffer for Mapped {
+    fn read_at(&self, at: usize, dst: &mut [u8]) -> bool {
+        use std::os::unix::fs::FileExt;
+        // A file shorter than the map (never, for a version 3 file) fails the read; the
+        // rest is then read in place.
+        let file = self.1.read().unwrap_or_else(|e| e.into_inner());
+        at + dst.len() <= self.0.len()
+            && file
+                .as_ref()
+                .is_some_and(|f| f.read_exact_at(dst, at as u64).is_ok())
+    }
+
+    fn scanned(&self) {
+        self.1.write().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
     fn release(&self, range: std::ops::Range<usize>) {
         // Whole pages inside the range only.
         const PAGE: usize = 4096;
