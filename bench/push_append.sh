@@ -29,7 +29,9 @@ empty=$(mktemp -d)
 env -u SESSIONTREE_ARCHIVE "$BIN" watch --claude "$empty" --no-claude --no-codex --no-gemini \
   --no-opencode --no-copilot 2>/dev/null &
 watch_pid=$!
-trap 'kill $watch_pid 2>/dev/null; wait $watch_pid 2>/dev/null || true; rm -rf "$empty"; [ -z "${CLUSTER_STOP:-}" ] || "${CLUSTER_STOP[@]}" >/dev/null' EXIT
+# (Each step may fail without stopping the rest: the watch may be gone already.)
+trap 'kill $watch_pid 2>/dev/null || true; wait $watch_pid 2>/dev/null || true; rm -rf "$empty"
+      if [ -n "${CLUSTER_STOP:-}" ]; then "${CLUSTER_STOP[@]}" >/dev/null || true; fi' EXIT
 for _ in $(seq 100); do [ -f "$DATA/sessiontree-changes" ] && break; sleep 0.1; done
 "$BIN" ls --all >/dev/null # the first read of the epoch walks and saves the snapshot
 "$BIN" push >/dev/null     # in step with the archive
