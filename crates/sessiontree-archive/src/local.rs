@@ -129,17 +129,13 @@ fn walk_sessions(agent_dir: &Path, sessions: &Path, found: &mut Found) {
         .into_iter()
         .filter(|(name, _)| folders.contains(name));
     for f in listed.flat_map(|(_, files)| files) {
-        if f.plain {
-            let stamp = f.stat.map(|st| FileStamp {
-                dev: st.dev,
-                ino: st.ino,
-                size: st.size,
-                mtime_ns: st.mtime_ns as i128,
-            });
-            found.files.push((f.path, stamp));
+        let stamp = f.stat.as_ref().and_then(FileStamp::of_listing);
+        if let (true, Some(stamp)) = (f.plain, stamp) {
+            found.files.push((f.path, Some(stamp)));
             continue;
         }
-        // Not a plain file: looked at here, as the walk would.
+        // Not a plain file, or a time the listing cannot tell: looked at here, as the walk
+        // would.
         match std::fs::symlink_metadata(&f.path) {
             Ok(m) if m.file_type().is_symlink() => found.links.push(f.path),
             Ok(m) if m.is_file() => {
@@ -345,7 +341,8 @@ mod tests {
 
     /// The push's walk of `sessions/` finds what a walk by hand finds, through a watch's
     /// change journal as without one: files in it and in its folders with their stamps,
-    /// links (to a file, to a folder) named and not followed, a file with other hard links;
+    /// links (to a file, to a folder) named and not followed, a file with other hard links,
+    /// one dated before 1970;
     /// nothing of other owners', of folders further down, or that is not a regular file.
     #[test]
     fn the_walk_of_sessions_is_the_same_through_the_journal() {
@@ -370,6 +367,14 @@ mod tests {
             std::fs::write(s.join(f), format!("{{\"f\":\"{f}\"}}\n")).unwrap();
         }
         std::fs::hard_link(s.join("--p--/a.jsonl"), s.join("--q--/hard.jsonl")).unwrap();
+        // A time the listing's stat keeps as 0 (before 1970): its stamp is still its own.
+        std::fs::write(s.join("--q--/old.jsonl"), "{}\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(s.join("--q--/old.jsonl"))
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH - std::time::Duration::from_secs(86_400 * 365 * 10))
+            .unwrap();
         std::os::unix::fs::symlink(outside.join("x.jsonl"), s.join("--p--/l.jsonl")).unwrap();
         std::os::unix::fs::symlink(&outside, s.join("--link--")).unwrap();
         std::os::unix::fs::symlink(&outside, s.join("--p--/dirlink")).unwrap();
@@ -388,6 +393,7 @@ mod tests {
             "--p--/b.jsonl",
             "--q--/c.jsonl",
             "--q--/hard.jsonl",
+            "--q--/old.jsonl",
         ]);
         let links = files(&["--link--", "--p--/l.jsonl"]);
         let check = |want: &[PathBuf], what: &str| -> Found {

@@ -36,6 +36,18 @@ impl FileStamp {
             mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
         }
     }
+
+    /// The stamp of a file as the listing's stat has it (`sessiontree::list::FileStat`, taken
+    /// by a walk or through the change journal); `None` when that stat cannot tell its time
+    /// (the listing keeps a time before 1970 as 0): stat the file again.
+    pub fn of_listing(st: &sessiontree::list::FileStat) -> Option<FileStamp> {
+        (st.mtime_ns > 0).then_some(FileStamp {
+            dev: st.dev,
+            ino: st.ino,
+            size: st.size,
+            mtime_ns: st.mtime_ns as i128,
+        })
+    }
 }
 
 /// The state file as [`State::save`] writes it.

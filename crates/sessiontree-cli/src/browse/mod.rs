@@ -119,15 +119,11 @@ pub fn archived(
         .iter()
         .filter_map(|(p, st)| Some((p.as_os_str().as_bytes(), st.as_ref()?)))
         .collect();
-    let now = |p: &Path| match stamps.get(p.as_os_str().as_bytes()) {
-        // (A time before 1970 is 0 in the listing's stat: asked again.)
-        Some(st) if st.mtime_ns > 0 => Some(FileStamp {
-            dev: st.dev,
-            ino: st.ino,
-            size: st.size,
-            mtime_ns: st.mtime_ns as i128,
-        }),
-        _ => std::fs::metadata(p).ok().map(|m| FileStamp::of(&m)),
+    let now = |p: &Path| {
+        stamps
+            .get(p.as_os_str().as_bytes())
+            .and_then(|st| FileStamp::of_listing(st))
+            .or_else(|| std::fs::metadata(p).ok().map(|m| FileStamp::of(&m)))
     };
     for s in sessions {
         let mut best: Option<Archived> = None;
