@@ -13,5 +13,7 @@ static GLOBAL: alloc::MiMalloc = alloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = sessiontree_cli::Cli::parse();
-    sessiontree_cli::exit(sessiontree_cli::run(cli))
+    let code = sessiontree_cli::exit(sessiontree_cli::run(cli));
+    alloc::no_purge_at_exit();
+    code
 }
