@@ -24,43 +24,88 @@ pub fn width(s: &str) -> usize {
 /// visible escapes ([`crate::safe`]), cut to `cols` display columns (an ellipsis marks a
 /// cut).
 pub fn fit(s: &str, cols: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(cols.saturating_add(8)));
+    fit_into(&mut out, s, cols);
+    out
+}
+
+/// [`fit`] into `out` (cleared first), a buffer the caller reuses row after row.
+pub fn fit_into(out: &mut String, s: &str, cols: usize) {
+    out.clear();
     let mut f = Fit {
-        out: String::with_capacity(s.len().min(cols.saturating_add(8))),
+        out,
         w: 0,
         space: false,
         cols,
     };
     let b = s.as_bytes();
+    // The head that is printable ASCII with single spaces inside (most of any title) is
+    // what it shows, one column a byte: copied at once, as far as it fits.
     let mut i = 0;
-    // Each character is escaped as it is reached (whitespace controls, newline and tab,
-    // fold into spaces below; the others are escaped), so a long text costs only as much
-    // as the part that is shown. Printable ASCII (most of any listing) goes a byte at a
-    // time: one column each, never escaped.
+    let mut space = true;
+    while i < b.len().min(cols) {
+        match b[i] {
+            b' ' if space => break,
+            b' ' => space = true,
+            0x21..0x7f => space = false,
+            _ => break,
+        }
+        i += 1;
+    }
+    if i > 0 {
+        f.out.push_str(&s[..i]);
+        f.w = i;
+        f.space = space;
+    }
+    // Then each character is escaped as it is reached (whitespace controls, newline and
+    // tab, fold into spaces below; the others are escaped), so a long text costs only as
+    // much as the part that is shown. Printable ASCII is one column each and never
+    // escaped: a run of it without spaces is copied at once, as far as it fits.
     let mut shown = String::new();
     while i < b.len() {
         let c = b[i];
-        if (0x20..0x7f).contains(&c) {
+        if (0x21..0x7f).contains(&c) {
+            let room = f.cols.saturating_sub(f.w);
+            let run = b[i..]
+                .iter()
+                .take(room.saturating_add(1))
+                .take_while(|c| (0x21..0x7f).contains(*c))
+                .count();
+            let take = run.min(room);
+            if take > 0 {
+                f.out.push_str(&s[i..i + take]);
+                f.w += take;
+                f.space = false;
+                i += take;
+            }
+            if take < run {
+                // The next one does not fit: cut here.
+                f.push(b[i] as char, 1);
+                return;
+            }
+            continue;
+        }
+        if c == b' ' {
             i += 1;
-            if !f.push(c as char, 1) {
-                return f.out;
+            if !f.push(' ', 1) {
+                return;
             }
             continue;
         }
         let orig = s[i..].chars().next().expect("a char starts here");
         i += orig.len_utf8();
         if !f.push_any(orig, &mut shown) {
-            return f.out;
+            return;
         }
     }
     if f.out.ends_with(' ') {
         f.out.pop();
     }
-    f.out
 }
 
 /// [`fit`]'s output as it grows.
-struct Fit {
-    out: String,
+struct Fit<'a> {
+    out: &'a mut String,
     /// Columns used.
     w: usize,
     /// The last character pushed was a (folded) space.
@@ -68,7 +113,7 @@ struct Fit {
     cols: usize,
 }
 
-impl Fit {
+impl Fit<'_> {
     /// Adds any character: escaped when unsafe, whitespace folded; false once cut.
     /// (`shown`: scratch for the escaped form.)
     fn push_any(&mut self, orig: char, shown: &mut String) -> bool {
@@ -146,8 +191,9 @@ mod tests {
     /// What `fit` did before its printable-ASCII path: every character through the
     /// escaping and the width table.
     fn fit_by_chars(s: &str, cols: usize) -> String {
+        let mut out = String::new();
         let mut f = Fit {
-            out: String::new(),
+            out: &mut out,
             w: 0,
             space: false,
             cols,
@@ -155,21 +201,45 @@ mod tests {
         let mut shown = String::new();
         for orig in s.chars() {
             if !f.push_any(orig, &mut shown) {
-                return f.out;
+                return out;
             }
         }
         if f.out.ends_with(' ') {
             f.out.pop();
         }
-        f.out
+        out
     }
 
     #[test]
     fn the_ascii_path_fits_as_every_character_did() {
         let pieces = [
-            "a", "Z", "~", " ", "  ", "\t", "\n", "\r\n", "\x1b[31m", "\x7f", "\u{85}", "\u{a0}",
-            "\u{2003}", "\u{202e}", "\u{2067}", "é", "e\u{301}", "日本", "😀", "\u{200b}",
-            "\u{fe0f}", "…", "\\", "\"",
+            "a",
+            "Z",
+            "~",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\x1b[31m",
+            "\x7f",
+            "\u{85}",
+            "\u{a0}",
+            "\u{2003}",
+            "\u{202e}",
+            "\u{2067}",
+            "é",
+            "e\u{301}",
+            "日本",
+            "😀",
+            "\u{200b}",
+            "\u{fe0f}",
+            "…",
+            "\\",
+            "\"",
+            "abcdefghij",
+            "x.y/z-q",
+            "日",
         ];
         let mut rng = sessiontree_testkit::rng::Rng(0x05ee_df17);
         for _ in 0..20_000 {
@@ -178,6 +248,10 @@ mod tests {
             let cols = rng.pick(14);
             assert_eq!(fit(&s, cols), fit_by_chars(&s, cols), "{s:?} in {cols}");
             assert!(width(&fit(&s, cols)) <= cols, "{s:?} in {cols}");
+            // Into a reused buffer: the same text.
+            let mut reused = String::from("left over");
+            fit_into(&mut reused, &s, cols);
+            assert_eq!(reused, fit(&s, cols), "{s:?} in {cols}");
         }
         assert_eq!(fit("  lead and  trail  ", 40), "lead and trail");
         assert_eq!(fit("abc\x1bdef", 40), "abc\\x1bdef");
