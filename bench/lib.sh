@@ -11,12 +11,21 @@
 #                           as the postgres system user when run as root, stopped on exit;
 #                           a login role `bench` owning database `archive`; sets PG,
 #                           PGBIN, PORT and SESSIONTREE_ARCHIVE
+#   append_before FILE [WAIT]
+#                           sets MEASURE_BEFORE (bench/measure.py) to append one new user
+#                           message entry to FILE before every run, then sleep WAIT seconds
+#                           (default 0: e.g. 0.05 for a watch to write its journal line)
 #   measure NAME RUNS CMD.. median wall seconds and peak RSS of CMD (bench/measure.py),
 #                           printed on stderr (name column MEASURE_WIDTH wide) and kept
 #                           in RESULTS as "name|wall|rss"
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+append_before() {
+  local line='{"type":"message","id":"b%s","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"appended quokka","timestamp":1767225600000}}'
+  export MEASURE_BEFORE="printf '$line\\n' \$(od -An -N6 -tx1 /dev/urandom | tr -d ' \\n') >> '$1'; sleep ${2:-0}"
+}
 
 build_cli() {
   if [ -z "${BIN:-}" ]; then

@@ -36,7 +36,7 @@ for _ in $(seq 100); do [ -f "$DATA/sessiontree-changes" ] && break; sleep 0.1; 
 "$BIN" ls --all >/dev/null # the first read of the epoch walks and saves the snapshot
 "$BIN" push >/dev/null     # in step with the archive
 F=$(find "$DATA/sessions" -name '*.jsonl' | sort | sed -n 1p)
-export MEASURE_BEFORE="printf '{\"type\":\"message\",\"id\":\"b%s\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"appended quokka\",\"timestamp\":1767225600000}}\\n' \$(od -An -N6 -tx1 /dev/urandom | tr -d ' \\n') >> '$F'"
+append_before "$F"
 echo "columns: wall s, peak RSS KiB, CPU s; $RUNS rounds alternated" >&2
 echo "push after one appended entry: with the journal / without (SESSIONTREE_NO_JOURNAL=1)" >&2
 python3 bench/measure.py --interleave "$RUNS" "$BIN" push ::: env SESSIONTREE_NO_JOURNAL=1 "$BIN" push >&2

@@ -308,3 +308,156 @@ fn ls_json_is_whole_after_the_index_store_is_damaged() {
     let (c, out) = run(agent, &["ls", "--all", "--json"]);
     assert_eq!((c, &out), (0, &scan));
 }
+
+/// The table of every session read back whole while a watch's journal says nothing changed
+/// (the rows kept under the file list's digest, no list built) is the table a full scan
+/// prints, after each kind of change the journal names: an appended entry, a new session,
+/// a renamed one, a removed one, a new project; and a damaged kept table is not used.
+#[test]
+fn the_table_kept_under_the_journal_is_the_table_of_the_files() {
+    use sessiontree::changes::{self, Journal};
+    use std::ffi::OsStr;
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let sessions = agent.join("sessions");
+    let write = |folder: &str, name: &str, cwd: &str, text: &str, ms: u64| {
+        let d = sessions.join(folder);
+        std::fs::create_dir_all(&d).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(d.join(name))
+            .unwrap();
+        use std::io::Write;
+        if f.metadata().unwrap().len() == 0 {
+            writeln!(f, "{}", serde_json::json!({"type":"session","version":3,"id":format!("{folder}{name}"),"timestamp":"2025-01-01T00:00:00.000Z","cwd":cwd})).unwrap();
+        }
+        writeln!(f, "{}", serde_json::json!({"type":"message","id":format!("m{ms}"),"parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":text,"timestamp":ms}})).unwrap();
+    };
+    for k in 0..6u64 {
+        write(
+            "--w-a--",
+            &format!("s{k}.jsonl"),
+            "/w/a",
+            &format!("task {k} in a"),
+            1_735_689_600_000 + k,
+        );
+        write(
+            "--w-b--",
+            &format!("s{k}.jsonl"),
+            "/w/b",
+            &format!("task {k} in b"),
+            1_735_689_700_000 + k,
+        );
+    }
+    let table = |env: &[(&str, &str)], extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.args(["ls", "--all"])
+            .args(extra)
+            .env("PI_CODING_AGENT_DIR", agent)
+            .env("COLUMNS", "120");
+        c.env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .env("SESSIONTREE_NO_BACKGROUND_INDEX", "1");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let scanned = || table(&[("SESSIONTREE_NO_JOURNAL", "1")], &["--no-index"]);
+    let key = sessiontree_index::index::rows_key(None, &sessions);
+    let index = sessiontree_index::Index::default_path(agent);
+    let kept = || {
+        let d = changes::list_digest(agent)?;
+        sessiontree_index::index::read_by_digest(&index, &key, &d).map(|l| l.len())
+    };
+    let mut j = Journal::start(agent).unwrap();
+    // The first reads walk, save the snapshot, build the index and keep the rows.
+    for _ in 0..3 {
+        assert_eq!(table(&[], &[]), scanned());
+    }
+    assert_eq!(
+        kept(),
+        Some(12),
+        "the rows are kept under the list's digest"
+    );
+    let check = |what: &str| {
+        assert_eq!(kept(), None, "{what}: the change moves the digest");
+        for round in 0..3 {
+            assert_eq!(table(&[], &[]), scanned(), "{what}, read {round}");
+        }
+        assert!(kept().is_some(), "{what}: kept again");
+    };
+    write(
+        "--w-a--",
+        "s2.jsonl",
+        "/w/a",
+        "a later message",
+        1_735_689_900_000,
+    );
+    j.file_changed(OsStr::new("--w-a--"), OsStr::new("s2.jsonl"))
+        .unwrap();
+    check("an appended entry");
+    write(
+        "--w-b--",
+        "new.jsonl",
+        "/w/b",
+        "a new session",
+        1_735_689_950_000,
+    );
+    j.file_changed(OsStr::new("--w-b--"), OsStr::new("new.jsonl"))
+        .unwrap();
+    check("a new session");
+    std::fs::rename(
+        sessions.join("--w-b--/s0.jsonl"),
+        sessions.join("--w-b--/s9.jsonl"),
+    )
+    .unwrap();
+    j.file_changed(OsStr::new("--w-b--"), OsStr::new("s0.jsonl"))
+        .unwrap();
+    j.file_changed(OsStr::new("--w-b--"), OsStr::new("s9.jsonl"))
+        .unwrap();
+    check("a renamed session");
+    std::fs::remove_file(sessions.join("--w-a--/s4.jsonl")).unwrap();
+    j.file_changed(OsStr::new("--w-a--"), OsStr::new("s4.jsonl"))
+        .unwrap();
+    check("a removed session");
+    write(
+        "--w-c--",
+        "c.jsonl",
+        "/w/c",
+        "a new project",
+        1_735_690_000_000,
+    );
+    j.folder_changed(OsStr::new("--w-c--")).unwrap();
+    j.folders_changed().unwrap();
+    check("a new project");
+    // Filters apply to the kept rows as to any.
+    assert_eq!(
+        table(&[], &["--name", "TASK 3", "--limit", "1"]),
+        table(
+            &[("SESSIONTREE_NO_JOURNAL", "1")],
+            &["--no-index", "--name", "TASK 3", "--limit", "1"]
+        )
+    );
+    // A damaged kept table is read anew from the index.
+    let slots = std::fs::read_dir(format!("{}.rows", index.display())).unwrap();
+    for s in slots {
+        let p = s.unwrap().path();
+        let mut b = std::fs::read(&p).unwrap();
+        let at = b.len() - 5;
+        b[at] ^= 0x01;
+        std::fs::write(&p, b).unwrap();
+    }
+    assert_eq!(kept(), None);
+    assert_eq!(table(&[], &[]), scanned());
+    assert!(kept().is_some());
+    drop(j);
+    assert_eq!(table(&[], &[]), scanned());
+}

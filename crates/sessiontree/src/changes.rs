@@ -383,7 +383,8 @@ struct Snapshot {
     folders: Vec<(OsString, Vec<Found>)>,
 }
 
-fn write_snapshot(agent_dir: &Path, s: &Snapshot) {
+/// Saves `s`; its bytes when they are in place.
+fn write_snapshot(agent_dir: &Path, s: &Snapshot) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(64 + s.folders.iter().map(|f| f.1.len()).sum::<usize>() * 110);
     out.extend_from_slice(format!("{SNAPSHOT_MAGIC}{} {}\n", s.epoch, s.offset).as_bytes());
     let mut count = 0usize;
@@ -426,17 +427,83 @@ fn write_snapshot(agent_dir: &Path, s: &Snapshot) {
         .and_then(|()| std::fs::rename(&tmp, agent_dir.join(SNAPSHOT)));
     if ok.is_err() {
         let _ = std::fs::remove_file(&tmp);
+        return None;
     }
+    Some(out)
 }
 
-fn read_snapshot(agent_dir: &Path, epoch: &str) -> Option<Snapshot> {
+fn read_snapshot(agent_dir: &Path, epoch: &str) -> Option<(Snapshot, Vec<u8>)> {
+    let bytes = snapshot_bytes(agent_dir)?;
+    Some((parse_snapshot(&bytes, epoch)?, bytes))
+}
+
+fn snapshot_bytes(agent_dir: &Path) -> Option<Vec<u8>> {
     let (file, meta) = crate::store::open_regular(&agent_dir.join(SNAPSHOT)).ok()?;
     if meta.len() > MAX_SNAPSHOT {
         return None;
     }
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_SNAPSHOT).read_to_end(&mut bytes).ok()?;
-    parse_snapshot(&bytes, epoch)
+    Some(bytes)
+}
+
+/// The offset a snapshot was taken at, from its first line (nothing else parsed), when it
+/// is of `epoch`.
+fn snapshot_offset(bytes: &[u8], epoch: &str) -> Option<u64> {
+    let nl = memchr::memchr(b'\n', bytes)?;
+    let head = std::str::from_utf8(&bytes[..nl]).ok()?;
+    let mut h = head.strip_prefix(SNAPSHOT_MAGIC)?.split(' ');
+    if h.next()? != epoch {
+        return None;
+    }
+    h.next()?.parse().ok()
+}
+
+/// A digest of the file list a read through the journal finds: [`list_digest`].
+pub type ListDigest = [u8; 32];
+
+/// What a read through the journal reads: the epoch, the snapshot's bytes and the
+/// journal's bytes after it. The same bytes give the same file list (see [`list_digest`]).
+fn digest_of(epoch: &str, snapshot: &[u8], from: u64, delta: &[u8]) -> ListDigest {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"sessiontree list digest 1\0");
+    h.update(epoch.as_bytes());
+    h.update([0]);
+    h.update((snapshot.len() as u64).to_le_bytes());
+    h.update(snapshot);
+    h.update(from.to_le_bytes());
+    h.update(delta);
+    h.finalize().into()
+}
+
+/// A digest of the file list [`crate::list::all_files_stat`] finds now, when a watch keeps
+/// the journal and it can be had without building the list: the journal's epoch, the
+/// snapshot of that epoch and the journal's lines after it, hashed, nothing parsed or
+/// stat'ed. `None` when there is no such journal, or when the snapshot names something
+/// that must be stat'ed at every read (a symbolic link, a file with other hard links, not
+/// a regular file).
+///
+/// [`crate::list::all_files_stat_digested`] gives the same digest with the list it found,
+/// when that list holds nothing that must be stat'ed every time. Two equal digests mean
+/// the same list with the same stats: the journal of one epoch only grows, every change
+/// to a listed name is a line of it, and the names its lines point to were stat'ed after
+/// their lines were written. (A change whose line the watch has not written yet is not
+/// seen, as by any read through the journal: as if the command had started a moment
+/// earlier.)
+pub fn list_digest(agent_dir: &Path) -> Option<ListDigest> {
+    if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
+        return None;
+    }
+    let (journal, epoch, head) = open_journal(agent_dir)?;
+    let bytes = snapshot_bytes(agent_dir)?;
+    let offset = snapshot_offset(&bytes, &epoch)?;
+    if memchr::memmem::find(&bytes, b"\nv ").is_some() {
+        return None;
+    }
+    let from = offset.max(head);
+    let (delta, _) = read_from(&journal, from)?;
+    Some(digest_of(&epoch, &bytes, from, &delta))
 }
 
 /// `s.splitn(n, |&b| b == sep)`, each separator found with memchr: splitting the
@@ -593,16 +660,27 @@ fn apply(sessions: &Path, folders: &mut Vec<(OsString, Vec<Found>)>, delta: &[u8
 /// Every `*.jsonl` name under `<agent dir>/sessions/*/` with what it is now (unsorted):
 /// through the journal when a watch keeps one, else by stat'ing every file.
 pub(crate) fn current(agent_dir: &Path) -> Vec<(PathBuf, Found)> {
-    flatten(&agent_dir.join("sessions"), current_folders(agent_dir))
+    current_digested(agent_dir).0
+}
+
+/// [`current`], with the [`list_digest`] of what it found when it read through the
+/// journal and found nothing that must be stat'ed at every read.
+pub(crate) fn current_digested(agent_dir: &Path) -> (Vec<(PathBuf, Found)>, Option<ListDigest>) {
+    let (folders, digest) = current_folders_digested(agent_dir);
+    (flatten(&agent_dir.join("sessions"), folders), digest)
 }
 
 /// [`current`] folder by folder.
 fn current_folders(agent_dir: &Path) -> Vec<(OsString, Vec<Found>)> {
+    current_folders_digested(agent_dir).0
+}
+
+fn current_folders_digested(agent_dir: &Path) -> (Vec<(OsString, Vec<Found>)>, Option<ListDigest>) {
     let sessions = agent_dir.join("sessions");
     if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
-        walk_all(&sessions)
+        (walk_all(&sessions), None)
     } else {
-        through_journal(agent_dir, &sessions).unwrap_or_else(|| walk_all(&sessions))
+        through_journal(agent_dir, &sessions).unwrap_or_else(|| (walk_all(&sessions), None))
     }
 }
 
@@ -663,10 +741,15 @@ fn walk_all(sessions: &Path) -> Vec<(OsString, Vec<Found>)> {
 }
 
 /// [`current`] when a watch follows the folder: the snapshot of its epoch with the journal
-/// applied (or, with none, a walk saved as one).
-fn through_journal(agent_dir: &Path, sessions: &Path) -> Option<Vec<(OsString, Vec<Found>)>> {
+/// applied (or, with none, a walk saved as one), and the [`list_digest`] of what was read
+/// when nothing in it must be stat'ed at every read.
+#[allow(clippy::type_complexity)]
+fn through_journal(
+    agent_dir: &Path,
+    sessions: &Path,
+) -> Option<(Vec<(OsString, Vec<Found>)>, Option<ListDigest>)> {
     let (journal, epoch, head) = open_journal(agent_dir)?;
-    let Some(mut snap) = read_snapshot(agent_dir, &epoch) else {
+    let Some((mut snap, snap_bytes)) = read_snapshot(agent_dir, &epoch) else {
         // What the journal holds now, taken before the walk: a change during the walk is
         // after it, and read again next time.
         let (_, offset) = read_from(&journal, head)?;
@@ -676,10 +759,16 @@ fn through_journal(agent_dir: &Path, sessions: &Path) -> Option<Vec<(OsString, V
             folders: walk_all(sessions),
         };
         write_snapshot(agent_dir, &snap);
-        return Some(snap.folders);
+        return Some((snap.folders, None));
     };
-    let (delta, end) = read_from(&journal, snap.offset.max(head))?;
+    let from = snap.offset.max(head);
+    let (delta, end) = read_from(&journal, from)?;
     let reread = apply(sessions, &mut snap.folders, &delta)?;
+    let all_plain = snap
+        .folders
+        .iter()
+        .all(|(_, files)| files.iter().all(|f| !f.volatile));
+    let mut digest = all_plain.then(|| digest_of(&epoch, &snap_bytes, from, &delta));
     // Names the watch cannot follow, stat'ed now.
     for (folder, files) in &mut snap.folders {
         if files.iter().any(|f| f.volatile) {
@@ -700,9 +789,13 @@ fn through_journal(agent_dir: &Path, sessions: &Path) -> Option<Vec<(OsString, V
     }
     if reread || end - snap.offset >= RESAVE_AFTER {
         snap.offset = end;
-        write_snapshot(agent_dir, &snap);
+        // What the next read finds: this list saved, no line after it.
+        let saved = write_snapshot(agent_dir, &snap);
+        digest = all_plain
+            .then(|| Some(digest_of(&epoch, &saved?, end.max(head), b"")))
+            .flatten();
     }
-    Some(snap.folders)
+    Some((snap.folders, digest))
 }
 
 #[cfg(test)]

@@ -881,6 +881,18 @@ pub fn all_files_stat(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
     in_order(crate::changes::current(agent_dir))
 }
 
+/// [`all_files_stat`], with the digest [`crate::changes::list_digest`] gives for this very
+/// list while nothing changes, when it found the list through a watch's journal.
+pub fn all_files_stat_digested(
+    agent_dir: &Path,
+) -> (
+    Vec<(PathBuf, Option<FileStat>)>,
+    Option<crate::changes::ListDigest>,
+) {
+    let (found, digest) = crate::changes::current_digested(agent_dir);
+    (in_order(found), digest)
+}
+
 /// [`all_files_stat`] by stat'ing every file, whatever the journal says.
 pub fn all_files_stat_walking(agent_dir: &Path) -> Vec<(PathBuf, Option<FileStat>)> {
     in_order(crate::changes::walked(agent_dir))

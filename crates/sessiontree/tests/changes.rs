@@ -274,3 +274,86 @@ fn a_long_journal_past_the_snapshot_is_read_once_per_name() {
     );
     drop(j);
 }
+
+/// The list digest (what lets `ls` find its rows without building the file list) is the
+/// same for the same list and moves with every change the journal names; with no journal,
+/// or with a name that must be stat'ed at every read, there is none.
+#[test]
+fn the_list_digest_is_one_list_and_moves_with_every_named_change() {
+    use sessiontree::list::all_files_stat_digested;
+    let (dir, sessions) = setup();
+    let agent = dir.path();
+    assert_eq!(changes::list_digest(agent), None);
+    assert_eq!(all_files_stat_digested(agent).1, None);
+    let mut j = Journal::start(agent).unwrap();
+    // The first read walks and saves the snapshot; the next ones read it.
+    let (first, none) = all_files_stat_digested(agent);
+    assert_eq!(none, None);
+    let (list, d) = all_files_stat_digested(agent);
+    assert_eq!(sizes(&list), sizes(&first));
+    let d = d.expect("a digest through the journal");
+    assert_eq!(changes::list_digest(agent), Some(d));
+    assert_eq!(all_files_stat_digested(agent).1, Some(d));
+
+    let mut seen = vec![d];
+    let mut step = |j: &mut Journal, what: &dyn Fn(&mut Journal)| {
+        what(j);
+        let named = changes::list_digest(agent).expect("still a digest");
+        assert!(!seen.contains(&named), "a named change moves the digest");
+        // The read may save the list as the new snapshot: its digest is what the next
+        // look finds, and stays.
+        let (list, with_list) = all_files_stat_digested(agent);
+        let with_list = with_list.expect("a digest with the list");
+        assert!(!seen.contains(&with_list));
+        assert_eq!(changes::list_digest(agent), Some(with_list));
+        assert_eq!(changes::list_digest(agent), Some(with_list), "and it stays");
+        assert_eq!(sizes(&list), sizes(&all_files_stat_walking(agent)));
+        seen.extend([named, with_list]);
+    };
+    step(&mut j, &|j| {
+        append(&sessions.join("--a--/s0.jsonl"), "{\"x\":1}\n");
+        j.file_changed(OsStr::new("--a--"), OsStr::new("s0.jsonl"))
+            .unwrap();
+    });
+    // The same file changed again: another line, another digest.
+    step(&mut j, &|j| {
+        append(&sessions.join("--a--/s0.jsonl"), "{\"x\":2}\n");
+        j.file_changed(OsStr::new("--a--"), OsStr::new("s0.jsonl"))
+            .unwrap();
+    });
+    step(&mut j, &|j| {
+        std::fs::remove_file(sessions.join("--b--/s2.jsonl")).unwrap();
+        j.file_changed(OsStr::new("--b--"), OsStr::new("s2.jsonl"))
+            .unwrap();
+    });
+    step(&mut j, &|j| {
+        std::fs::create_dir(sessions.join("--n--")).unwrap();
+        append(&sessions.join("--n--/n.jsonl"), "{}\n");
+        j.folder_changed(OsStr::new("--n--")).unwrap();
+        j.folders_changed().unwrap();
+    });
+
+    // A symbolic link is stat'ed at every read: no digest for a list that holds one, while
+    // the journal's lines name it and once the snapshot does.
+    std::os::unix::fs::symlink(
+        sessions.join("--a--/s1.jsonl"),
+        sessions.join("--b--/l.jsonl"),
+    )
+    .unwrap();
+    j.file_changed(OsStr::new("--b--"), OsStr::new("l.jsonl"))
+        .unwrap();
+    assert_eq!(all_files_stat_digested(agent).1, None);
+    j.folder_changed(OsStr::new("--b--")).unwrap();
+    assert_eq!(all_files_stat_digested(agent).1, None);
+    assert_eq!(changes::list_digest(agent), None);
+    std::fs::remove_file(sessions.join("--b--/l.jsonl")).unwrap();
+    j.folder_changed(OsStr::new("--b--")).unwrap();
+    let (_, again) = all_files_stat_digested(agent);
+    assert!(again.is_some());
+    assert_eq!(changes::list_digest(agent), again);
+
+    // The watch gone: no digest.
+    drop(j);
+    assert_eq!(changes::list_digest(agent), None);
+    assert_eq!(all_files_stat_digested(agent).1, None);
+}

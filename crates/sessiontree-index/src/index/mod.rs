@@ -5,7 +5,10 @@
 //!
 //! * `schema`: tables, opening, rebuilding an unusable file.
 //! * `refresh`: bringing the rows up to date with the files.
-//! * `queries`: reading listings back ([`Index::infos`], [`Index::write_json`], [`listed`]).
+//! * `queries`: reading listings back ([`Index::infos`], [`Index::write_json`], [`listed`],
+//!   [`listed_rows`]).
+//! * `snapshot`: a file list's finished rows kept whole, read back while the files stay
+//!   the same ([`Listing`]).
 //!
 //! Schema (version [`SCHEMA_VERSION`], in `meta`):
 //! * `files(id, path UNIQUE, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash,
@@ -30,9 +33,11 @@
 mod queries;
 mod refresh;
 mod schema;
+mod snapshot;
 
-pub use queries::listed;
+pub use queries::{listed, listed_rows};
 pub use schema::SCHEMA_VERSION;
+pub use snapshot::{read_by_digest, Listing, Row};
 
 use crate::listing_store::Store;
 use rusqlite::Connection;
@@ -126,6 +131,16 @@ impl Index {
             .map_err(sql_err)?;
         Ok(())
     }
+}
+
+/// The key of the rows kept for one folder's sessions, or (`None`) for every session under
+/// `sessions` ([`listed_rows`], [`read_by_digest`]).
+pub fn rows_key(folder: Option<&Path>, sessions: &Path) -> Vec<u8> {
+    let (kind, dir): (&[u8], &Path) = match folder {
+        Some(f) => (b"folder\0", f),
+        None => (b"all\0", sessions),
+    };
+    [kind, dir.as_os_str().as_encoded_bytes()].concat()
 }
 
 /// Files in a sub-folder of `sessions` (what `list_all` covers).

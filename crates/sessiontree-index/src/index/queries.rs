@@ -2,6 +2,7 @@
 //! writes the listings of one snapshot (the one it listed and ordered).
 
 use super::schema::{meta_u64, sql_err, store_err};
+use super::snapshot::{self, Listing};
 use super::{Index, RefreshStats};
 use crate::list::{self, FileStat, SessionInfo};
 use crate::listing_store::{Mismatch, Store};
@@ -480,11 +481,58 @@ pub fn listed(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
     let print = super::refresh::files_print(files);
+    listed_printed(idx, files, in_scope, opts, progress, &print)
+}
+
+/// [`listed`] as a [`Listing`]: every file's row, the ones the reference would drop kept
+/// (marked), without `allMessagesText`. When `files` are the very files (paths and stats)
+/// the slot of `scope_key` was made for, the rows are read back from it without touching
+/// the database; else they are listed and the slot replaced. `digest`: the list digest of
+/// `files` ([`sessiontree::list::all_files_stat_digested`]), kept with the rows for
+/// [`snapshot::read_by_digest`].
+pub fn listed_rows(
+    idx: &mut Index,
+    files: &[(PathBuf, Option<FileStat>)],
+    digest: Option<&sessiontree::changes::ListDigest>,
+    in_scope: &dyn Fn(&Path) -> bool,
+    scope_key: &[u8],
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<(Listing, RefreshStats)> {
+    let print = super::refresh::files_print(files);
+    if let Some(l) = snapshot::read_noting(&idx.path, scope_key, &print, digest) {
+        let st = RefreshStats {
+            files: files.len(),
+            unchanged: files.iter().filter(|f| f.1.is_some()).count(),
+            rebuilt: idx.rebuilt,
+            ..Default::default()
+        };
+        return Ok((l, st));
+    }
+    let opts = list::ListOptions {
+        reference_parity: false,
+        with_text: false,
+        ..opts
+    };
+    let (v, st) = listed_printed(idx, files, in_scope, opts, progress, &print)?;
+    let l = Listing::of(&v, &print, digest);
+    snapshot::write(&idx.path, scope_key, &l);
+    Ok((l, st))
+}
+
+fn listed_printed(
+    idx: &mut Index,
+    files: &[(PathBuf, Option<FileStat>)],
+    in_scope: &dyn Fn(&Path) -> bool,
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    print: &str,
+) -> crate::Result<(Vec<SessionInfo>, RefreshStats)> {
     let with_stat = files.iter().filter(|f| f.1.is_some()).count();
     // The files as the last refresh saw them (what a watch's journal gives, or a stat of
     // each that finds nothing changed): their rows are read without comparing each, and
     // used if they are exactly one per file.
-    if idx.fresh_for(&print)? {
+    if idx.fresh_for(print)? {
         if let Ok((v, cap)) = idx.try_infos(in_scope, opts.with_text) {
             let st = RefreshStats {
                 files: files.len(),
@@ -498,7 +546,7 @@ pub fn listed(
             }
         }
     }
-    let mut st = idx.refresh_printed(files, in_scope, opts.threads, progress, &print)?;
+    let mut st = idx.refresh_printed(files, in_scope, opts.threads, progress, print)?;
     let mut infos = None;
     let mut captured = None;
     for _ in 0..3 {

@@ -160,6 +160,7 @@ pub(super) fn try_open(path: &Path) -> Result<(Connection, Store), OpenError> {
 
 pub(super) fn remove_db(path: &Path) {
     listing_store::remove(path);
+    super::snapshot::remove_all(path);
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut p = path.as_os_str().to_owned();
         p.push(suffix);
