@@ -436,7 +436,7 @@ pub fn listing_rows(
         }
     }
     let (v, _) = listing(files, in_scope, opts, false)?;
-    Ok(index::Listing::of(&v, "", None))
+    Ok(index::Listing::of(files, &v, "", None))
 }
 
 /// Output width: $COLUMNS, else the terminal's, else 160.
@@ -852,7 +852,7 @@ mod tests {
             table_as_before(&mut before, color, w, home, &v, &gone).unwrap();
             let before: String = before.iter().map(|l| format!("{l}\n")).collect();
             let mut now = Vec::new();
-            let l = index::Listing::of(&v, "", None);
+            let l = index::Listing::of(&[], &v, "", None);
             write_table(&mut now, &l.rows(), &gone, w, home, color).unwrap();
             assert_eq!(String::from_utf8(now).unwrap(), before, "round {round}");
         }

@@ -393,6 +393,13 @@ fn the_table_kept_under_the_journal_is_the_table_of_the_files() {
             assert_eq!(table(&[], &[]), scanned(), "{what}, read {round}");
         }
         assert!(kept().is_some(), "{what}: kept again");
+        // Without the journal every file is stat'ed: the kept rows of a file whose stat is
+        // the one kept are used, the others listed anew.
+        assert_eq!(
+            table(&[("SESSIONTREE_NO_JOURNAL", "1")], &[]),
+            scanned(),
+            "{what}, stat'ed"
+        );
     };
     write(
         "--w-a--",

@@ -581,3 +581,150 @@ fn index_notices_damage_in_place_edits_replacements_and_unreadable_files() {
     assert_eq!(got, scanned());
     assert_eq!(list::list_all(agent, ListOptions::default()).len(), 1);
 }
+
+/// The rows `ls` keeps per scope ([`sessiontree_index::index::listed_rows`]) are what a
+/// full scan lists, in its order (ties in time kept in the candidate order), through every
+/// kind of change: appends, new, removed, renamed and re-timed sessions, files that are no
+/// sessions or stop being one, times that tie or are invalid. Kept rows of files whose stat
+/// is unchanged are reused; the rest are listed anew.
+#[test]
+fn kept_rows_follow_every_change_as_a_full_scan_lists() {
+    use sessiontree_index::index::{listed_rows, rows_key};
+    let dir = tempfile::tempdir().unwrap();
+    let agent = dir.path();
+    let sessions = agent.join("sessions");
+    let mut rng = sessiontree_testkit::Rng(0x0b5e_55ed);
+    let cwds = ["/w/a", "/w/b", "/w/c"];
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut n = 0;
+    let mut new_session = |rng: &mut sessiontree_testkit::Rng, paths: &mut Vec<PathBuf>| {
+        n += 1;
+        let cwd = cwds[rng.pick(cwds.len())];
+        let body = match rng.pick(6) {
+            // No message: modified is the header's time.
+            0 => String::new(),
+            _ => line(
+                "u1",
+                None,
+                1000 * rng.pick(4) as u64,
+                "user",
+                &format!("task {n}"),
+            ),
+        };
+        let p = write_session(agent, cwd, &format!("s{n}.jsonl"), &body);
+        paths.push(p);
+    };
+    for _ in 0..20 {
+        new_session(&mut rng, &mut paths);
+    }
+    let ipath = Index::default_path(agent);
+    let mut idx = Index::open(&ipath).unwrap();
+    let key = rows_key(None, &sessions);
+    let scope = sessiontree_index::index::all_scope(&sessions);
+    let opts = ListOptions::default();
+    let shown = |r: &sessiontree_index::index::Row<'_>| {
+        (
+            r.path.to_path_buf(),
+            r.modified_ms.to_bits(),
+            r.message_count,
+            r.name.map(str::to_string),
+            r.first_message.to_string(),
+            r.cwd.to_string(),
+        )
+    };
+    for round in 0..80 {
+        match rng.pick(8) {
+            0 => new_session(&mut rng, &mut paths),
+            1 if !paths.is_empty() => {
+                let p = paths.swap_remove(rng.pick(paths.len()));
+                std::fs::remove_file(p).unwrap();
+            }
+            2 if !paths.is_empty() => {
+                let k = rng.pick(paths.len());
+                let to = paths[k].with_file_name(format!("r{round}.jsonl"));
+                std::fs::rename(&paths[k], &to).unwrap();
+                paths[k] = to;
+            }
+            3 if !paths.is_empty() => {
+                // Another file's mtime: candidates in another order, times tied.
+                let (a, b) = (rng.pick(paths.len()), rng.pick(paths.len()));
+                let t = std::fs::metadata(&paths[a]).unwrap().modified().unwrap();
+                let f = std::fs::File::options()
+                    .write(true)
+                    .open(&paths[b])
+                    .unwrap();
+                f.set_modified(t).unwrap();
+            }
+            4 => {
+                // A file that is no session, then perhaps one that stops being one.
+                let d = sessions.join("--w-a--");
+                std::fs::write(d.join(format!("junk{round}.jsonl")), b"not json\n").unwrap();
+                if !paths.is_empty() && rng.pick(2) == 0 {
+                    let p = paths.swap_remove(rng.pick(paths.len()));
+                    std::fs::write(p, b"{\"type\":\"nothing\"}\n").unwrap();
+                }
+            }
+            5 if !paths.is_empty() => {
+                let p = &paths[rng.pick(paths.len())];
+                let text = format!("{{\"type\":\"session_info\",\"id\":\"n{round}\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"name\":\"named {round}\"}}\n");
+                append(p, &text);
+            }
+            _ if !paths.is_empty() => {
+                let p = &paths[rng.pick(paths.len())];
+                let ts = 1000 * rng.pick(6) as u64;
+                append(p, &line(&format!("x{round}"), None, ts, "user", "more"));
+            }
+            _ => {}
+        }
+        let files = list::all_files_stat(agent);
+        let (l, st) = listed_rows(&mut idx, &files, None, &scope, &key, opts, &|_, _| {}).unwrap();
+        let got: Vec<_> = l.rows().iter().map(shown).collect();
+        let want: Vec<_> = list::list_all(agent, opts)
+            .iter()
+            .map(|i| {
+                (
+                    i.path.clone(),
+                    i.modified_ms.to_bits(),
+                    i.message_count,
+                    i.name.clone(),
+                    i.first_message.clone(),
+                    i.cwd.clone(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want, "round {round}");
+        // The rows the index keeps for `ls --json` agree too (the kept rows' refreshes
+        // touch only the changed files' rows).
+        if round % 4 == 0 {
+            let (v, _) =
+                sessiontree_index::index::listed(&mut idx, &files, &scope, opts, &|_, _| {})
+                    .unwrap();
+            let v: Vec<_> = v
+                .iter()
+                .map(|i| {
+                    (
+                        i.path.clone(),
+                        i.modified_ms.to_bits(),
+                        i.message_count,
+                        i.name.clone(),
+                        i.first_message.clone(),
+                        i.cwd.clone(),
+                    )
+                })
+                .collect();
+            assert_eq!(v, want, "round {round}: listed");
+        }
+        // Asked again with nothing changed: from the kept rows, the same.
+        let (again, st2) =
+            listed_rows(&mut idx, &files, None, &scope, &key, opts, &|_, _| {}).unwrap();
+        assert_eq!(again.rows().iter().map(shown).collect::<Vec<_>>(), want);
+        assert_eq!((st2.reread, st2.appended, st2.added), (0, 0, 0));
+        // A change of one file (two at most) reads that file: the others' rows are kept.
+        if round > 0 {
+            assert!(
+                st.added + st.reread + st.appended <= 2,
+                "round {round}: {st:?}"
+            );
+        }
+    }
+}

@@ -37,7 +37,7 @@ mod snapshot;
 
 pub use queries::{listed, listed_rows};
 pub use schema::SCHEMA_VERSION;
-pub use snapshot::{read_by_digest, Listing, Row};
+pub use snapshot::{read_by_digest, Entry, Listing, Row};
 
 use crate::listing_store::Store;
 use rusqlite::Connection;

@@ -7,6 +7,7 @@ use super::{Index, RefreshStats};
 use crate::list::{self, FileStat, SessionInfo};
 use crate::listing_store::{Mismatch, Store};
 use crate::summary::checksum;
+use rusqlite::OptionalExtension as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -154,6 +155,36 @@ impl Index {
     /// The stored listings of files `in_scope` (unordered).
     pub fn infos(&mut self, in_scope: &dyn Fn(&Path) -> bool) -> crate::Result<Vec<SessionInfo>> {
         self.infos_with(in_scope, true)
+    }
+
+    /// The stored listings (without `allMessagesText`) of these paths, each looked up by
+    /// its path; a path without one is left out. An error when one fails its checksum.
+    fn infos_of(&mut self, paths: &[&Path]) -> crate::Result<Vec<SessionInfo>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT id, path, info, info_sum, off, len, sum
+                 FROM files LEFT JOIN listing USING(id) WHERE path=?1 AND info IS NOT NULL",
+            )
+            .map_err(sql_err)?;
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            let row = st
+                .query_row([&*p.to_string_lossy()], |r| {
+                    Ok(RawRow {
+                        id: r.get(0)?,
+                        path: r.get(1)?,
+                        info: r.get(2)?,
+                        sums: (r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?),
+                    })
+                })
+                .optional()
+                .map_err(sql_err)?;
+            if let Some(row) = row {
+                out.push(decode_row(row, None).map_err(|_| damaged_err("a stored listing"))?);
+            }
+        }
+        Ok(out)
     }
 
     /// As [`Index::infos`]; `allMessagesText` is left empty unless `with_text`. The listing
@@ -514,10 +545,126 @@ pub fn listed_rows(
         with_text: false,
         ..opts
     };
-    let (v, st) = listed_printed(idx, files, in_scope, opts, progress, &print)?;
-    let l = Listing::of(&v, &print, digest);
+    let kept = snapshot::read_any(&idx.path, scope_key);
+    let (l, st) = match kept
+        .as_ref()
+        .map(|k| brought_up_to_date(idx, k, files, digest, &print, opts, progress))
+        .transpose()?
+        .flatten()
+    {
+        Some(done) => done,
+        None => {
+            let (v, st) = listed_printed(idx, files, in_scope, opts, progress, &print)?;
+            (Listing::of(files, &v, &print, digest), st)
+        }
+    };
     snapshot::write(&idx.path, scope_key, &l);
     Ok((l, st))
+}
+
+/// The rows of `files` from the rows `kept` for another list of the same scope: a file
+/// whose stat is the one kept keeps its row (as a refresh would leave its listing), the
+/// others are listed through the index, and the rows are put in the listing's order again
+/// (the candidate order, then newest first, as [`list::finish`] sorts). `None` when most
+/// files changed: then everything is listed anew.
+fn brought_up_to_date(
+    idx: &mut Index,
+    kept: &Listing,
+    files: &[(PathBuf, Option<FileStat>)],
+    digest: Option<&sessiontree::changes::ListDigest>,
+    print: &str,
+    opts: list::ListOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> crate::Result<Option<(Listing, RefreshStats)>> {
+    use super::snapshot::{Entry, Row};
+    let mut map: rustc_hash::FxHashMap<&[u8], Entry<'_>> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(files.len(), Default::default());
+    for e in kept.entries() {
+        map.insert(e.path.as_os_str().as_bytes(), e);
+    }
+    let kept = map;
+    // (A file without a stat, gone or unreadable, is listed by no one.)
+    let changed: Vec<(PathBuf, Option<FileStat>)> = files
+        .iter()
+        .filter(|(p, st)| {
+            st.is_some()
+                && kept
+                    .get(p.as_os_str().as_bytes())
+                    .is_none_or(|e| e.stat != *st)
+        })
+        .cloned()
+        .collect();
+    if changed.len() > 64 && changed.len() * 4 > files.len() {
+        return Ok(None);
+    }
+    let (infos, mut st) = if changed.is_empty() {
+        (Vec::new(), RefreshStats::default())
+    } else {
+        // Only these rows, looked up by path: a few files cost a few look-ups.
+        let st = idx.refresh_few(&changed, opts.threads, progress)?;
+        let paths: Vec<&Path> = changed.iter().map(|f| f.0.as_path()).collect();
+        match idx.infos_of(&paths) {
+            Ok(v) => (v, st),
+            // A damaged listing: everything is listed anew (and read again where damaged).
+            Err(_) => return Ok(None),
+        }
+    };
+    st.files = files.len();
+    st.unchanged = files.iter().filter(|f| f.1.is_some()).count() - changed.len();
+    st.rebuilt = idx.rebuilt;
+    let texts: Vec<(String, Option<String>)> = infos
+        .iter()
+        .map(|i| {
+            (
+                i.id.to_string(),
+                i.parent_session_path.as_ref().map(|p| p.to_string()),
+            )
+        })
+        .collect();
+    let new: rustc_hash::FxHashMap<&[u8], Row<'_>> = infos
+        .iter()
+        .zip(&texts)
+        .map(|(i, (id, parent))| {
+            let r = Row {
+                path: &i.path,
+                id_json: id,
+                cwd: &i.cwd,
+                name: i.name.as_deref(),
+                parent_json: parent.as_deref(),
+                created_ms: i.created_ms,
+                modified_ms: i.modified_ms,
+                message_count: i.message_count,
+                first_message: &i.first_message,
+                reference_drops: i.reference_drops,
+                imported: i.imported.as_deref(),
+            };
+            (i.path.as_os_str().as_bytes(), r)
+        })
+        .collect();
+    let mut rows: Vec<Row<'_>> = Vec::with_capacity(files.len());
+    for (p, stat) in files {
+        let p = p.as_os_str().as_bytes();
+        if stat.is_none() {
+            continue;
+        }
+        match new.get(p) {
+            Some(r) => rows.push(*r),
+            // Unchanged (a changed file that is no session has no new row).
+            None => {
+                if let Some(r) = kept.get(p).filter(|e| e.stat == *stat).and_then(|e| e.row) {
+                    rows.push(r);
+                }
+            }
+        }
+    }
+    // Exactly as `list::finish` orders listings in the candidate order: the same stable
+    // sort with the same comparison, so equal times keep their places.
+    rows.sort_by(|a, b| {
+        b.modified_ms
+            .partial_cmp(&a.modified_ms)
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    Ok(Some((Listing::of_rows(files, &rows, print, digest), st)))
 }
 
 fn listed_printed(

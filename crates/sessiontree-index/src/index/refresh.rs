@@ -71,17 +71,15 @@ fn head_hash(f: &mut std::fs::File, upto: u64) -> std::io::Result<(u64, u64)> {
     Ok((list::fnv(&b), n as u64))
 }
 
-fn stored(conn: &Connection) -> rusqlite::Result<StoredMap> {
-    let mut st = conn.prepare(
-        "SELECT id, path, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash, tail_hash, tail_len
-         FROM files",
-    )?;
-    let n: i64 = conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
-    let mut out = StoredMap::with_capacity_and_hasher(
-        usize::try_from(n).unwrap_or(0).min(1 << 20),
-        Default::default(),
-    );
-    let rows = st.query_map([], |r| {
+/// The stored rows: all of them, or (`Some`) those of these paths, each looked up by its
+/// path.
+fn stored(
+    conn: &Connection,
+    only: Option<&[(PathBuf, Option<FileStat>)]>,
+) -> rusqlite::Result<StoredMap> {
+    const COLUMNS: &str =
+        "SELECT id, path, size, mtime_ns, dev, ino, ctime_ns, offset, head_hash, tail_hash, tail_len FROM files";
+    let row = |r: &rusqlite::Row<'_>| {
         Ok((
             r.get::<_, String>(1)?.into_bytes(),
             Stored {
@@ -98,12 +96,34 @@ fn stored(conn: &Connection) -> rusqlite::Result<StoredMap> {
                 state: None,
             },
         ))
-    })?;
-    for r in rows {
-        let (p, s) = r?;
-        out.insert(p, s);
+    };
+    match only {
+        None => {
+            let n: i64 = conn.query_row("SELECT count(*) FROM files", [], |r| r.get(0))?;
+            let mut out = StoredMap::with_capacity_and_hasher(
+                usize::try_from(n).unwrap_or(0).min(1 << 20),
+                Default::default(),
+            );
+            let mut st = conn.prepare(COLUMNS)?;
+            for r in st.query_map([], row)? {
+                let (p, s) = r?;
+                out.insert(p, s);
+            }
+            Ok(out)
+        }
+        Some(files) => {
+            let mut out = StoredMap::default();
+            let mut st = conn.prepare(&format!("{COLUMNS} WHERE path=?1"))?;
+            for (p, _) in files {
+                // (Stored as `store` writes it.)
+                let p = p.to_string_lossy();
+                if let Some((p, s)) = st.query_row([&*p], row).optional()? {
+                    out.insert(p, s);
+                }
+            }
+            Ok(out)
+        }
     }
-    Ok(out)
 }
 
 impl Index {
@@ -156,6 +176,31 @@ impl Index {
         progress: &(dyn Fn(usize, usize) + Sync),
         print: &str,
     ) -> crate::Result<RefreshStats> {
+        self.refresh_rows(files, Some(in_scope), threads, progress, Some(print))
+    }
+
+    /// Brings the rows of exactly `files` up to date (a file without a stat loses its row),
+    /// each row looked up by its path: what a few changed files cost, whatever the number
+    /// of rows. No other row is touched; no print describes the rows after it.
+    pub(super) fn refresh_few(
+        &mut self,
+        files: &[(PathBuf, Option<FileStat>)],
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> crate::Result<RefreshStats> {
+        self.refresh_rows(files, None, threads, progress, None)
+    }
+
+    /// A refresh: of every row `in_scope` (rows of files not in `files` removed), or
+    /// (`None`) of the rows of `files` alone; `print` recorded, or (`None`) forgotten.
+    fn refresh_rows(
+        &mut self,
+        files: &[(PathBuf, Option<FileStat>)],
+        in_scope: Option<&dyn Fn(&Path) -> bool>,
+        threads: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        print: Option<&str>,
+    ) -> crate::Result<RefreshStats> {
         let mut stats = RefreshStats {
             files: files.len(),
             rebuilt: self.rebuilt,
@@ -176,12 +221,14 @@ impl Index {
                 "the listing store does not match the index",
             )));
         }
-        let mut stored = stored(&tx).map_err(sql_err)?;
+        let mut stored = stored(&tx, in_scope.is_none().then_some(files)).map_err(sql_err)?;
         let wanted: rustc_hash::FxHashSet<&[u8]> = files
             .iter()
             .filter(|f| f.1.is_some())
             .map(|f| f.0.as_os_str().as_bytes())
             .collect();
+        // (Looked up by path: the rows of files without a stat.)
+        let in_scope = in_scope.unwrap_or(&|_| true);
         let gone: Vec<i64> = stored
             .iter()
             .filter(|(p, _)| {
@@ -296,11 +343,16 @@ impl Index {
         if total > 0 || !gone.is_empty() {
             finish_store(&mut self.store, &tx, self.compact_floor)?;
         }
-        tx.execute(
-            "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
-            [FRESH_KEY, print],
-        )
-        .map_err(sql_err)?;
+        match print {
+            Some(print) => {
+                tx.execute(
+                    "INSERT OR REPLACE INTO meta VALUES(?1, ?2)",
+                    [FRESH_KEY, print],
+                )
+                .map_err(sql_err)?;
+            }
+            None => forget_print(&tx)?,
+        }
         tx.commit().map_err(sql_err)?;
         self.rebuilt = false;
         Ok(stats)

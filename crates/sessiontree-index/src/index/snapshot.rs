@@ -19,22 +19,29 @@
 //! folder from that digest alone ([`sessiontree::changes::list_digest`]: the journal's
 //! bytes hashed, no list built).
 //!
-//! Layout (integers little-endian): `STROWS01`, the index schema version (length-prefixed),
-//! the print (64 hex bytes), the list digest (a byte 0 or 1, then 32 bytes, zero when
-//! there is none), the row count (u32), the body's length (u64) and checksum
-//! ([`checksum`], u64), then the body: per row, the path, the header's id as JSON, the cwd,
-//! the name (optional), the parent session as JSON (optional), the created time (optional
-//! f64), the modified time (f64), the message count (u64), the first message, whether the
-//! reference drops it (u8), the agent it was imported from (optional). A string is its
-//! length (u32) and UTF-8 bytes; an optional value a byte 0 or 1 before it.
+//! When the files changed, the slot of the scope is brought up to date instead of made
+//! anew ([`super::listed_rows`]): every file whose stat is the one kept keeps its row, only
+//! the others are asked of the index, and the rows are put in order again.
+//!
+//! Layout (integers little-endian): `STROWS02`, the index schema version (length-prefixed),
+//! the print (64 hex bytes), the list digest (a byte 0 or 1, then 32 bytes, zero when there
+//! is none), the number of files and of rows (u32 each), the body's length (u64) and
+//! checksum ([`checksum`], u64), then the body: one entry per file in the list's order, then
+//! the rows' order as entry numbers (u32 each). An entry is the path, the stat (optional:
+//! size, mtime in ns, mtime in ms as f64 bits, device, inode, ctime in ns, u64 each) and the
+//! listing (optional: the header's id as JSON, the cwd, the name (optional), the parent
+//! session as JSON (optional), the created time (optional f64), the modified time (f64),
+//! the message count (u64), the first message, whether the reference drops it (u8), the
+//! agent it was imported from (optional)). A string is its length (u32) and its bytes,
+//! UTF-8 but for the path; an optional value a byte 0 or 1 before it.
 
-use crate::list::SessionInfo;
+use crate::list::{FileStat, SessionInfo};
 use crate::summary::checksum;
 use sessiontree::changes::ListDigest;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 8] = b"STROWS01";
+const MAGIC: &[u8; 8] = b"STROWS02";
 /// Slots kept; the ones written longest ago go first.
 pub const SLOTS: usize = 16;
 /// A slot larger than this is not read.
@@ -47,11 +54,13 @@ const PRINT_LEN: usize = 64;
 enum Want<'a> {
     Print(&'a str),
     Digest(&'a ListDigest),
+    /// Of any list (to be brought up to date).
+    Any,
 }
 
-/// The fewest bytes a row takes (its fixed fields and empty strings): bounds the row count
+/// The fewest bytes an entry takes (an empty path, no stat, no listing): bounds the count
 /// a header may claim before anything is sized by it.
-const MIN_ROW: usize = 4 * 4 + 1 + 1 + 1 + 8 + 8 + 1 + 1;
+const MIN_ENTRY: usize = 4 + 1 + 1;
 
 /// One session's listing, borrowed from a [`Listing`] (or from a [`SessionInfo`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -100,45 +109,179 @@ impl std::ops::Deref for Bytes {
     }
 }
 
-/// The finished rows of one file list, in one buffer.
+/// The finished rows of one file list, in one buffer: every file of the list with its stat
+/// and its listing (none for a file that is not a session), then the listed ones in the
+/// order the listing gives them.
 pub struct Listing {
     buf: Bytes,
-    /// Where the body starts in `buf`.
-    body: usize,
+    /// Where each file's entry starts in `buf`.
+    entries: Vec<u32>,
+    /// Where the order (u32 entry numbers) starts in `buf`.
+    order_at: usize,
     count: usize,
 }
 
 impl std::fmt::Debug for Listing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Listing")
+            .field("files", &self.entries.len())
             .field("rows", &self.count)
             .finish()
     }
 }
 
+/// One file of a [`Listing`]: its path, its stat as listed, its listing.
+pub struct Entry<'a> {
+    pub path: &'a Path,
+    pub stat: Option<FileStat>,
+    pub row: Option<Row<'a>>,
+}
+
 impl Listing {
-    /// The rows of `infos` (in their order), as a slot stores them under `print` (and the
-    /// list's digest, when known).
-    pub fn of(infos: &[SessionInfo], print: &str, digest: Option<&ListDigest>) -> Listing {
-        let mut body = Vec::with_capacity(infos.len() * 256);
-        for i in infos {
-            put_row(&mut body, i);
+    /// The listing of `files` whose listings are `infos`, in the order given (a file
+    /// without one is not a session), as a slot keeps it under `print` (and the list's
+    /// digest, when known).
+    pub fn of(
+        files: &[(PathBuf, Option<FileStat>)],
+        infos: &[SessionInfo],
+        print: &str,
+        digest: Option<&ListDigest>,
+    ) -> Listing {
+        let texts: Vec<(String, Option<String>)> = infos
+            .iter()
+            .map(|i| {
+                (
+                    i.id.to_string(),
+                    i.parent_session_path.as_ref().map(|p| p.to_string()),
+                )
+            })
+            .collect();
+        let rows: Vec<Row<'_>> = infos
+            .iter()
+            .zip(&texts)
+            .map(|(i, (id, parent))| Row {
+                path: &i.path,
+                id_json: id,
+                cwd: &i.cwd,
+                name: i.name.as_deref(),
+                parent_json: parent.as_deref(),
+                created_ms: i.created_ms,
+                modified_ms: i.modified_ms,
+                message_count: i.message_count,
+                first_message: &i.first_message,
+                reference_drops: i.reference_drops,
+                imported: i.imported.as_deref(),
+            })
+            .collect();
+        Listing::of_rows(files, &rows, print, digest)
+    }
+
+    /// [`Listing::of`] given rows.
+    pub fn of_rows(
+        files: &[(PathBuf, Option<FileStat>)],
+        rows: &[Row<'_>],
+        print: &str,
+        digest: Option<&ListDigest>,
+    ) -> Listing {
+        use std::os::unix::ffi::OsStrExt;
+        let mut by_path: rustc_hash::FxHashMap<&[u8], usize> =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(rows.len(), Default::default());
+        for (n, r) in rows.iter().enumerate() {
+            by_path.insert(r.path.as_os_str().as_bytes(), n);
         }
-        let mut buf = Vec::with_capacity(body.len() + 128);
+        // Sized once, the header written first and its counts and checksum set at the end
+        // (a listing of 20,000 sessions is 12 MB: regrowing it, or copying it once more,
+        // was a fifth of an `ls` after one append).
+        let strings: usize = rows
+            .iter()
+            .map(|r| {
+                r.id_json.len()
+                    + r.cwd.len()
+                    + r.name.map_or(0, str::len)
+                    + r.parent_json.map_or(0, str::len)
+                    + r.first_message.len()
+                    + r.imported.map_or(0, str::len)
+                    + 64
+            })
+            .sum::<usize>()
+            + files
+                .iter()
+                .map(|f| f.0.as_os_str().len() + 64)
+                .sum::<usize>();
+        let mut buf = Vec::with_capacity(strings + rows.len() * 8 + 256);
         buf.extend_from_slice(MAGIC);
         put_str(&mut buf, super::SCHEMA_VERSION);
-        buf.extend_from_slice(print.as_bytes());
+        let pb = &print.as_bytes()[..print.len().min(PRINT_LEN)];
+        buf.extend_from_slice(pb);
+        buf.resize(buf.len() + PRINT_LEN - pb.len(), b'-');
         buf.push(u8::from(digest.is_some()));
         buf.extend_from_slice(digest.unwrap_or(&[0; 32]));
-        buf.extend_from_slice(&(infos.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        buf.extend_from_slice(&checksum(&body).to_le_bytes());
-        let start = buf.len();
-        buf.extend_from_slice(&body);
+        let counts_at = buf.len();
+        buf.extend_from_slice(&[0; 4 + 4 + 8 + 8]);
+        let body = buf.len();
+        let mut entries = Vec::with_capacity(files.len());
+        // Entry number of each row.
+        let mut entry_of = vec![u32::MAX; rows.len()];
+        let mut put =
+            |buf: &mut Vec<u8>, path: &Path, stat: Option<&FileStat>, row: Option<&Row<'_>>| {
+                entries.push(buf.len() as u32);
+                put_bytes(buf, path.as_os_str().as_bytes());
+                match stat {
+                    Some(st) => {
+                        buf.push(1);
+                        for v in [
+                            st.size,
+                            st.mtime_ns as u64,
+                            st.mtime_ms.to_bits(),
+                            st.dev,
+                            st.ino,
+                            st.ctime_ns as u64,
+                        ] {
+                            buf.extend_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                    None => buf.push(0),
+                }
+                match row {
+                    Some(r) => {
+                        buf.push(1);
+                        put_row(buf, r);
+                    }
+                    None => buf.push(0),
+                }
+                entries.len() as u32 - 1
+            };
+        for (path, stat) in files {
+            let at = by_path.get(path.as_os_str().as_bytes()).copied();
+            let e = put(&mut buf, path, stat.as_ref(), at.map(|k| &rows[k]));
+            if let Some(k) = at.filter(|&k| entry_of[k] == u32::MAX) {
+                entry_of[k] = e;
+            }
+        }
+        // Rows of no listed file (a listing made without the file list).
+        for (k, r) in rows.iter().enumerate() {
+            if entry_of[k] == u32::MAX {
+                entry_of[k] = put(&mut buf, r.path, None, Some(r));
+            }
+        }
+        let order_at = buf.len();
+        for e in &entry_of {
+            buf.extend_from_slice(&e.to_le_bytes());
+        }
+        let sum = checksum(&buf[body..]);
+        let len = (buf.len() - body) as u64;
+        let mut counts = Vec::with_capacity(24);
+        counts.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        counts.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+        counts.extend_from_slice(&len.to_le_bytes());
+        counts.extend_from_slice(&sum.to_le_bytes());
+        buf[counts_at..body].copy_from_slice(&counts);
+        // (Every string written is UTF-8, every length its own: what `parse` checks.)
         Listing {
             buf: Bytes::Owned(buf),
-            body: start,
-            count: infos.len(),
+            entries,
+            order_at,
+            count: rows.len(),
         }
     }
 
@@ -157,45 +300,69 @@ impl Listing {
         let matches = match want {
             Want::Print(p) => print == p.as_bytes(),
             Want::Digest(d) => digest == Some(&d[..]),
+            Want::Any => true,
         };
         if !matches {
             return None;
         }
+        let files = r.u32()? as usize;
         let count = r.u32()? as usize;
         let len = usize::try_from(r.u64()?).ok()?;
         let sum = r.u64()?;
         let body = r.at;
-        if buf.len() - body != len || checksum(&buf[body..]) != sum || count > len / MIN_ROW + 1 {
+        if buf.len() - body != len || checksum(&buf[body..]) != sum || files > len / MIN_ENTRY {
             return None;
         }
-        let l = Listing { buf, body, count };
-        // Every row well formed (lengths inside the body, UTF-8), and nothing after them.
-        let mut r = Reader {
-            b: &l.buf[l.body..],
-            at: 0,
-        };
-        for _ in 0..l.count {
-            row(&mut r)?;
+        // Every entry well formed (lengths inside the body, UTF-8), the order naming
+        // listed entries, and nothing after it.
+        let mut entries = Vec::with_capacity(files);
+        let mut listed = Vec::with_capacity(files);
+        let mut r = Reader { b: &buf, at: body };
+        for _ in 0..files {
+            entries.push(u32::try_from(r.at).ok()?);
+            listed.push(entry(&mut r)?.row.is_some());
         }
-        (r.at == r.b.len()).then_some(l)
+        let order_at = r.at;
+        if buf.len() - order_at != count.checked_mul(4)? {
+            return None;
+        }
+        for _ in 0..count {
+            let e = r.u32()? as usize;
+            if !*listed.get(e)? {
+                return None;
+            }
+        }
+        Some(Listing {
+            buf,
+            entries,
+            order_at,
+            count,
+        })
+    }
+
+    fn entry(&self, n: usize) -> Option<Entry<'_>> {
+        let mut r = Reader {
+            b: &self.buf,
+            at: *self.entries.get(n)? as usize,
+        };
+        entry(&mut r)
     }
 
     /// The rows, in order.
     pub fn rows(&self) -> Vec<Row<'_>> {
-        let mut r = Reader {
-            b: &self.buf[self.body..],
-            at: 0,
+        let mut order = Reader {
+            b: &self.buf,
+            at: self.order_at,
         };
-        let mut out = Vec::with_capacity(self.count);
-        // (Checked whole when read, [`Listing::parse`]; one made here holds what it was
-        // given, but for a string cut at 4 GiB: the rows end there.)
-        while out.len() < self.count {
-            match row(&mut r) {
-                Some(row) => out.push(row),
-                None => break,
-            }
-        }
-        out
+        // (Checked whole when made or read, [`Listing::parse`].)
+        (0..self.count)
+            .filter_map(|_| self.entry(order.u32()? as usize)?.row)
+            .collect()
+    }
+
+    /// Every file of the list, in its order.
+    pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
+        (0..self.entries.len()).filter_map(|n| self.entry(n))
     }
 
     pub fn len(&self) -> usize {
@@ -226,11 +393,20 @@ impl Listing {
     }
 }
 
-fn put_str(b: &mut Vec<u8>, s: &str) {
+fn put_bytes(b: &mut Vec<u8>, s: &[u8]) {
     // (A listing's strings are far below 4 GiB: a session's first message is one line.)
-    let s = &s.as_bytes()[..s.len().min(u32::MAX as usize)];
+    let s = &s[..s.len().min(u32::MAX as usize)];
     b.extend_from_slice(&(s.len() as u32).to_le_bytes());
     b.extend_from_slice(s);
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    // (Cut at a character: what is read back is UTF-8.)
+    let mut n = s.len().min(u32::MAX as usize);
+    while !s.is_char_boundary(n) {
+        n -= 1;
+    }
+    put_bytes(b, &s.as_bytes()[..n]);
 }
 
 fn put_opt_str(b: &mut Vec<u8>, s: Option<&str>) {
@@ -243,33 +419,23 @@ fn put_opt_str(b: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-fn put_row(b: &mut Vec<u8>, i: &SessionInfo) {
-    use std::os::unix::ffi::OsStrExt;
-    let path = i.path.as_os_str().as_bytes();
-    b.extend_from_slice(&(path.len() as u32).to_le_bytes());
-    b.extend_from_slice(path);
-    put_str(b, &i.id.to_string());
-    put_str(b, &i.cwd);
-    put_opt_str(b, i.name.as_deref());
-    put_opt_str(
-        b,
-        i.parent_session_path
-            .as_ref()
-            .map(|p| p.to_string())
-            .as_deref(),
-    );
-    match i.created_ms {
+fn put_row(b: &mut Vec<u8>, r: &Row<'_>) {
+    put_str(b, r.id_json);
+    put_str(b, r.cwd);
+    put_opt_str(b, r.name);
+    put_opt_str(b, r.parent_json);
+    match r.created_ms {
         Some(t) => {
             b.push(1);
             b.extend_from_slice(&t.to_le_bytes());
         }
         None => b.push(0),
     }
-    b.extend_from_slice(&i.modified_ms.to_le_bytes());
-    b.extend_from_slice(&i.message_count.to_le_bytes());
-    put_str(b, &i.first_message);
-    b.push(u8::from(i.reference_drops));
-    put_opt_str(b, i.imported.as_deref());
+    b.extend_from_slice(&r.modified_ms.to_le_bytes());
+    b.extend_from_slice(&r.message_count.to_le_bytes());
+    put_str(b, r.first_message);
+    b.push(u8::from(r.reference_drops));
+    put_opt_str(b, r.imported);
 }
 
 struct Reader<'a> {
@@ -311,9 +477,24 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn row<'a>(r: &mut Reader<'a>) -> Option<Row<'a>> {
+fn entry<'a>(r: &mut Reader<'a>) -> Option<Entry<'a>> {
     use std::os::unix::ffi::OsStrExt;
     let path = Path::new(std::ffi::OsStr::from_bytes(r.bytes()?));
+    let stat = r.opt(|r| {
+        Some(FileStat {
+            size: r.u64()?,
+            mtime_ns: r.u64()? as i64,
+            mtime_ms: r.f64()?,
+            dev: r.u64()?,
+            ino: r.u64()?,
+            ctime_ns: r.u64()? as i64,
+        })
+    })?;
+    let row = r.opt(|r| row(r, path))?;
+    Some(Entry { path, stat, row })
+}
+
+fn row<'a>(r: &mut Reader<'a>, path: &'a Path) -> Option<Row<'a>> {
     Some(Row {
         path,
         id_json: r.str()?,
@@ -372,6 +553,11 @@ pub(super) fn read_noting(
         write(index, scope_key, &l);
     }
     Some(l)
+}
+
+/// The listing kept for `scope_key`, of whatever list.
+pub(super) fn read_any(index: &Path, scope_key: &[u8]) -> Option<Listing> {
+    read_slot(index, scope_key, Want::Any)
 }
 
 fn read_slot(index: &Path, scope_key: &[u8], want: Want<'_>) -> Option<Listing> {
@@ -454,6 +640,33 @@ mod tests {
         }
     }
 
+    fn stat(k: u64) -> FileStat {
+        FileStat {
+            size: k * 100,
+            mtime_ns: -(k as i64),
+            mtime_ms: k as f64 / 3.0,
+            dev: k + 1,
+            ino: u64::MAX - k,
+            ctime_ns: k as i64 * 7,
+        }
+    }
+
+    /// The files of `infos` (every third without a stat), with a file that is not a session
+    /// first.
+    fn files_of(infos: &[SessionInfo]) -> Vec<(PathBuf, Option<FileStat>)> {
+        let mut v = vec![(
+            PathBuf::from("/s/--p--/not-a-session.jsonl"),
+            Some(stat(999)),
+        )];
+        v.extend(
+            infos
+                .iter()
+                .enumerate()
+                .map(|(k, i)| (i.path.clone(), (k % 3 != 1).then(|| stat(k as u64)))),
+        );
+        v
+    }
+
     /// What is written is what is read back, every field; anything else in a slot (another
     /// print or version, a flipped or missing byte, a row count a header lies about) is not
     /// used.
@@ -461,10 +674,29 @@ mod tests {
     fn a_slot_reads_back_its_rows_and_nothing_else() {
         let infos: Vec<SessionInfo> = (0..40).map(info).collect();
         let print = "ab".repeat(32);
-        let l = Listing::of(&infos, &print, None);
+        let mut infos = infos;
+        // The rows in another order than the files'.
+        infos.reverse();
+        let files = files_of(&infos);
+        let l = Listing::of(&files, &infos, &print, None);
+        let entries: Vec<_> = l
+            .entries()
+            .map(|e| (e.path.to_path_buf(), e.stat, e.row.is_some()))
+            .collect();
+        let want: Vec<_> = files
+            .iter()
+            .map(|(p, st)| (p.clone(), *st, !p.ends_with("not-a-session.jsonl")))
+            .collect();
+        assert_eq!(entries, want);
         let back =
             Listing::parse(Bytes::Owned(l.buf.to_vec()), Want::Print(&print)).expect("whole");
         let rows = back.rows();
+        // (Compared as text: a NaN time is not equal to itself.)
+        assert_eq!(
+            format!("{:?}", l.rows()),
+            format!("{rows:?}"),
+            "as made, as read back"
+        );
         assert_eq!(rows.len(), infos.len());
         for (r, i) in rows.iter().zip(&infos) {
             assert_eq!(r.path, i.path);
@@ -503,7 +735,7 @@ mod tests {
         longer.push(0);
         assert!(Listing::parse(Bytes::Owned(longer), Want::Print(&print)).is_none());
         // A header claiming more rows than its body can hold, checksum and all.
-        let mut lie = Listing::of(&infos, &print, None).buf.to_vec();
+        let mut lie = Listing::of(&files, &infos, &print, None).buf.to_vec();
         let at = MAGIC.len() + 4 + super::super::SCHEMA_VERSION.len() + print.len() + 33;
         lie[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(Listing::parse(Bytes::Owned(lie), Want::Print(&print)).is_none());
@@ -522,26 +754,38 @@ mod tests {
         let index = d.path().join("i.sqlite");
         let (p1, p2) = ("11".repeat(32), "22".repeat(32));
         let infos: Vec<SessionInfo> = (0..3).map(info).collect();
-        write(&index, b"all", &Listing::of(&infos, &p1, None));
-        write(&index, b"folder", &Listing::of(&infos[..1], &p2, None));
+        write(
+            &index,
+            b"all",
+            &Listing::of(&files_of(&infos), &infos, &p1, None),
+        );
+        write(&index, b"folder", &Listing::of(&[], &infos[..1], &p2, None));
         assert_eq!(read(&index, b"all", &p1).unwrap().len(), 3);
         assert!(read(&index, b"all", &p2).is_none());
         assert_eq!(read(&index, b"folder", &p2).unwrap().len(), 1);
-        write(&index, b"all", &Listing::of(&infos[..2], &p2, None));
+        write(
+            &index,
+            b"all",
+            &Listing::of(&files_of(&infos[..2]), &infos[..2], &p2, None),
+        );
         assert!(read(&index, b"all", &p1).is_none());
         assert_eq!(read(&index, b"all", &p2).unwrap().len(), 2);
         for k in 0..SLOTS + 5 {
             write(
                 &index,
                 format!("scope {k}").as_bytes(),
-                &Listing::of(&infos, &p1, None),
+                &Listing::of(&files_of(&infos), &infos, &p1, None),
             );
         }
         let kept = std::fs::read_dir(dir_for(&index)).unwrap().count();
         // Kept under a list digest: found by it, and by the print as before; a slot read by
         // its print is given the digest of the list it was read for.
         let (d1, d2) = ([1u8; 32], [2u8; 32]);
-        write(&index, b"d", &Listing::of(&infos, &p1, Some(&d1)));
+        write(
+            &index,
+            b"d",
+            &Listing::of(&files_of(&infos), &infos, &p1, Some(&d1)),
+        );
         assert_eq!(read_by_digest(&index, b"d", &d1).unwrap().len(), 3);
         assert!(read_by_digest(&index, b"d", &d2).is_none());
         assert!(read_by_digest(&index, b"all", &d1).is_none());
