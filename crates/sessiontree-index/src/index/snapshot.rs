@@ -354,10 +354,19 @@ impl Listing {
             b: &self.buf,
             at: self.order_at,
         };
-        // (Checked whole when made or read, [`Listing::parse`].)
-        (0..self.count)
-            .filter_map(|_| self.entry(order.u32()? as usize)?.row)
-            .collect()
+        // (Checked whole when made or read, [`Listing::parse`]. Sized once: grown a row at
+        // a time, the list of 20,000 rows was copied over and over.)
+        let mut out = Vec::with_capacity(self.count);
+        for _ in 0..self.count {
+            if let Some(row) = order
+                .u32()
+                .and_then(|e| self.entry(e as usize))
+                .and_then(|e| e.row)
+            {
+                out.push(row);
+            }
+        }
+        out
     }
 
     /// Every file of the list, in its order.
