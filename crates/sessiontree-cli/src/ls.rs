@@ -556,20 +556,12 @@ fn write_table(
     );
     o.write_all(paint("1", &head).as_bytes())?;
     o.write_all(b"\n")?;
-    let (mut line, mut title, mut iso) = (String::new(), String::new(), String::new());
+    let (mut line, mut title) = (String::new(), String::new());
     for i in v {
         use std::fmt::Write as _;
         line.clear();
         // MODIFIED: `YYYY-MM-DD HH:MM`, or `-`, padded to 16.
-        if i.modified_ms.is_finite() && i.modified_ms.abs() <= 8.64e15 {
-            iso.clear();
-            sessiontree::date::write_iso_from_ms(i.modified_ms as i64, &mut iso);
-            line.push_str(&iso[..10]);
-            line.push(' ');
-            line.push_str(&iso[11..16]);
-        } else {
-            line.push('-');
-        }
+        crate::rows::push_minute(&mut line, i.modified_ms);
         let used = line.len();
         line.extend(std::iter::repeat_n(' ', 16usize.saturating_sub(used) + 2));
         // MSGS, right-aligned, with its marks.
@@ -652,10 +644,11 @@ pub fn resume(out: &mut Out, a: ResumeArgs) -> Result<bool> {
 mod tests {
     use super::*;
 
+    /// A time as the table showed it before [`crate::rows::push_minute`].
     fn fmt_ms(ms: f64) -> String {
         if ms.is_finite() && ms.abs() <= 8.64e15 {
             let iso = sessiontree::date::iso_from_ms(ms as i64);
-            format!("{} {}", &iso[..10], &iso[11..16])
+            [&iso[..10], " ", &iso[11..16]].concat()
         } else {
             "-".into()
         }

@@ -15,6 +15,27 @@ pub fn indent_budget(width: usize) -> usize {
     (width / 4).max(2 * STEP)
 }
 
+/// A time (ms since the epoch) to the minute, `YYYY-MM-DD HH:MM`, appended to `out`; `-`
+/// when it is no date.
+pub fn push_minute(out: &mut String, ms: f64) {
+    if ms.is_finite() && ms.abs() <= 8.64e15 {
+        let start = out.len();
+        sessiontree::date::write_iso_from_ms(ms as i64, out);
+        // `...THH:MM:SS.mmmZ`: the `T` a space, the seconds off (the text is ASCII).
+        out.replace_range(start + 10..start + 11, " ");
+        out.truncate(start + 16);
+    } else {
+        out.push('-');
+    }
+}
+
+/// [`push_minute`] as a string of its own.
+pub fn minute(ms: f64) -> String {
+    let mut s = String::with_capacity(16);
+    push_minute(&mut s, ms);
+    s
+}
+
 /// Display width of a string (East Asian wide characters count 2).
 pub fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)

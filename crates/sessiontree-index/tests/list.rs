@@ -589,7 +589,7 @@ fn index_notices_damage_in_place_edits_replacements_and_unreadable_files() {
 /// is unchanged are reused; the rest are listed anew.
 #[test]
 fn kept_rows_follow_every_change_as_a_full_scan_lists() {
-    use sessiontree_index::index::{listed_rows, rows_key};
+    use sessiontree_index::index::{listed_rows, rows_key, Row};
     let dir = tempfile::tempdir().unwrap();
     let agent = dir.path();
     let sessions = agent.join("sessions");
@@ -622,7 +622,7 @@ fn kept_rows_follow_every_change_as_a_full_scan_lists() {
     let key = rows_key(None, &sessions);
     let scope = sessiontree_index::index::all_scope(&sessions);
     let opts = ListOptions::default();
-    let shown = |r: &sessiontree_index::index::Row<'_>| {
+    let shown = |r: &Row<'_>| {
         (
             r.path.to_path_buf(),
             r.modified_ms.to_bits(),
@@ -631,6 +631,13 @@ fn kept_rows_follow_every_change_as_a_full_scan_lists() {
             r.first_message.to_string(),
             r.cwd.to_string(),
         )
+    };
+    let shown_infos = |v: &[list::SessionInfo]| -> Vec<_> {
+        let texts: Vec<_> = v.iter().map(Row::texts_of).collect();
+        v.iter()
+            .zip(&texts)
+            .map(|(i, t)| shown(&Row::of(i, t)))
+            .collect()
     };
     for round in 0..80 {
         match rng.pick(8) {
@@ -679,19 +686,7 @@ fn kept_rows_follow_every_change_as_a_full_scan_lists() {
         let files = list::all_files_stat(agent);
         let (l, st) = listed_rows(&mut idx, &files, None, &scope, &key, opts, &|_, _| {}).unwrap();
         let got: Vec<_> = l.rows().iter().map(shown).collect();
-        let want: Vec<_> = list::list_all(agent, opts)
-            .iter()
-            .map(|i| {
-                (
-                    i.path.clone(),
-                    i.modified_ms.to_bits(),
-                    i.message_count,
-                    i.name.clone(),
-                    i.first_message.clone(),
-                    i.cwd.clone(),
-                )
-            })
-            .collect();
+        let want = shown_infos(&list::list_all(agent, opts));
         assert_eq!(got, want, "round {round}");
         // The rows the index keeps for `ls --json` agree too (the kept rows' refreshes
         // touch only the changed files' rows).
@@ -699,20 +694,7 @@ fn kept_rows_follow_every_change_as_a_full_scan_lists() {
             let (v, _) =
                 sessiontree_index::index::listed(&mut idx, &files, &scope, opts, &|_, _| {})
                     .unwrap();
-            let v: Vec<_> = v
-                .iter()
-                .map(|i| {
-                    (
-                        i.path.clone(),
-                        i.modified_ms.to_bits(),
-                        i.message_count,
-                        i.name.clone(),
-                        i.first_message.clone(),
-                        i.cwd.clone(),
-                    )
-                })
-                .collect();
-            assert_eq!(v, want, "round {round}: listed");
+            assert_eq!(shown_infos(&v), want, "round {round}: listed");
         }
         // Asked again with nothing changed: from the kept rows, the same.
         let (again, st2) =

@@ -109,14 +109,7 @@ fn row_rect(area: Rect, y: u16) -> Rect {
     Rect::new(area.x, area.y + y, area.width, 1)
 }
 
-fn fmt_ms(ms: f64) -> String {
-    if ms.is_finite() && ms.abs() <= 8.64e15 {
-        let iso = sessiontree::date::iso_from_ms(ms as i64);
-        format!("{} {}", &iso[..10], &iso[11..16])
-    } else {
-        "-".into()
-    }
-}
+use crate::rows::minute as fmt_ms;
 
 fn draw_list(f: &mut Frame, app: &App, l: &ListState, area: Rect) {
     let scope = if l.only_cwd {

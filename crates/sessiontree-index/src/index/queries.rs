@@ -612,34 +612,11 @@ fn brought_up_to_date(
     st.files = files.len();
     st.unchanged = files.iter().filter(|f| f.1.is_some()).count() - changed.len();
     st.rebuilt = idx.rebuilt;
-    let texts: Vec<(String, Option<String>)> = infos
-        .iter()
-        .map(|i| {
-            (
-                i.id.to_string(),
-                i.parent_session_path.as_ref().map(|p| p.to_string()),
-            )
-        })
-        .collect();
+    let texts: Vec<_> = infos.iter().map(Row::texts_of).collect();
     let new: rustc_hash::FxHashMap<&[u8], Row<'_>> = infos
         .iter()
         .zip(&texts)
-        .map(|(i, (id, parent))| {
-            let r = Row {
-                path: &i.path,
-                id_json: id,
-                cwd: &i.cwd,
-                name: i.name.as_deref(),
-                parent_json: parent.as_deref(),
-                created_ms: i.created_ms,
-                modified_ms: i.modified_ms,
-                message_count: i.message_count,
-                first_message: &i.first_message,
-                reference_drops: i.reference_drops,
-                imported: i.imported.as_deref(),
-            };
-            (i.path.as_os_str().as_bytes(), r)
-        })
+        .map(|(i, t)| (i.path.as_os_str().as_bytes(), Row::of(i, t)))
         .collect();
     let mut rows: Vec<Row<'_>> = Vec::with_capacity(files.len());
     for (p, stat) in files {

@@ -80,7 +80,33 @@ pub struct Row<'a> {
     pub imported: Option<&'a str>,
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// The JSON texts a row of `i` holds: its id, and its parent session when the key is
+    /// there.
+    pub fn texts_of(i: &SessionInfo) -> (String, Option<String>) {
+        (
+            i.id.to_string(),
+            i.parent_session_path.as_ref().map(|p| p.to_string()),
+        )
+    }
+
+    /// The row of `i`, its JSON texts those [`Row::texts_of`] gave.
+    pub fn of(i: &'a SessionInfo, texts: &'a (String, Option<String>)) -> Row<'a> {
+        Row {
+            path: &i.path,
+            id_json: &texts.0,
+            cwd: &i.cwd,
+            name: i.name.as_deref(),
+            parent_json: texts.1.as_deref(),
+            created_ms: i.created_ms,
+            modified_ms: i.modified_ms,
+            message_count: i.message_count,
+            first_message: &i.first_message,
+            reference_drops: i.reference_drops,
+            imported: i.imported.as_deref(),
+        }
+    }
+
     /// As [`SessionInfo::is_fork`]: the header names a parent session (not `null`).
     pub fn is_fork(&self) -> bool {
         self.parent_json.is_some_and(|p| p != "null")
@@ -147,31 +173,11 @@ impl Listing {
         print: &str,
         digest: Option<&ListDigest>,
     ) -> Listing {
-        let texts: Vec<(String, Option<String>)> = infos
-            .iter()
-            .map(|i| {
-                (
-                    i.id.to_string(),
-                    i.parent_session_path.as_ref().map(|p| p.to_string()),
-                )
-            })
-            .collect();
+        let texts: Vec<_> = infos.iter().map(Row::texts_of).collect();
         let rows: Vec<Row<'_>> = infos
             .iter()
             .zip(&texts)
-            .map(|(i, (id, parent))| Row {
-                path: &i.path,
-                id_json: id,
-                cwd: &i.cwd,
-                name: i.name.as_deref(),
-                parent_json: parent.as_deref(),
-                created_ms: i.created_ms,
-                modified_ms: i.modified_ms,
-                message_count: i.message_count,
-                first_message: &i.first_message,
-                reference_drops: i.reference_drops,
-                imported: i.imported.as_deref(),
-            })
+            .map(|(i, t)| Row::of(i, t))
             .collect();
         Listing::of_rows(files, &rows, print, digest)
     }
