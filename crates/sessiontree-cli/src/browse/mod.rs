@@ -71,21 +71,40 @@ fn listed(
         with_text: false,
         threads: 2,
     };
-    match dir {
-        None => {
-            let files = list::all_files_stat(&agent);
-            let sessions = agent.join("sessions");
-            let scope = index::all_scope(&sessions);
-            let (v, _) = crate::ls::listing(&files, &scope, opts, true)?;
-            Ok((v, files))
+    // The rows `ls` keeps (see `ls::listing_rows`): found from a running watch's journal
+    // alone when no session changed, the files' stats with them.
+    let sessions = agent.join("sessions");
+    let key = index::rows_key(dir, &sessions);
+    let quick = dir
+        .is_none()
+        .then(|| {
+            let d = sessiontree::changes::list_digest(&agent)?;
+            index::read_by_digest(&index::Index::default_path(&agent), &key, &d)
+        })
+        .flatten();
+    let (l, files) = match (quick, dir) {
+        (Some(l), _) => {
+            let files = l
+                .entries()
+                .map(|e| (e.path.to_path_buf(), e.stat))
+                .collect();
+            (l, files)
         }
-        Some(d) => {
+        (None, None) => {
+            let (files, digest) = list::all_files_stat_digested(&agent);
+            let scope = index::all_scope(&sessions);
+            let l = crate::ls::listing_rows(&files, digest.as_ref(), &scope, &key, opts, true)?;
+            (l, files)
+        }
+        (None, Some(d)) => {
             let files = list::with_stats(list::dir_files(d));
             let scope = index::folder_scope(d);
-            let (v, _) = crate::ls::listing(&files, &scope, opts, true)?;
-            Ok((v, files))
+            let l = crate::ls::listing_rows(&files, None, &scope, &key, opts, true)?;
+            (l, files)
         }
-    }
+    };
+    let v = l.rows().iter().map(|r| r.to_info()).collect();
+    Ok((v, files))
 }
 
 /// Which of `sessions` a `sessiontree push` from this agent dir has archived, and whether

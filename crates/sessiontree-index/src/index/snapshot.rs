@@ -107,6 +107,27 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// The listing this row holds (without `allMessagesText`, as the index keeps it). The
+    /// JSON texts it holds are read back as values (a text that is not JSON, which no row
+    /// made here holds, reads as `null`).
+    pub fn to_info(&self) -> SessionInfo {
+        let json = |t: &str| serde_json::from_str(t).unwrap_or(serde_json::Value::Null);
+        SessionInfo {
+            path: self.path.to_path_buf(),
+            id: json(self.id_json),
+            cwd: self.cwd.to_string(),
+            name: self.name.map(str::to_string),
+            parent_session_path: self.parent_json.map(json),
+            created_ms: self.created_ms,
+            modified_ms: self.modified_ms,
+            message_count: self.message_count,
+            first_message: self.first_message.to_string(),
+            all_messages_text: String::new(),
+            reference_drops: self.reference_drops,
+            imported: self.imported.map(str::to_string),
+        }
+    }
+
     /// As [`SessionInfo::is_fork`]: the header names a parent session (not `null`).
     pub fn is_fork(&self) -> bool {
         self.parent_json.is_some_and(|p| p != "null")
@@ -729,6 +750,9 @@ mod tests {
             assert_eq!(r.first_message, i.first_message);
             assert_eq!(r.reference_drops, i.reference_drops);
             assert_eq!(r.imported, i.imported.as_deref());
+            let back = r.to_info();
+            assert_eq!(back.to_json(), i.to_json());
+            assert_eq!(back.reference_drops, i.reference_drops);
         }
         assert!(
             Listing::parse(Bytes::Owned(l.buf.to_vec()), Want::Print(&"cd".repeat(32))).is_none()
