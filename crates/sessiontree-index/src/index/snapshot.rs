@@ -786,6 +786,54 @@ mod tests {
         }
     }
 
+    /// A slot whose checksum matches its body (anyone who can write the agent dir can make
+    /// one) is still checked whole: random bodies, and valid ones with bytes changed, are
+    /// refused or read without a panic, whatever lengths and counts they claim.
+    #[test]
+    fn a_forged_slot_with_a_right_checksum_never_panics() {
+        let infos: Vec<SessionInfo> = (0..6).map(info).collect();
+        let print = "ef".repeat(32);
+        let valid = Listing::of(&files_of(&infos), &infos, &print, None)
+            .buf
+            .to_vec();
+        let head = MAGIC.len() + 4 + super::super::SCHEMA_VERSION.len() + PRINT_LEN + 33;
+        let forge = |files: u32, rows: u32, body: &[u8]| {
+            let mut b = valid[..head].to_vec();
+            b.extend_from_slice(&files.to_le_bytes());
+            b.extend_from_slice(&rows.to_le_bytes());
+            b.extend_from_slice(&(body.len() as u64).to_le_bytes());
+            b.extend_from_slice(&checksum(body).to_le_bytes());
+            b.extend_from_slice(body);
+            b
+        };
+        let mut rng = sessiontree_testkit::rng::Rng(0xf0_49ed);
+        let valid_body = valid[head + 24..].to_vec();
+        let mut read = 0;
+        for n in 0..3000 {
+            let body: Vec<u8> = if n % 2 == 0 {
+                (0..rng.pick(200)).map(|_| rng.pick(256) as u8).collect()
+            } else {
+                let mut b = valid_body.clone();
+                for _ in 0..1 + rng.pick(3) {
+                    let at = rng.pick(b.len());
+                    b[at] = [0, 1, 2, 0xff, 0x80, rng.pick(256) as u8][rng.pick(6)];
+                }
+                b.truncate(b.len() - rng.pick(3) * rng.pick(8));
+                b
+            };
+            let (files, rows) = (rng.pick(10) as u32, rng.pick(10) as u32);
+            let claims = [(files, rows), (7, 6), (u32::MAX, 6), (7, u32::MAX)];
+            let (f, r) = claims[rng.pick(claims.len())];
+            if let Some(l) = Listing::parse(Bytes::Owned(forge(f, r, &body)), Want::Print(&print)) {
+                read += 1;
+                let _ = l.rows();
+                let _ = l.entries().count();
+            }
+        }
+        // Some of the changed valid bodies are still whole slots (a changed time or count).
+        assert!(read > 0);
+    }
+
     /// Slots are per scope, replaced whole, and at most [`SLOTS`] are kept.
     #[test]
     fn slots_are_per_scope_and_bounded() {
