@@ -41,8 +41,11 @@ pub fn sessions(ctx: &Ctx) -> Result<Vec<SessionInfo>, ToolError> {
         }
     }
     if let Some(idx) = guard.as_mut() {
-        match index::listed(idx, &files, &scope, opts, &|_, _| {}) {
-            Ok((v, _)) => return Ok(v),
+        // The rows `ls --all` keeps (read back whole while no session changed, else brought
+        // up to date).
+        let key = index::rows_key(None, &sessions);
+        match index::listed_rows(idx, &files, None, &scope, &key, opts, &|_, _| {}) {
+            Ok((l, _)) => return Ok(l.rows().iter().map(|r| r.to_info()).collect()),
             Err(e) => {
                 eprintln!("sessiontree mcp: index not usable ({e}); reading every file");
                 *guard = None;

@@ -111,8 +111,15 @@ impl Catalog {
                 *guard = Index::open(&Index::default_path(&self.agent_dir)).ok();
             }
             if let Some(idx) = guard.as_mut() {
-                match index::listed(idx, files, scope, opts, &|_, _| {}) {
-                    Ok((l, _)) => v = Some(l),
+                // The rows `ls` keeps for the same scope (read back whole while no session
+                // changed, else brought up to date).
+                let root = match &self.root {
+                    Root::Folder(f) => Some(f.as_path()),
+                    Root::AgentDir(_) => None,
+                };
+                let key = index::rows_key(root, &sessions);
+                match index::listed_rows(idx, files, None, scope, &key, opts, &|_, _| {}) {
+                    Ok((l, _)) => v = Some(l.rows().iter().map(|r| r.to_info()).collect()),
                     // Opened again next time; this listing reads the files.
                     Err(_) => *guard = None,
                 }
