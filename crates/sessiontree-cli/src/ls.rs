@@ -281,12 +281,8 @@ pub fn ls(out: &mut Out, a: LsArgs) -> Result<bool> {
     };
     // The table of every session when no session changed since the last one: its rows
     // as they were, found from a running watch's journal alone (no file list built).
-    let all_key = index::rows_key(None, &sessions_dir);
     let quick = (a.all && !a.json && !a.no_index)
-        .then(|| {
-            let d = sessiontree::changes::list_digest(&agent)?;
-            index::read_by_digest(&Index::default_path(&agent), &all_key, &d)
-        })
+        .then(|| index::unchanged_rows(&agent))
         .flatten();
     // Which files (and the digest of their list), in which index scope, and which cwd to
     // keep.

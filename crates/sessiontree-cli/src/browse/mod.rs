@@ -77,10 +77,7 @@ fn listed(
     let key = index::rows_key(dir, &sessions);
     let quick = dir
         .is_none()
-        .then(|| {
-            let d = sessiontree::changes::list_digest(&agent)?;
-            index::read_by_digest(&index::Index::default_path(&agent), &key, &d)
-        })
+        .then(|| index::unchanged_rows(&agent))
         .flatten();
     let (l, files) = match (quick, dir) {
         (Some(l), _) => {

@@ -37,7 +37,7 @@ mod snapshot;
 
 pub use queries::{listed, listed_rows};
 pub use schema::SCHEMA_VERSION;
-pub use snapshot::{read_by_digest, Entry, Listing, Row};
+pub use snapshot::{Entry, Listing, Row};
 
 use crate::listing_store::Store;
 use rusqlite::Connection;
@@ -134,13 +134,23 @@ impl Index {
 }
 
 /// The key of the rows kept for one folder's sessions, or (`None`) for every session under
-/// `sessions` ([`listed_rows`], [`read_by_digest`]).
+/// `sessions` ([`listed_rows`], [`unchanged_rows`]).
 pub fn rows_key(folder: Option<&Path>, sessions: &Path) -> Vec<u8> {
     let (kind, dir): (&[u8], &Path) = match folder {
         Some(f) => (b"folder\0", f),
         None => (b"all\0", sessions),
     };
     [kind, dir.as_os_str().as_encoded_bytes()].concat()
+}
+
+/// The rows kept for every session under `agent_dir` ([`listed_rows`] with the scope of
+/// [`rows_key`]`(None, ..)`), when a running watch's journal says the file list is the very
+/// one they were kept for: found from the journal alone, no file list built, no database
+/// opened (see [`sessiontree::changes::list_digest`]).
+pub fn unchanged_rows(agent_dir: &Path) -> Option<Listing> {
+    let digest = sessiontree::changes::list_digest(agent_dir)?;
+    let key = rows_key(None, &agent_dir.join("sessions"));
+    snapshot::read_by_digest(&Index::default_path(agent_dir), &key, &digest)
 }
 
 /// Files in a sub-folder of `sessions` (what `list_all` covers).

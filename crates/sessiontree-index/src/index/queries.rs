@@ -520,7 +520,7 @@ pub fn listed(
 /// the slot of `scope_key` was made for, the rows are read back from it without touching
 /// the database; else they are listed and the slot replaced. `digest`: the list digest of
 /// `files` ([`sessiontree::list::all_files_stat_digested`]), kept with the rows for
-/// [`snapshot::read_by_digest`].
+/// [`super::unchanged_rows`].
 pub fn listed_rows(
     idx: &mut Index,
     files: &[(PathBuf, Option<FileStat>)],

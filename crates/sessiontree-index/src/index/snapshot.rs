@@ -572,7 +572,11 @@ pub(super) fn read(index: &Path, scope_key: &[u8], print: &str) -> Option<Listin
 
 /// The listing kept for `scope_key` when it was made for a file list of this digest
 /// ([`sessiontree::changes::list_digest`]).
-pub fn read_by_digest(index: &Path, scope_key: &[u8], digest: &ListDigest) -> Option<Listing> {
+pub(super) fn read_by_digest(
+    index: &Path,
+    scope_key: &[u8],
+    digest: &ListDigest,
+) -> Option<Listing> {
     read_slot(index, scope_key, Want::Digest(digest))
 }
 
