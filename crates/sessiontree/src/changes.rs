@@ -459,6 +459,11 @@ fn snapshot_offset(bytes: &[u8], epoch: &str) -> Option<u64> {
     h.next()?.parse().ok()
 }
 
+/// `SESSIONTREE_NO_JOURNAL=1`: every command walks and stats, as without a watch.
+fn journal_turned_off() -> bool {
+    std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0")
+}
+
 /// A digest of the file list a read through the journal finds: [`list_digest`].
 pub type ListDigest = [u8; 32];
 
@@ -492,7 +497,7 @@ fn digest_of(epoch: &str, snapshot: &[u8], from: u64, delta: &[u8]) -> ListDiges
 /// seen, as by any read through the journal: as if the command had started a moment
 /// earlier.)
 pub fn list_digest(agent_dir: &Path) -> Option<ListDigest> {
-    if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
+    if journal_turned_off() {
         return None;
     }
     let (journal, epoch, head) = open_journal(agent_dir)?;
@@ -537,12 +542,8 @@ fn parse_snapshot(bytes: &[u8], epoch: &str) -> Option<Snapshot> {
         return None;
     }
     let mut lines = split_n(&body[..last - 1], b'\n', usize::MAX);
-    let head = std::str::from_utf8(lines.next()?).ok()?;
-    let mut h = head.strip_prefix(SNAPSHOT_MAGIC)?.split(' ');
-    if h.next()? != epoch {
-        return None;
-    }
-    let offset: u64 = h.next()?.parse().ok()?;
+    lines.next()?;
+    let offset = snapshot_offset(bytes, epoch)?;
     let mut folders: Vec<(OsString, Vec<Found>)> = Vec::new();
     let mut seen = 0usize;
     for line in lines {
@@ -677,7 +678,7 @@ fn current_folders(agent_dir: &Path) -> Vec<(OsString, Vec<Found>)> {
 
 fn current_folders_digested(agent_dir: &Path) -> (Vec<(OsString, Vec<Found>)>, Option<ListDigest>) {
     let sessions = agent_dir.join("sessions");
-    if std::env::var_os("SESSIONTREE_NO_JOURNAL").is_some_and(|v| v != "0") {
+    if journal_turned_off() {
         (walk_all(&sessions), None)
     } else {
         through_journal(agent_dir, &sessions).unwrap_or_else(|| (walk_all(&sessions), None))
@@ -768,7 +769,6 @@ fn through_journal(
         .folders
         .iter()
         .all(|(_, files)| files.iter().all(|f| !f.volatile));
-    let mut digest = all_plain.then(|| digest_of(&epoch, &snap_bytes, from, &delta));
     // Names the watch cannot follow, stat'ed now.
     for (folder, files) in &mut snap.folders {
         if files.iter().any(|f| f.volatile) {
@@ -787,14 +787,17 @@ fn through_journal(
             });
         }
     }
-    if reread || end - snap.offset >= RESAVE_AFTER {
+    // The digest of what the next read finds: this list saved with no line after it, or
+    // (not saved) the snapshot and the lines read here.
+    let digest = if reread || end - snap.offset >= RESAVE_AFTER {
         snap.offset = end;
-        // What the next read finds: this list saved, no line after it.
         let saved = write_snapshot(agent_dir, &snap);
-        digest = all_plain
+        all_plain
             .then(|| Some(digest_of(&epoch, &saved?, end.max(head), b"")))
-            .flatten();
-    }
+            .flatten()
+    } else {
+        all_plain.then(|| digest_of(&epoch, &snap_bytes, from, &delta))
+    };
     Some((snap.folders, digest))
 }
 
