@@ -7,16 +7,10 @@
 # Defaults: the 20,000-session corpus of bench/scale.sh (/tmp/st-scale/big, 5.3 GB, 400
 # projects; generated if missing). COMMON / RARE: the words; RUNS: rounds (default 9).
 . "$(dirname "$0")/lib.sh"
-DATA=${1:-/tmp/st-scale/big}
-COUNT=${2:-20000}
-MB=${3:-5300}
-PROJ=${4:-400}
 RUNS=${RUNS:-9}
 COMMON=${COMMON:-kalo}
 RARE=${RARE:-quokka_marker}
-build_cli
-corpus "$DATA" "$COUNT" "$MB" "$PROJ"
-export PI_CODING_AGENT_DIR=$DATA SESSIONTREE_NO_BACKGROUND_INDEX=1
+scale_corpus "$@"
 echo "data: $(find "$DATA/sessions" -name '*.jsonl' | wc -l) files in $(find "$DATA/sessions" -mindepth 1 -maxdepth 1 -type d | wc -l) folders; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 [ -f "$DATA/sessiontree-search.summaries" ] || "$BIN" search --build-index >/dev/null
 "$BIN" ls --all >/dev/null  # the listing index, warm

@@ -11,6 +11,10 @@
 #                           as the postgres system user when run as root, stopped on exit;
 #                           a login role `bench` owning database `archive`; sets PG,
 #                           PGBIN, PORT and SESSIONTREE_ARCHIVE
+#   scale_corpus [DATA_DIR] [COUNT] [TOTAL_MB] [PROJECTS]
+#                           build_cli, then the corpus (default: bench/scale.sh's 20,000
+#                           sessions, /tmp/st-scale/big, 5.3 GB, 400 projects) as the agent
+#                           dir (PI_CODING_AGENT_DIR, no background index); sets DATA
 #   append_before FILE [WAIT]
 #                           sets MEASURE_BEFORE (bench/measure.py) to append one new user
 #                           message entry to FILE before every run, then sleep WAIT seconds
@@ -21,6 +25,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+
+scale_corpus() {
+  DATA=${1:-/tmp/st-scale/big}
+  build_cli
+  corpus "$DATA" "${2:-20000}" "${3:-5300}" "${4:-400}"
+  export PI_CODING_AGENT_DIR=$DATA SESSIONTREE_NO_BACKGROUND_INDEX=1
+}
 
 append_before() {
   local line='{"type":"message","id":"b%s","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"appended quokka","timestamp":1767225600000}}'

@@ -8,14 +8,8 @@
 # pushed already, or pushed now), else a throwaway cluster under DATA_DIR/../push-bench
 # with everything pushed first (about a minute at 20,000). RUNS: rounds (default 9).
 . "$(dirname "$0")/lib.sh"
-DATA=${1:-/tmp/st-scale/big}
-COUNT=${2:-20000}
-MB=${3:-5300}
-PROJ=${4:-400}
 RUNS=${RUNS:-9}
-build_cli
-corpus "$DATA" "$COUNT" "$MB" "$PROJ"
-export PI_CODING_AGENT_DIR=$DATA SESSIONTREE_NO_BACKGROUND_INDEX=1
+scale_corpus "$@"
 if [ -z "${SESSIONTREE_ARCHIVE:-}" ]; then
   start_cluster "$(dirname "$DATA")/push-bench"
   rm -f "$DATA"/sessiontree-archive/*.json "$DATA"/sessiontree-archive/*.changes
