@@ -242,8 +242,7 @@ fn plan_file(
     rkey: &str,
     seen_ids: &mut HashMap<String, PathBuf>,
 ) -> Result<Item> {
-    let stamp = match walked.map_or_else(|| std::fs::metadata(&path).map(|m| FileStamp::of(&m)), Ok)
-    {
+    let stamp = match stamp_now(&path, walked) {
         Ok(s) => s,
         Err(e) => return Ok(Item::Skipped(path, e.to_string())),
     };
@@ -370,14 +369,15 @@ fn pushed_as_it_is(state: &State, path: &Path, walked: Option<&FileStamp>, rkey:
     let Some((st, key, _)) = state.pushed(path) else {
         return false;
     };
-    let stamp = match walked {
-        Some(s) => s.clone(),
-        None => match std::fs::metadata(path) {
-            Ok(m) => FileStamp::of(&m),
-            Err(_) => return false,
-        },
+    let Ok(stamp) = stamp_now(path, walked.cloned()) else {
+        return false;
     };
     *st == stamp && key == rkey && id_from_name(path).is_some()
+}
+
+/// A file's stamp: as the walk took it, else stat'ed now.
+fn stamp_now(path: &Path, walked: Option<FileStamp>) -> std::io::Result<FileStamp> {
+    walked.map_or_else(|| std::fs::metadata(path).map(|m| FileStamp::of(&m)), Ok)
 }
 
 /// Pushes the sessions.
