@@ -41,7 +41,8 @@ pub struct Summaries {
 
 /// A store's bytes: mapped when large (a search reads a few bits of each record; reading
 /// the whole file into fresh memory was a third of a warm search over 20,000 sessions).
-enum Data {
+/// Also the bytes of the index's kept rows (`index::snapshot`).
+pub(crate) enum Data {
     Read(Vec<u8>),
     Mapped(memmap2::Mmap),
 }

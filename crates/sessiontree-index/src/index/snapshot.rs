@@ -36,7 +36,7 @@
 //! UTF-8 but for the path; an optional value a byte 0 or 1 before it.
 
 use crate::list::{FileStat, SessionInfo};
-use crate::summary::checksum;
+use crate::summary::{checksum, Data};
 use sessiontree::changes::ListDigest;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -139,28 +139,11 @@ impl<'a> Row<'a> {
     }
 }
 
-/// A slot's bytes: made here, or the slot file mapped (read in place: a slot is never
-/// written to after it is renamed into place, only replaced).
-enum Bytes {
-    Owned(Vec<u8>),
-    Mapped(memmap2::Mmap),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Owned(v) => v,
-            Bytes::Mapped(m) => m,
-        }
-    }
-}
-
 /// The finished rows of one file list, in one buffer: every file of the list with its stat
 /// and its listing (none for a file that is not a session), then the listed ones in the
 /// order the listing gives them.
 pub struct Listing {
-    buf: Bytes,
+    buf: Data,
     /// Where each file's entry starts in `buf`.
     entries: Vec<u32>,
     /// Where the order (u32 entry numbers) starts in `buf`.
@@ -305,7 +288,7 @@ impl Listing {
         buf[counts_at..body].copy_from_slice(&counts);
         // (Every string written is UTF-8, every length its own: what `parse` checks.)
         Listing {
-            buf: Bytes::Owned(buf),
+            buf: Data::Read(buf),
             entries,
             order_at,
             count: rows.len(),
@@ -313,7 +296,7 @@ impl Listing {
     }
 
     /// A slot's bytes, when they are whole, of this index version and of what is wanted.
-    fn parse(buf: Bytes, want: Want<'_>) -> Option<Listing> {
+    fn parse(buf: Data, want: Want<'_>) -> Option<Listing> {
         let mut r = Reader { b: &buf, at: 0 };
         if r.take(MAGIC.len())? != MAGIC || r.str()? != super::SCHEMA_VERSION {
             return None;
@@ -417,7 +400,7 @@ impl Listing {
         let mut b = self.buf.to_vec();
         b[at] = 1;
         b[at + 1..at + 33].copy_from_slice(d);
-        self.buf = Bytes::Owned(b);
+        self.buf = Data::Read(b);
     }
 
     fn digest_at(&self) -> usize {
@@ -606,10 +589,11 @@ fn read_slot(index: &Path, scope_key: &[u8], want: Want<'_>) -> Option<Listing> 
     if !meta.is_file() || meta.len() > MAX_LEN {
         return None;
     }
+    // (Made here, or the slot file mapped: read in place.)
     // SAFETY: a slot is written whole under a temporary name and renamed into place,
     // never written to after (see the module docs); the mapping is read-only.
     let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
-    Listing::parse(Bytes::Mapped(map), want)
+    Listing::parse(Data::Mapped(map), want)
 }
 
 /// Keeps `l` as the listing of `scope_key` (best effort: a cache that cannot be written is
@@ -728,8 +712,7 @@ mod tests {
             .map(|(p, st)| (p.clone(), *st, !p.ends_with("not-a-session.jsonl")))
             .collect();
         assert_eq!(entries, want);
-        let back =
-            Listing::parse(Bytes::Owned(l.buf.to_vec()), Want::Print(&print)).expect("whole");
+        let back = Listing::parse(Data::Read(l.buf.to_vec()), Want::Print(&print)).expect("whole");
         let rows = back.rows();
         // (Compared as text: a NaN time is not equal to itself.)
         assert_eq!(
@@ -759,34 +742,34 @@ mod tests {
             assert_eq!(back.reference_drops, i.reference_drops);
         }
         assert!(
-            Listing::parse(Bytes::Owned(l.buf.to_vec()), Want::Print(&"cd".repeat(32))).is_none()
+            Listing::parse(Data::Read(l.buf.to_vec()), Want::Print(&"cd".repeat(32))).is_none()
         );
         for at in [0, 9, 30, 100, l.buf.len() / 2, l.buf.len() - 1] {
             let mut b = l.buf.to_vec();
             b[at] ^= 0x20;
             assert!(
-                Listing::parse(Bytes::Owned(b), Want::Print(&print)).is_none(),
+                Listing::parse(Data::Read(b), Want::Print(&print)).is_none(),
                 "byte {at} flipped"
             );
         }
         for cut in [0, 10, 90, l.buf.len() - 1] {
             assert!(
-                Listing::parse(Bytes::Owned(l.buf[..cut].to_vec()), Want::Print(&print)).is_none()
+                Listing::parse(Data::Read(l.buf[..cut].to_vec()), Want::Print(&print)).is_none()
             );
         }
         let mut longer = l.buf.to_vec();
         longer.push(0);
-        assert!(Listing::parse(Bytes::Owned(longer), Want::Print(&print)).is_none());
+        assert!(Listing::parse(Data::Read(longer), Want::Print(&print)).is_none());
         // A header claiming more rows than its body can hold, checksum and all.
         let mut lie = Listing::of(&files, &infos, &print, None).buf.to_vec();
         let at = MAGIC.len() + 4 + super::super::SCHEMA_VERSION.len() + print.len() + 33;
         lie[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(Listing::parse(Bytes::Owned(lie), Want::Print(&print)).is_none());
+        assert!(Listing::parse(Data::Read(lie), Want::Print(&print)).is_none());
         // Not a slot at all, of every length.
         let mut rng = sessiontree_testkit::rng::Rng(0x5107);
         for n in 0..300 {
             let b: Vec<u8> = (0..n).map(|_| rng.pick(256) as u8).collect();
-            assert!(Listing::parse(Bytes::Owned(b), Want::Print(&print)).is_none());
+            assert!(Listing::parse(Data::Read(b), Want::Print(&print)).is_none());
         }
     }
 
@@ -828,7 +811,7 @@ mod tests {
             let (files, rows) = (rng.pick(10) as u32, rng.pick(10) as u32);
             let claims = [(files, rows), (7, 6), (u32::MAX, 6), (7, u32::MAX)];
             let (f, r) = claims[rng.pick(claims.len())];
-            if let Some(l) = Listing::parse(Bytes::Owned(forge(f, r, &body)), Want::Print(&print)) {
+            if let Some(l) = Listing::parse(Data::Read(forge(f, r, &body)), Want::Print(&print)) {
                 read += 1;
                 let _ = l.rows();
                 let _ = l.entries().count();
