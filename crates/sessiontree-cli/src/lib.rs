@@ -418,6 +418,19 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             json,
         } => {
             let (file, leaf) = target::with_flag(&file, leaf, "--leaf")?;
+            // At the last entry, a large session's context is read from where its entries
+            // were found last time, when the file has not changed since.
+            use sessiontree::session::kept;
+            let keep_in = (leaf.is_none() && !kept::disabled())
+                .then(|| sessiontree::dirs::agent_dir().join(kept::DIR_NAME));
+            if let Some(dir) = &keep_in {
+                paths::session_file(&file)?;
+                if let Some(k) = kept::kept_context(&file, dir) {
+                    show::context_plan(&mut out, k.plan(), json, llm)?;
+                    return Ok(Outcome::Done);
+                }
+            }
+            let before = kept::FileKey::now(&file);
             let l = load(&file)?;
             let arg = match leaf.as_deref() {
                 None => match l.tree.leaf_id() {
@@ -432,17 +445,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     LeafArg::Id(id)
                 }
             };
-            if json && !llm {
-                // Streamed, entry by entry, without holding the session's bytes.
-                sessiontree::context::plan(&l.tree, arg).write_json_releasing(&mut out)?;
-                out.line("")?;
-            } else {
-                let mut ctx = sessiontree::build_context(&l.tree, arg);
-                if llm {
-                    ctx.messages = sessiontree::to_llm(&ctx.messages);
-                }
-                show::context(&mut out, &ctx, json)?;
+            let plan = sessiontree::context::plan(&l.tree, arg);
+            if let (Some(dir), Some(before)) = (&keep_in, before) {
+                kept::keep_context(&file, dir, before, l, &plan);
             }
+            show::context_plan(&mut out, plan, json, llm)?;
             Outcome::Done
         }
         Cmd::Tree { file, json } => {

@@ -316,6 +316,25 @@ pub fn entry_list(out: &mut Out, t: &SessionTree, list: &[&Entry], json: bool) -
     Ok(())
 }
 
+/// Writes the context `plan` gives: its JSON streamed entry by entry (without holding the
+/// session's bytes), or the messages (as the model gets them with `llm`) as `context`.
+pub fn context_plan(
+    out: &mut Out,
+    plan: sessiontree::context::Plan<'_>,
+    json: bool,
+    llm: bool,
+) -> Result<()> {
+    if json && !llm {
+        plan.write_json_releasing(out)?;
+        return out.line("");
+    }
+    let mut ctx = plan.into_context();
+    if llm {
+        ctx.messages = sessiontree::to_llm(&ctx.messages);
+    }
+    context(out, &ctx, json)
+}
+
 pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     if json {
         ctx.write_json(out)?;

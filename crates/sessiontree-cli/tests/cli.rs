@@ -126,3 +126,68 @@ fn no_colour_when_not_a_terminal() {
     assert!(!out.contains('\u{1b}'), "escape codes in piped output");
     assert!(out.contains("◀ leaf"));
 }
+
+/// At its last entry, the context of a large session that has not changed since it was last
+/// read comes from where its entries were found then: the same output every way it is asked
+/// for, a folder only its owner reads, and nothing made where there is no agent dir.
+#[test]
+fn context_of_a_large_unchanged_session_reads_what_was_kept_and_says_the_same() {
+    use sessiontree::session::kept;
+    let mut out = Vec::new();
+    gen::generate(
+        &gen::Shape {
+            entries: 1_800,
+            target_bytes: 5_200,
+            seed: 8,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert!(out.len() as u64 > kept::KEEP_MIN);
+    let (dir, p) = sessiontree_testkit::files::temp_file("large.jsonl", out);
+    let f = p.to_str().unwrap();
+    let agent = dir.path().join("agent");
+    std::fs::create_dir(&agent).unwrap();
+    let keep = agent.join(kept::DIR_NAME);
+    std::thread::sleep(kept::SETTLE + std::time::Duration::from_millis(1100));
+    let run = |args: &[&str], agent: &std::path::Path, whole: bool| {
+        let mut c = st();
+        c.args(args).env("PI_CODING_AGENT_DIR", agent);
+        if whole {
+            c.env("SESSIONTREE_NO_KEPT_CONTEXT", "1");
+        }
+        sessiontree_testkit::run::ok(c.output().unwrap())
+    };
+    let asks: [&[&str]; 3] = [
+        &["context", f, "--json"],
+        &["context", f],
+        &["context", f, "--llm", "--json"],
+    ];
+    for args in asks {
+        let whole = run(args, &agent, true);
+        assert!(!keep.exists(), "{args:?}: kept though turned off");
+        assert_eq!(run(args, &agent, false), whole, "{args:?}: first read");
+        assert_eq!(
+            std::fs::read_dir(&keep).unwrap().count(),
+            1,
+            "{args:?}: one kept context"
+        );
+        assert_eq!(run(args, &agent, false), whole, "{args:?}: read again");
+        std::fs::remove_dir_all(&keep).unwrap();
+    }
+    use std::os::unix::fs::PermissionsExt;
+    run(&["context", f], &agent, false);
+    let mode = std::fs::metadata(&keep).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    // Another leaf is read whole, and says what the library says.
+    let l = sessiontree::load(&p).unwrap();
+    let mid = l.tree.entries()[900].id().unwrap();
+    assert_eq!(
+        run(&["context", f, "--json", "--leaf", mid], &agent, false).trim_end(),
+        sessiontree::build_context(&l.tree, sessiontree::LeafArg::Id(mid)).to_json()
+    );
+    // No agent dir: the context is read, and no folder is made.
+    let missing = dir.path().join("no-agent");
+    run(&["context", f], &missing, false);
+    assert!(!missing.exists());
+}

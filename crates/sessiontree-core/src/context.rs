@@ -79,26 +79,42 @@ pub struct Projection<'a> {
 /// by the last entry on the path that sets it, so the path is walked from its end and each
 /// is read once: the fields of the entries before are never read (on a mapped session,
 /// reading every assistant message's model touched a page of the file for each).
-fn settings<'a>(path: &[&'a Entry]) -> (Option<Raw<'a>>, Option<Model<'a>>) {
-    let thinking = match path
+fn settings<'a>(path: &[&'a Entry]) -> (Option<&'a Entry>, Option<&'a Entry>) {
+    let thinking = path
         .iter()
         .rfind(|e| e.entry_type == EntryType::ThinkingLevelChange)
-    {
+        .copied();
+    let model = path
+        .iter()
+        .rfind(|e| match e.entry_type {
+            EntryType::ModelChange => true,
+            EntryType::Message => e.role() == Some("assistant"),
+            _ => false,
+        })
+        .copied();
+    (thinking, model)
+}
+
+/// The thinking level the last thinking-level change on the path sets (`"off"` without one).
+fn thinking_of(e: Option<&Entry>) -> Option<Raw<'_>> {
+    match e {
         Some(e) => e.field("thinkingLevel"),
         None => Some(Raw::new_unchecked(OFF)),
-    };
-    let model = path.iter().rev().find_map(|e| match e.entry_type {
-        EntryType::ModelChange => Some(Model {
+    }
+}
+
+/// The model the last model change or assistant message on the path names.
+fn model_of(e: Option<&Entry>) -> Option<Model<'_>> {
+    e.map(|e| match e.entry_type {
+        EntryType::ModelChange => Model {
             provider: e.field("provider"),
             model_id: e.field("modelId"),
-        }),
-        EntryType::Message if e.role() == Some("assistant") => Some(Model {
+        },
+        _ => Model {
             provider: e.message_field("provider"),
             model_id: e.message_field("model"),
-        }),
-        _ => None,
-    });
-    (thinking, model)
+        },
+    })
 }
 
 /// `buildContextEntries`: the last compaction, its kept range (without system messages),
@@ -323,6 +339,8 @@ pub fn project<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Projection<'a> {
 pub struct Plan<'a> {
     selected: Vec<&'a Entry>,
     edits: std::collections::HashMap<Cow<'a, str>, &'a Entry>,
+    /// The entries the settings come from (see [`Plan::parts`]).
+    setting_entries: (Option<&'a Entry>, Option<&'a Entry>),
     /// As [`Context::thinking_level`].
     pub thinking_level: Option<Raw<'a>>,
     /// As [`Context::model`].
@@ -334,26 +352,60 @@ pub struct Plan<'a> {
 /// [`Plan::write_json_releasing`] writes them).
 pub fn plan<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Plan<'a> {
     let path = tree.context_path(leaf);
-    let (thinking_level, model) = settings(&path);
-    let selected = context_entries(path);
-    let mut edits: std::collections::HashMap<Cow<'a, str>, &'a Entry> =
-        std::collections::HashMap::new();
-    for e in &selected {
-        if e.entry_type == EntryType::ContextEdit {
-            if let Some(t) = e.str_field("targetId") {
-                edits.insert(t, e);
-            }
-        }
-    }
-    Plan {
-        selected,
-        edits,
-        thinking_level,
-        model,
-    }
+    let (thinking, model) = settings(&path);
+    Plan::from_parts(context_entries(path), thinking, model)
 }
 
 impl<'a> Plan<'a> {
+    /// The plan made of its parts as [`Plan::parts`] gives them: the selected entries in
+    /// order, the last thinking-level change on the path and the last model change or
+    /// assistant message on it. The same parts give the same plan, whichever tree holds the
+    /// entries: a reader that kept where they are need not load the whole session again.
+    pub fn from_parts(
+        selected: Vec<&'a Entry>,
+        thinking: Option<&'a Entry>,
+        model: Option<&'a Entry>,
+    ) -> Plan<'a> {
+        let mut edits: std::collections::HashMap<Cow<'a, str>, &'a Entry> =
+            std::collections::HashMap::new();
+        for e in &selected {
+            if e.entry_type == EntryType::ContextEdit {
+                if let Some(t) = e.str_field("targetId") {
+                    edits.insert(t, e);
+                }
+            }
+        }
+        Plan {
+            selected,
+            edits,
+            setting_entries: (thinking, model),
+            thinking_level: thinking_of(thinking),
+            model: model_of(model),
+        }
+    }
+
+    /// What the plan is made of, for [`Plan::from_parts`]: the selected entries, and the
+    /// entries the thinking level and the model come from.
+    pub fn parts(&self) -> (&[&'a Entry], Option<&'a Entry>, Option<&'a Entry>) {
+        (
+            &self.selected,
+            self.setting_entries.0,
+            self.setting_entries.1,
+        )
+    }
+
+    /// The context the plan gives (as [`build_context`]).
+    pub fn into_context(self) -> Context<'a> {
+        let messages = (0..self.selected.len())
+            .flat_map(|i| self.messages_of(i))
+            .collect();
+        Context {
+            messages,
+            thinking_level: self.thinking_level,
+            model: self.model,
+        }
+    }
+
     /// The messages the `i`th selected entry gives.
     pub fn messages_of(&self, i: usize) -> Vec<Message<'a>> {
         let e = self.selected[i];
@@ -464,12 +516,7 @@ fn write_settings<W: std::io::Write + ?Sized>(
 
 /// `buildSessionContext(leaf)`.
 pub fn build_context<'a>(tree: &'a SessionTree, leaf: LeafArg<'_>) -> Context<'a> {
-    let p = project(tree, leaf);
-    Context {
-        messages: p.entries.into_iter().flat_map(|(_, m)| m).collect(),
-        thinking_level: p.thinking_level,
-        model: p.model,
-    }
+    plan(tree, leaf).into_context()
 }
 
 impl Context<'_> {
@@ -758,7 +805,11 @@ mod tests {
                 })
                 .collect();
             let path: Vec<&Entry> = entries.iter().collect();
-            assert_eq!(shown(settings(&path)), shown(settings_forward(&path)));
+            let (t, m) = settings(&path);
+            assert_eq!(
+                shown((thinking_of(t), model_of(m))),
+                shown(settings_forward(&path))
+            );
         }
     }
 }

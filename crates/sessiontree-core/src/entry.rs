@@ -457,6 +457,22 @@ impl Entry {
         Ok(Entry::from_scanned(text, &scanned, 0, 0))
     }
 
+    /// Where the entry's line is in the file it was read from, without its `\n`, when its
+    /// text is those very bytes (`None` for a line with bytes that are not UTF-8, read as
+    /// U+FFFD, and for entries made in memory).
+    #[doc(hidden)] // plumbing between the core and the store
+    pub fn span_in_file(&self) -> Option<Range<u64>> {
+        let r = &self.text.range;
+        (self.line != 0 && r.start as u64 == self.offset)
+            .then(|| self.offset..self.offset + (r.end - r.start) as u64)
+    }
+
+    /// Position among the file's parsed values (header = 0), as the reference counts them.
+    #[doc(hidden)] // plumbing between the core and the store
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+
     /// The line with its `\n`, when the buffer holds it right after the text.
     pub fn line_bytes(&self) -> Option<&[u8]> {
         let all: &[u8] = (*self.text.buf).as_ref();

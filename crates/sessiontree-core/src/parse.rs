@@ -193,61 +193,128 @@ impl Lines {
                 buf.release(released..pos);
                 released = pos;
             }
-            // The common case in one pass: a valid UTF-8 JSON line, its end found by the
-            // scan.
-            if let Some(len) = scan::scan_line(&src[pos - base..to - base], &mut self.scratch) {
-                let end = pos + len;
-                let has_nl = end < to;
-                let offset = pos as u64;
-                let copy = copied.then(|| &src[pos - base..end - base]);
-                let text = Text::new(buf.clone(), pos..end);
-                let value = value_of(text, copy, &self.scratch, offset);
-                self.out.push(Scanned1 {
-                    line: self.line,
-                    offset,
-                    has_nl,
-                    invalid_utf8: false,
-                    len,
-                    value: Ok(value),
-                });
-                pos = end + has_nl as usize;
-                self.line += has_nl as u64;
-                continue;
+            let (found, next) = scan_one(buf, src, base, pos, to, copied, &mut self.scratch);
+            if let Some(mut it) = found {
+                it.line = self.line;
+                self.out.push(it);
             }
-            let (end, next, has_nl) = match memchr::memchr(b'\n', &src[pos - base..to - base]) {
-                Some(i) => (pos + i, pos + i + 1, true),
-                None => (to, to, false),
-            };
-            let raw = &src[pos - base..end - base];
-            let offset = pos as u64;
-            let this = self.line;
+            self.line += (next > pos && src[next - 1 - base] == b'\n') as u64;
             pos = next;
-            self.line += has_nl as u64;
-            if scan::is_blank(raw) {
-                continue;
-            }
-            let invalid_utf8 = simdutf8::basic::from_utf8(raw).is_err();
-            let value = if !invalid_utf8 {
-                let text = Text::new(buf.clone(), offset as usize..end);
-                let copy = copied.then_some(raw);
-                scan::scan(raw).map(|scanned| value_of(text, copy, &scanned, offset))
-            } else {
-                let text = Text::owned(String::from_utf8_lossy(raw).into_owned());
-                scan::scan(text.as_bytes()).map(|scanned| value_of(text, None, &scanned, offset))
-            };
-            self.out.push(Scanned1 {
-                line: this,
-                offset,
-                has_nl,
-                invalid_utf8,
-                len: raw.len(),
-                value,
-            });
         }
         if in_place {
             buf.release(released..to);
         }
     }
+}
+
+/// Scans the line of the buffer starting at `pos` (`src` and `base` as in [`Lines::scan`],
+/// `to` the piece's end or just after a `\n`): what it holds (`None` for a blank line;
+/// `line` is left 0 for the caller) and where the next line starts.
+fn scan_one(
+    buf: &Backing,
+    src: &[u8],
+    base: usize,
+    pos: usize,
+    to: usize,
+    copied: bool,
+    scratch: &mut json::Scanned,
+) -> (Option<Scanned1>, usize) {
+    // The common case in one pass: a valid UTF-8 JSON line, its end found by the scan.
+    if let Some(len) = scan::scan_line(&src[pos - base..to - base], scratch) {
+        let end = pos + len;
+        let has_nl = end < to;
+        let offset = pos as u64;
+        let copy = copied.then(|| &src[pos - base..end - base]);
+        let text = Text::new(buf.clone(), pos..end);
+        let value = value_of(text, copy, scratch, offset);
+        let it = Scanned1 {
+            line: 0,
+            offset,
+            has_nl,
+            invalid_utf8: false,
+            len,
+            value: Ok(value),
+        };
+        return (Some(it), end + has_nl as usize);
+    }
+    let (end, next, has_nl) = match memchr::memchr(b'\n', &src[pos - base..to - base]) {
+        Some(i) => (pos + i, pos + i + 1, true),
+        None => (to, to, false),
+    };
+    let raw = &src[pos - base..end - base];
+    let offset = pos as u64;
+    if scan::is_blank(raw) {
+        return (None, next);
+    }
+    let invalid_utf8 = simdutf8::basic::from_utf8(raw).is_err();
+    let value = if !invalid_utf8 {
+        let text = Text::new(buf.clone(), offset as usize..end);
+        let copy = copied.then_some(raw);
+        scan::scan(raw).map(|scanned| value_of(text, copy, &scanned, offset))
+    } else {
+        let text = Text::owned(String::from_utf8_lossy(raw).into_owned());
+        scan::scan(text.as_bytes()).map(|scanned| value_of(text, None, &scanned, offset))
+    };
+    let it = Scanned1 {
+        line: 0,
+        offset,
+        has_nl,
+        invalid_utf8,
+        len: raw.len(),
+        value,
+    };
+    (Some(it), next)
+}
+
+/// Where one entry line of a file is, as a load found it: for [`entries_at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineAt {
+    /// Byte offset of the line.
+    pub offset: u64,
+    /// Its length, without the `\n`.
+    pub len: u64,
+    /// Its 1-based line number.
+    pub line: u64,
+    /// Its position among the file's parsed values (header = 0).
+    pub ordinal: u32,
+}
+
+/// The entries on the given lines of `buf`, parsed as a whole load parses them, or `None`
+/// when one of them is not an entry there: out of the buffer, not starting a line, not
+/// ending at its `\n` (or at the end of the buffer), or not one JSON object. For a reader
+/// that knows where the lines it needs are (only those lines' bytes are touched).
+pub fn entries_at(buf: &Backing, lines: &[LineAt]) -> Option<Vec<Entry>> {
+    let bytes: &[u8] = (**buf).as_ref();
+    let mut scratch = json::Scanned::default();
+    let mut out = Vec::with_capacity(lines.len());
+    for at in lines {
+        let pos = usize::try_from(at.offset).ok()?;
+        let end = pos.checked_add(usize::try_from(at.len).ok()?)?;
+        if end > bytes.len() || (pos > 0 && bytes[pos - 1] != b'\n') {
+            return None;
+        }
+        let to = if end < bytes.len() {
+            if bytes[end] != b'\n' {
+                return None;
+            }
+            end + 1
+        } else {
+            end
+        };
+        let (Some(it), next) = scan_one(buf, bytes, 0, pos, to, false, &mut scratch) else {
+            return None;
+        };
+        if next != to || it.len != end - pos {
+            return None;
+        }
+        let Ok(Value1::Object(mut entry)) = it.value else {
+            return None;
+        };
+        entry.line = at.line;
+        entry.ordinal = at.ordinal;
+        out.push(entry);
+    }
+    Some(out)
 }
 
 /// Parses lines of `buf` starting at byte `start` (line number `first_line`), for a file

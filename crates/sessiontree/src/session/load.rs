@@ -51,6 +51,19 @@ pub fn read_or_map(path: &Path) -> Result<(crate::entry::Backing, u64)> {
     Ok((std::sync::Arc::new(Mapped(map, file)), len))
 }
 
+/// `file`, opened as a version 3 session of `len` bytes, mapped (`None` when it cannot be,
+/// or when it is not `len` bytes long).
+pub(super) fn map_opened(file: std::fs::File, len: u64) -> Option<crate::entry::Backing> {
+    // SAFETY: as in `read_or_map`: the map is read-only and private, and a version 3 session
+    // is only ever appended to (the caller checked the file's key: it is such a session).
+    let map = unsafe { memmap2::MmapOptions::new().map(&file) }.ok()?;
+    if map.len() as u64 != len {
+        return None;
+    }
+    let file = std::sync::RwLock::new(Some(file));
+    Some(std::sync::Arc::new(Mapped(map, file)))
+}
+
 /// Files at least this large are mapped instead of read.
 const MMAP_MIN: u64 = 1 << 20;
 

@@ -5,10 +5,11 @@
 //! Split along its seams: `load` (read-only loading), `open` (opening and
 //! creating files, migration on disk), `append` (every append, the tail and other
 //! writers' lines), `fork` (sessions made from sessions: forks, branched sessions,
-//! navigation).
+//! navigation), `kept` (where a large session's context is, kept between reads).
 
 mod append;
 mod fork;
+pub mod kept;
 mod load;
 mod open;
 

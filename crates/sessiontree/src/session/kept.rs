@@ -1,0 +1,611 @@
+//! The context of a large session kept between reads: where its entries are, not what
+//! they say.
+//!
+//! Reading the context of a 250 MB session means reading and checking all of its bytes
+//! (each line's validity, every id and parent decide the path). When the file has not
+//! changed since the last such read, the answer is the same: so a read keeps, in a small
+//! file of its own, *where* the context's entries are (offset, length, line and id of each
+//! selected entry, and of the entries the thinking level and the model come from), keyed by
+//! the file's identity as `stat` gives it. The next read of the unchanged file parses only
+//! those lines, from a map of the file, and builds the same plan from them
+//! ([`Plan::from_parts`]).
+//!
+//! Only what cannot drift is trusted:
+//!
+//! * The key is the device, inode, size, modification and change times (nanoseconds). Any
+//!   write to the file moves its change time, which no unprivileged process can set back.
+//!   A file changed less than [`SETTLE`] before it was read is not kept, so that a second
+//!   write within one tick of a coarse clock cannot leave the key as it was.
+//! * The file is stat'ed before it is loaded and again after: a file that changed while it
+//!   was read is not kept.
+//! * A kept file is checked whole (SHA-256 of its content) and every number in it is
+//!   bounded by its own length before anything is allocated; each line it names must start
+//!   a line of the session, end at its newline, parse as an entry and carry the id it was
+//!   kept with. Anything else is a miss: the session is read whole, as without a kept file.
+//!   A forged kept file (only its owner can write the folder) can at worst select other
+//!   whole entries of the same session, which the session's writer could have written.
+
+use crate::context::Plan;
+use crate::entry::Entry;
+use crate::parse::LineAt;
+use sha2::{Digest, Sha256};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// The folder, inside the agent dir, that kept contexts go in.
+pub const DIR_NAME: &str = "sessiontree-context";
+
+/// Sessions smaller than this are read whole: it takes a few milliseconds.
+pub const KEEP_MIN: u64 = 8 << 20;
+
+/// A file changed more recently than this before it was read is not kept.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// At most this many kept contexts stay in the folder (the least recently kept go).
+const KEEP_MAX: usize = 32;
+
+const MAGIC: &[u8; 8] = b"STCTX001";
+
+/// A file's identity as `stat` gives it: any write moves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileKey {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileKey {
+    /// The key of what `meta` describes.
+    pub fn of(meta: &std::fs::Metadata) -> FileKey {
+        FileKey {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The key of the file at `path` now (`None` when it cannot be stat'ed).
+    pub fn now(path: &Path) -> Option<FileKey> {
+        std::fs::metadata(path).ok().map(|m| FileKey::of(&m))
+    }
+
+    /// Whether the file's last change was at least [`SETTLE`] before `at`.
+    fn settled_at(&self, at: SystemTime) -> bool {
+        let Some(at) = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| i64::try_from(d.as_secs()).ok())
+        else {
+            return false;
+        };
+        // Whole seconds, rounded against the file: a change in the same or the previous
+        // second as `at - SETTLE` is too recent.
+        self.ctime.0 < at - SETTLE.as_secs() as i64
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        for n in [self.dev, self.ino, self.size] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        for n in [self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+
+    fn read(r: &mut Reader<'_>) -> Option<FileKey> {
+        Some(FileKey {
+            dev: r.u64()?,
+            ino: r.u64()?,
+            size: r.u64()?,
+            mtime: (r.u64()? as i64, r.u64()? as i64),
+            ctime: (r.u64()? as i64, r.u64()? as i64),
+        })
+    }
+}
+
+/// The entries a kept context names, read from the session: [`KeptContext::plan`] is the
+/// plan a whole load would give.
+pub struct KeptContext {
+    entries: Vec<Entry>,
+    selected: usize,
+    thinking: Option<usize>,
+    model: Option<usize>,
+}
+
+impl KeptContext {
+    /// The plan of the session's context at its last entry.
+    pub fn plan(&self) -> Plan<'_> {
+        Plan::from_parts(
+            self.entries[..self.selected].iter().collect(),
+            self.thinking.map(|i| &self.entries[i]),
+            self.model.map(|i| &self.entries[i]),
+        )
+    }
+}
+
+/// Whether kept contexts are turned off (`SESSIONTREE_NO_KEPT_CONTEXT=1`: every read of a
+/// context reads the whole session, for measuring that read).
+pub fn disabled() -> bool {
+    std::env::var_os("SESSIONTREE_NO_KEPT_CONTEXT").is_some_and(|v| v != "0")
+}
+
+/// Where the context of the session at `file` is kept in `dir` (named by the SHA-256 of the
+/// file's canonical path, which the kept file also holds).
+fn kept_path(dir: &Path, canonical: &Path) -> PathBuf {
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(name)
+}
+
+/// The context of `file` at its last entry as kept in `dir`, when the file has not changed
+/// since it was kept; `None` otherwise (then read the session whole, and
+/// [`keep_context`]).
+pub fn kept_context(file: &Path, dir: &Path) -> Option<KeptContext> {
+    let canonical = std::fs::canonicalize(file).ok()?;
+    let kept = read_small(&kept_path(dir, &canonical))?;
+    let (key, path, refs) = decode(&kept)?;
+    if path != canonical.as_os_str().as_encoded_bytes() {
+        return None;
+    }
+    // The file stat'ed is the file mapped.
+    let (opened, meta) = crate::store::open_regular(file).ok()?;
+    if FileKey::of(&meta) != key || key.size < KEEP_MIN {
+        return None;
+    }
+    let backing = super::load::map_opened(opened, key.size)?;
+    let lines: Vec<LineAt> = refs.lines.iter().map(|(at, _)| *at).collect();
+    let entries = crate::parse::entries_at(&backing, &lines)?;
+    backing.scanned();
+    let same_ids = entries
+        .iter()
+        .zip(&refs.lines)
+        .all(|(e, (_, id))| e.id().map(str::as_bytes) == id.as_deref());
+    same_ids.then_some(KeptContext {
+        entries,
+        selected: refs.selected,
+        thinking: refs.thinking,
+        model: refs.model,
+    })
+}
+
+/// Keeps where the context `plan` of `file`, loaded as `loaded`, is, when the file is large,
+/// current and settled, and still has the key `before` it had before it was loaded.
+/// Best effort: a kept context that cannot be written is not kept, and nothing else
+/// changes.
+pub fn keep_context(
+    file: &Path,
+    dir: &Path,
+    before: FileKey,
+    loaded: &super::Loaded,
+    plan: &Plan<'_>,
+) {
+    let now = SystemTime::now();
+    if before.size < KEEP_MIN
+        || loaded.len != before.size
+        || loaded.migrated
+        || !before.settled_at(now)
+        || FileKey::now(file) != Some(before)
+    {
+        return;
+    }
+    let Ok(canonical) = std::fs::canonicalize(file) else {
+        return;
+    };
+    let Some(refs) = refs_of(plan) else {
+        return;
+    };
+    let bytes = encode(&before, canonical.as_os_str().as_encoded_bytes(), &refs);
+    let _ = write_kept(dir, &kept_path(dir, &canonical), &bytes);
+}
+
+/// Where the entries of `plan` are; `None` when one of them has no line of its own.
+fn refs_of(plan: &Plan<'_>) -> Option<Refs> {
+    let (selected, thinking, model) = plan.parts();
+    let mut lines: Vec<&Entry> = selected.to_vec();
+    fn index_of<'e>(e: Option<&'e Entry>, lines: &mut Vec<&'e Entry>) -> Option<usize> {
+        let e = e?;
+        Some(match lines.iter().rposition(|l| std::ptr::eq(*l, e)) {
+            Some(i) => i,
+            None => {
+                lines.push(e);
+                lines.len() - 1
+            }
+        })
+    }
+    let thinking = index_of(thinking, &mut lines);
+    let model = index_of(model, &mut lines);
+    let mut refs = Refs {
+        lines: Vec::with_capacity(lines.len()),
+        selected: selected.len(),
+        thinking,
+        model,
+    };
+    for e in lines {
+        // An entry whose text is not the file's bytes (made in memory, or read with U+FFFD
+        // for bytes that are not UTF-8): nothing to keep, the file is read whole each time.
+        let span = e.span_in_file()?;
+        let at = LineAt {
+            offset: span.start,
+            len: span.end - span.start,
+            line: e.line,
+            ordinal: e.ordinal(),
+        };
+        refs.lines.push((at, e.id().map(|s| s.as_bytes().to_vec())));
+    }
+    Some(refs)
+}
+
+/// The lines a kept context names: the selected entries first, then the setting entries
+/// that are not among them; each with its id.
+#[derive(Clone)]
+struct Refs {
+    lines: Vec<Line>,
+    selected: usize,
+    thinking: Option<usize>,
+    model: Option<usize>,
+}
+
+/// Where a line is, and its entry's id.
+type Line = (LineAt, Option<Vec<u8>>);
+
+const NONE: u32 = u32::MAX;
+
+fn encode(key: &FileKey, path: &[u8], refs: &Refs) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128 + path.len() + refs.lines.len() * 48);
+    out.extend_from_slice(MAGIC);
+    key.write(&mut out);
+    out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+    out.extend_from_slice(path);
+    let index = |i: Option<usize>| i.map_or(NONE, |i| i as u32);
+    for n in [
+        refs.lines.len() as u32,
+        refs.selected as u32,
+        index(refs.thinking),
+        index(refs.model),
+    ] {
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    for (at, id) in &refs.lines {
+        for n in [at.offset, at.len, at.line] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&at.ordinal.to_le_bytes());
+        match id {
+            Some(id) => {
+                out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+                out.extend_from_slice(id);
+            }
+            None => out.extend_from_slice(&NONE.to_le_bytes()),
+        }
+    }
+    let sum = Sha256::digest(&out);
+    out.extend_from_slice(&sum);
+    out
+}
+
+/// The key, canonical path and lines of a kept context; `None` for anything that is not one
+/// whole, well-formed kept context.
+fn decode(bytes: &[u8]) -> Option<(FileKey, &[u8], Refs)> {
+    let body_len = bytes.len().checked_sub(32)?;
+    let (body, sum) = bytes.split_at(body_len);
+    if Sha256::digest(body).as_slice() != sum {
+        return None;
+    }
+    let mut r = Reader(body);
+    if r.take(8)? != MAGIC {
+        return None;
+    }
+    let key = FileKey::read(&mut r)?;
+    let path_len = r.u32()? as usize;
+    let path = r.take(path_len)?;
+    let n = r.u32()? as usize;
+    let selected = r.u32()? as usize;
+    let index = |i: u32| -> Option<Option<usize>> {
+        match i {
+            NONE => Some(None),
+            i if (i as usize) < n => Some(Some(i as usize)),
+            _ => None,
+        }
+    };
+    let thinking = index(r.u32()?)?;
+    let model = index(r.u32()?)?;
+    // Each line takes at least 32 bytes: a count the rest cannot hold is refused before
+    // anything is allocated for it.
+    if selected > n || n > r.0.len() / 32 {
+        return None;
+    }
+    let mut lines = Vec::with_capacity(n);
+    for _ in 0..n {
+        let at = LineAt {
+            offset: r.u64()?,
+            len: r.u64()?,
+            line: r.u64()?,
+            ordinal: r.u32()?,
+        };
+        let id = match r.u32()? {
+            NONE => None,
+            len => Some(r.take(len as usize)?.to_vec()),
+        };
+        lines.push((at, id));
+    }
+    if !r.0.is_empty() {
+        return None;
+    }
+    Some((
+        key,
+        path,
+        Refs {
+            lines,
+            selected,
+            thinking,
+            model,
+        },
+    ))
+}
+
+/// Reads little-endian numbers and byte strings off the front of a slice.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+}
+
+/// A kept file's bytes, when it is a regular file of a sane size (a kept context names a
+/// few thousand lines; this bounds what a forged one can make a read allocate).
+fn read_small(path: &Path) -> Option<Vec<u8>> {
+    const MAX: u64 = 64 << 20;
+    let (file, meta) = crate::store::open_regular(path).ok()?;
+    if meta.len() > MAX {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::io::Read::read_to_end(&mut std::io::Read::take(&file, MAX), &mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Writes `bytes` to `path` in `dir` whole (a new file renamed over the old one), making the
+/// folder (owner only) when it is missing, and drops the least recently kept files beyond
+/// [`KEEP_MAX`].
+fn write_kept(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    // Only inside an agent dir that exists: a read never makes one.
+    let parent = dir.parent().unwrap_or(dir);
+    if !parent.is_dir() {
+        return Ok(());
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let tmp = dir.join(format!(
+        ".tmp-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        return written;
+    }
+    prune(dir);
+    Ok(())
+}
+
+/// Removes the oldest kept files beyond [`KEEP_MAX`] (and temporary files left by a read
+/// that died, once they are a minute old).
+fn prune(dir: &Path) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = SystemTime::now();
+    let mut kept: Vec<(SystemTime, PathBuf)> = Vec::new();
+    for e in read.flatten() {
+        let Ok(meta) = e.metadata() else { continue };
+        let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        if e.file_name().as_encoded_bytes().starts_with(b".tmp-") {
+            if now
+                .duration_since(modified)
+                .is_ok_and(|d| d > Duration::from_secs(60))
+            {
+                let _ = std::fs::remove_file(e.path());
+            }
+            continue;
+        }
+        kept.push((modified, e.path()));
+    }
+    if kept.len() > KEEP_MAX {
+        kept.sort();
+        for (_, p) in &kept[..kept.len() - KEEP_MAX] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refs() -> Refs {
+        Refs {
+            lines: vec![
+                (
+                    LineAt {
+                        offset: 10,
+                        len: 20,
+                        line: 2,
+                        ordinal: 1,
+                    },
+                    Some(b"a1".to_vec()),
+                ),
+                (
+                    LineAt {
+                        offset: 31,
+                        len: 5,
+                        line: 3,
+                        ordinal: 2,
+                    },
+                    None,
+                ),
+            ],
+            selected: 1,
+            thinking: None,
+            model: Some(1),
+        }
+    }
+
+    fn key() -> FileKey {
+        FileKey {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime: (4, 5),
+            ctime: (6, 7),
+        }
+    }
+
+    #[test]
+    fn a_kept_context_reads_back_as_written() {
+        let bytes = encode(&key(), b"/a/b.jsonl", &refs());
+        let (k, path, r) = decode(&bytes).expect("decodes");
+        assert_eq!(k, key());
+        assert_eq!(path, b"/a/b.jsonl");
+        assert_eq!(r.lines, refs().lines);
+        assert_eq!((r.selected, r.thinking, r.model), (1, None, Some(1)));
+    }
+
+    /// Every cut and every changed byte of a kept file is refused, and forged files whose
+    /// checksum is right but whose counts lie never allocate what they claim or panic.
+    #[test]
+    fn a_damaged_or_forged_kept_context_is_refused() {
+        let bytes = encode(&key(), b"/a/b.jsonl", &refs());
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+        }
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x41;
+            assert!(decode(&b).is_none(), "byte {i} changed");
+        }
+        let mut rng = sessiontree_testkit::Rng(41);
+        for _ in 0..20_000 {
+            let mut body = bytes[..bytes.len() - 32].to_vec();
+            for _ in 0..1 + rng.pick(4) {
+                let i = rng.pick(body.len());
+                body[i] = rng.pick(256) as u8;
+            }
+            if rng.pick(3) == 0 {
+                body.truncate(rng.pick(body.len()));
+            }
+            let sum = Sha256::digest(&body);
+            body.extend_from_slice(&sum);
+            if let Some((_, _, r)) = decode(&body) {
+                assert!(r.selected <= r.lines.len());
+                assert!(r.thinking.is_none_or(|i| i < r.lines.len()));
+                assert!(r.model.is_none_or(|i| i < r.lines.len()));
+            }
+        }
+    }
+
+    /// A kept file that is whole but names lines that are not there (moved, cut, another
+    /// id, past the end, inside a line) is a miss, never a panic or a wrong entry.
+    #[test]
+    fn a_kept_context_naming_lines_that_are_not_there_is_a_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        let mut bytes = Vec::new();
+        sessiontree_testkit::gen::generate(
+            &sessiontree_testkit::gen::Shape {
+                entries: 1_800,
+                target_bytes: 5_200,
+                seed: 5,
+            },
+            &mut bytes,
+        )
+        .unwrap();
+        std::fs::write(&file, &bytes).unwrap();
+        let keep = dir.path().join(DIR_NAME);
+        std::fs::create_dir(&keep).unwrap();
+        let canonical = std::fs::canonicalize(&file).unwrap();
+        let loaded = crate::load(&file).unwrap();
+        let plan = crate::context::plan(&loaded.tree, crate::LeafArg::Default);
+        let honest = refs_of(&plan).expect("every entry has its line");
+        assert!(honest.lines.len() > 2);
+        let write = |refs: &Refs| {
+            let key = FileKey::now(&file).unwrap();
+            let b = encode(&key, canonical.as_os_str().as_encoded_bytes(), refs);
+            std::fs::write(kept_path(&keep, &canonical), b).unwrap();
+        };
+        write(&honest);
+        assert!(
+            kept_context(&file, &keep).is_some(),
+            "the honest file is read"
+        );
+        let size = bytes.len() as u64;
+        type Forge = fn(&mut Line, u64);
+        let forgeries: [(&str, Forge); 6] = [
+            ("moved by a byte", |l, _| l.0.offset += 1),
+            ("a byte shorter", |l, _| l.0.len -= 1),
+            ("a byte longer", |l, _| l.0.len += 1),
+            ("another id", |l, _| l.1 = Some(b"not-its-id".to_vec())),
+            ("past the end", |l, size| l.0.offset = size + 10),
+            ("near the end of numbers", |l, _| l.0.offset = u64::MAX - 3),
+        ];
+        for (what, forge) in forgeries {
+            for i in [0, honest.lines.len() / 2, honest.lines.len() - 1] {
+                let mut refs = Refs {
+                    lines: honest.lines.clone(),
+                    ..honest
+                };
+                forge(&mut refs.lines[i], size);
+                write(&refs);
+                assert!(kept_context(&file, &keep).is_none(), "{what} (line {i})");
+            }
+        }
+        // Named under another file's path: not this file's.
+        let key = FileKey::now(&file).unwrap();
+        let b = encode(&key, b"/elsewhere.jsonl", &honest);
+        std::fs::write(kept_path(&keep, &canonical), b).unwrap();
+        assert!(kept_context(&file, &keep).is_none());
+    }
+
+    #[test]
+    fn a_change_within_the_settle_time_is_too_recent_to_keep() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let mut k = key();
+        k.ctime = (997, 999_999_999);
+        assert!(k.settled_at(at));
+        k.ctime = (998, 0);
+        assert!(!k.settled_at(at));
+        k.ctime = (1000, 0);
+        assert!(!k.settled_at(at));
+    }
+}
