@@ -96,7 +96,21 @@ fn closed_pipe(e: std::io::Error) -> anyhow::Result<()> {
 /// One line of preview text: whitespace folded, controls made visible ([`crate::safe`]),
 /// cut to `max` characters.
 pub fn preview(s: &str, max: usize) -> String {
-    let folded: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Only the words that can show are folded: escaping is done character by character, so
+    // the preview of the first words that run past `max` is the preview of the whole.
+    let mut folded = String::new();
+    let mut chars = 0;
+    for w in s.split_whitespace() {
+        if !folded.is_empty() {
+            folded.push(' ');
+            chars += 1;
+        }
+        folded.push_str(w);
+        chars += w.chars().count();
+        if chars > max {
+            break;
+        }
+    }
     let folded = crate::safe::line(&folded).into_owned();
     if folded.chars().count() <= max {
         folded
@@ -110,7 +124,11 @@ pub fn preview(s: &str, max: usize) -> String {
 /// A line cut to `max` characters, indentation kept (for showing code and output),
 /// controls other than tabs made visible ([`crate::safe`]).
 pub fn cut(s: &str, max: usize) -> String {
-    let s = crate::safe::escape_except(s.trim_end(), |c| c == '\t');
+    // The first `max + 1` characters decide (escapes only lengthen): a long line is not
+    // escaped whole to show its start.
+    let s = s.trim_end();
+    let s = s.char_indices().nth(max + 1).map_or(s, |(i, _)| &s[..i]);
+    let s = crate::safe::escape_except(s, |c| c == '\t');
     if s.chars().count() <= max {
         s.into_owned()
     } else {
@@ -132,4 +150,52 @@ pub fn progress_bar(total: usize, what: &str) -> Option<indicatif::ProgressBar> 
     );
     pb.set_message(what.to_string());
     Some(pb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The previews and cuts made from the first characters are those the whole text gives
+    /// (the whole text folded and escaped first, as before): every length around the limit,
+    /// whitespace runs and trailing blanks, controls that escape to several characters,
+    /// wide and combining characters.
+    #[test]
+    fn previews_and_cuts_of_the_start_are_those_of_the_whole() {
+        fn preview_whole(s: &str, max: usize) -> String {
+            let folded: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            let folded = crate::safe::line(&folded).into_owned();
+            if folded.chars().count() <= max {
+                folded
+            } else {
+                let mut t: String = folded.chars().take(max.saturating_sub(1)).collect();
+                t.push('…');
+                t
+            }
+        }
+        fn cut_whole(s: &str, max: usize) -> String {
+            let s = crate::safe::escape_except(s.trim_end(), |c| c == '\t');
+            if s.chars().count() <= max {
+                s.into_owned()
+            } else {
+                let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+                t.push('…');
+                t
+            }
+        }
+        let pieces = [
+            "a", "bc", " ", "  ", "\t", "\n", "\r", "\x1b[2J", "\x07", "日本", "é", "e\u{301}",
+            "\u{202e}", "😀", "\u{a0}", "\u{3000}", "word ", "\u{7f}",
+        ];
+        let mut rng = sessiontree_testkit::rng::Rng(0xc07);
+        for _ in 0..20_000 {
+            let mut s = String::new();
+            for _ in 0..rng.pick(40) {
+                s.push_str(pieces[rng.pick(pieces.len())]);
+            }
+            let max = rng.pick(12);
+            assert_eq!(preview(&s, max), preview_whole(&s, max), "{s:?} {max}");
+            assert_eq!(cut(&s, max), cut_whole(&s, max), "{s:?} {max}");
+        }
+    }
 }

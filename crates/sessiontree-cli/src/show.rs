@@ -366,12 +366,14 @@ pub fn context(out: &mut Out, ctx: &Context<'_>, json: bool) -> Result<()> {
     for m in &ctx.messages {
         let (role, body) = message_body(m);
         out.line(&out.paint(role_color(&role), &format!("── {} ──", safe::line(&role))))?;
-        let lines: Vec<&str> = body.lines().collect();
-        for l in lines.iter().take(12) {
+        for l in body.lines().take(12) {
             out.line(&format!("  {}", crate::out::cut(l, 160)))?;
         }
-        if lines.len() > 12 {
-            out.line(&out.paint("2", &format!("  … {} more lines", lines.len() - 12)))?;
+        // As many as `lines()` gives: one per newline, and a last one without.
+        let count = memchr::memchr_iter(b'\n', body.as_bytes()).count()
+            + usize::from(!body.is_empty() && !body.ends_with('\n'));
+        if count > 12 {
+            out.line(&out.paint("2", &format!("  … {} more lines", count - 12)))?;
         }
     }
     Ok(())

@@ -242,8 +242,8 @@ pub fn format_number(n: f64) -> String {
 /// Decodes a valid JSON string literal (with quotes). Lone surrogates become U+FFFD.
 pub fn decode_string(lit: &[u8]) -> Cow<'_, str> {
     let inner = &lit[1..lit.len() - 1];
-    if !inner.contains(&b'\\') {
-        return Cow::Borrowed(std::str::from_utf8(inner).unwrap_or(""));
+    if memchr::memchr(b'\\', inner).is_none() {
+        return Cow::Borrowed(simdutf8::basic::from_utf8(inner).unwrap_or(""));
     }
     Cow::Owned(decode_escaped(inner))
 }
@@ -259,10 +259,16 @@ fn decode_escaped(inner: &[u8]) -> String {
             .try_fold(0u32, |acc, &c| Some(acc * 16 + (c as char).to_digit(16)?))
     }
     let mut out = String::with_capacity(inner.len());
+    // Checked once: runs end at a backslash, which never cuts a character, so the runs of a
+    // valid text are valid (a text from a load always is; others are read lossily).
+    let text = simdutf8::basic::from_utf8(inner).ok();
     let mut i = 0;
     while i < inner.len() {
         let run_end = memchr::memchr(b'\\', &inner[i..]).map_or(inner.len(), |p| i + p);
-        out.push_str(&String::from_utf8_lossy(&inner[i..run_end]));
+        match text {
+            Some(t) => out.push_str(&t[i..run_end]),
+            None => out.push_str(&String::from_utf8_lossy(&inner[i..run_end])),
+        }
         i = run_end;
         let Some(&e) = inner.get(i + 1) else { break };
         i += 2;
