@@ -284,6 +284,47 @@ pub struct LineAt {
 /// ending at its `\n` (or at the end of the buffer), or not one JSON object. For a reader
 /// that knows where the lines it needs are (only those lines' bytes are touched).
 pub fn entries_at(buf: &Backing, lines: &[LineAt]) -> Option<Vec<Entry>> {
+    // Many megabytes of lines are shared among the cores, in runs of about equal bytes.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let total: u64 = lines.iter().map(|l| l.len).fold(0, u64::saturating_add);
+    if threads < 2 || lines.len() < 2 * threads || total < (PARALLEL_MIN / 2) as u64 {
+        return entries_at_in_turn(buf, lines);
+    }
+    let share = total / threads as u64;
+    let mut runs: Vec<&[LineAt]> = Vec::with_capacity(threads);
+    let (mut start, mut bytes) = (0, 0u64);
+    for (i, l) in lines.iter().enumerate() {
+        bytes = bytes.saturating_add(l.len);
+        if bytes >= share && runs.len() + 1 < threads {
+            runs.push(&lines[start..=i]);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    runs.push(&lines[start..]);
+    let parts: Vec<Option<Vec<Entry>>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = runs[1..]
+            .iter()
+            .map(|run| sc.spawn(move || entries_at_in_turn(buf, run)))
+            .collect();
+        let mut parts = vec![entries_at_in_turn(buf, runs[0])];
+        parts.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("scanner thread")),
+        );
+        parts
+    });
+    let mut out = Vec::with_capacity(lines.len());
+    for part in parts {
+        out.extend(part?);
+    }
+    Some(out)
+}
+
+/// [`entries_at`] on one thread.
+fn entries_at_in_turn(buf: &Backing, lines: &[LineAt]) -> Option<Vec<Entry>> {
     let bytes: &[u8] = (**buf).as_ref();
     let mut scratch = json::Scanned::default();
     let mut out = Vec::with_capacity(lines.len());
@@ -720,5 +761,119 @@ mod tests {
                 }
             }
         }
+    }
+
+    fn described(e: &Entry) -> String {
+        format!(
+            "{}:{}:{}:{:?}:{:?}:{:?}:{}",
+            e.line,
+            e.offset,
+            e.ordinal,
+            e.id,
+            e.entry_type,
+            e.role,
+            e.text()
+        )
+    }
+
+    fn lines_of(entries: &[Entry]) -> Vec<LineAt> {
+        entries
+            .iter()
+            .filter_map(|e| {
+                let span = e.span_in_file()?;
+                Some(LineAt {
+                    offset: span.start,
+                    len: span.end - span.start,
+                    line: e.line,
+                    ordinal: e.ordinal,
+                })
+            })
+            .collect()
+    }
+
+    /// The entries read from where a parse found them are the entries it gave, in any
+    /// selection and order, on one core or shared among several; a line that is not where
+    /// it is said to be fails the whole read.
+    #[test]
+    fn entries_read_where_they_are_are_those_of_the_whole_parse() {
+        let mut rng = sessiontree_testkit::Rng(17);
+        for round in 0..200 {
+            let bytes = session(&mut rng);
+            let buf = backing(bytes.clone());
+            let Ok(parsed) = parse(buf.clone()) else {
+                continue;
+            };
+            let all = lines_of(&parsed.entries);
+            let mut picked: Vec<usize> = (0..all.len()).filter(|_| rng.pick(2) == 0).collect();
+            if rng.pick(2) == 0 {
+                picked.reverse();
+            }
+            let wanted: Vec<LineAt> = picked.iter().map(|&i| all[i]).collect();
+            let got = entries_at(&buf, &wanted).expect("every line is there");
+            let by_offset = |at: &LineAt| {
+                parsed
+                    .entries
+                    .iter()
+                    .find(|e| e.offset == at.offset)
+                    .map(described)
+            };
+            for (e, at) in got.iter().zip(&wanted) {
+                assert_eq!(Some(described(e)), by_offset(at), "round {round}");
+            }
+            if let Some(first) = wanted.first() {
+                for forged in [
+                    LineAt {
+                        offset: first.offset + 1,
+                        ..*first
+                    },
+                    LineAt {
+                        len: first.len + 1,
+                        ..*first
+                    },
+                    LineAt {
+                        len: first.len.saturating_sub(1),
+                        ..*first
+                    },
+                    LineAt {
+                        offset: bytes.len() as u64,
+                        ..*first
+                    },
+                ] {
+                    let mut w = wanted.clone();
+                    w[0] = forged;
+                    assert!(entries_at(&buf, &w).is_none(), "round {round}: {forged:?}");
+                }
+            }
+        }
+        // Megabytes of lines: shared among the cores, the same entries as on one.
+        let mut big = br#"{"type":"session","version":3,"id":"s","timestamp":"2024-12-03T14:00:00.000Z","cwd":"/w"}"#.to_vec();
+        big.push(b'\n');
+        let mut n = 0;
+        while big.len() < PARALLEL_MIN {
+            let pad = "é x\\n".repeat(rng.pick(4000));
+            big.extend_from_slice(
+                format!(r#"{{"type":"message","id":"e{n}","parentId":null,"message":{{"role":"user","content":"{pad}"}}}}"#)
+                    .as_bytes(),
+            );
+            big.push(b'\n');
+            n += 1;
+        }
+        let buf = backing(big);
+        let parsed = parse(buf.clone()).unwrap();
+        let wanted = lines_of(&parsed.entries);
+        let shared = entries_at(&buf, &wanted).unwrap();
+        let in_turn = entries_at_in_turn(&buf, &wanted).unwrap();
+        assert_eq!(shared.len(), parsed.entries.len());
+        for ((a, b), c) in shared.iter().zip(&in_turn).zip(&parsed.entries) {
+            assert_eq!(described(a), described(c));
+            assert_eq!(described(b), described(c));
+        }
+        let mut w = wanted.clone();
+        let last = w.len() - 1;
+        w[last].offset += 1;
+        assert!(
+            entries_at(&buf, &w).is_none(),
+            "a bad line in the last share"
+        );
     }
 }
