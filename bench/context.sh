@@ -9,7 +9,8 @@
 # "whole file" rows read and check every byte (SESSIONTREE_NO_KEPT_CONTEXT=1): the first
 # read of a session, or of one that changed. "kept" rows are every later read of the
 # unchanged file, which parse only the context's own lines (they run with a throwaway
-# agent dir, where the first, untimed read keeps where those lines are).
+# agent dir, where the first, untimed read keeps where those lines are). The last two rows
+# append one entry before each run (untimed), continuing the last, as an agent's turn does.
 . "$(dirname "$0")/lib.sh"
 FILE=${1:-/tmp/big.jsonl}
 RUNS=${RUNS:-7}
@@ -37,6 +38,25 @@ read -r cat_wall _ _ <<<"${lines[0]}"
 printf '| %-28s | %8s | %8s | %12s | %7s |\n' run "wall s" "CPU s" "peak RSS MB" "x cat"
 printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "----------" "----------" "--------------" "---------"
 for i in 0 1 2 3 4; do
+  read -r wall rss cpu <<<"${lines[$i]}"
+  printf '| %-28s | %8.3f | %8.3f | %12.0f | %6.2fx |\n' "${names[$i]}" "$wall" "$cpu" \
+    "$(echo "$rss/1024" | bc -l)" "$(echo "$wall/$cat_wall" | bc -l)"
+done
+
+# After an agent's next turn: one entry appended before every run, continuing the last one
+# (on a copy of the file). "kept" reads the kept part's checksums and parses only the tail
+# and the context's lines; "whole file" reads and checks everything.
+COPY=$AGENT/appended.jsonl
+cp "$FILE" "$COPY"
+sleep 3
+"$BIN" context "$COPY" --json >/dev/null
+export MEASURE_BEFORE="python3 bench/append_continuing.py '$COPY'"
+mapfile -t lines < <(python3 bench/measure.py --interleave "$RUNS" \
+  "${WHOLE[@]}" context "$COPY" --json ::: "$BIN" context "$COPY" --json)
+unset MEASURE_BEFORE
+[ "${#lines[@]}" -eq 2 ] || exit 1
+names=("after an append, whole file" "after an append, kept")
+for i in 0 1; do
   read -r wall rss cpu <<<"${lines[$i]}"
   printf '| %-28s | %8.3f | %8.3f | %12.0f | %6.2fx |\n' "${names[$i]}" "$wall" "$cpu" \
     "$(echo "$rss/1024" | bc -l)" "$(echo "$wall/$cat_wall" | bc -l)"

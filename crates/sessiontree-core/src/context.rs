@@ -78,8 +78,11 @@ pub struct Projection<'a> {
 /// `getSessionContextSettings`: thinking level and model over the whole path. Each is set
 /// by the last entry on the path that sets it, so the path is walked from its end and each
 /// is read once: the fields of the entries before are never read (on a mapped session,
-/// reading every assistant message's model touched a page of the file for each).
-fn settings<'a>(path: &[&'a Entry]) -> (Option<&'a Entry>, Option<&'a Entry>) {
+/// reading every assistant message's model touched a page of the file for each). Gives the
+/// entries they come from: the last thinking-level change, and the last model change or
+/// assistant message.
+#[doc(hidden)] // plumbing between the core and the store
+pub fn settings<'a>(path: &[&'a Entry]) -> (Option<&'a Entry>, Option<&'a Entry>) {
     let thinking = path
         .iter()
         .rfind(|e| e.entry_type == EntryType::ThinkingLevelChange)

@@ -20,6 +20,32 @@ fn shown(p: Plan<'_>) -> (String, String) {
     (String::from_utf8(json).unwrap(), llm.join("\n"))
 }
 
+/// Asserts that two contexts are the same, naming `what` and where they first differ
+/// (a context is megabytes: it is not printed whole).
+fn same(got: &(String, String), want: &(String, String), what: &str) {
+    for (g, w, part) in [(&got.0, &want.0, "JSON"), (&got.1, &want.1, "LLM messages")] {
+        if g != w {
+            let at = g
+                .bytes()
+                .zip(w.bytes())
+                .position(|(a, b)| a != b)
+                .unwrap_or(g.len().min(w.len()));
+            let around = |s: &str| {
+                s.get(at.saturating_sub(80)..(at + 80).min(s.len()))
+                    .unwrap_or("")
+                    .to_string()
+            };
+            panic!(
+                "{what}: {part} differs at byte {at} ({} and {} bytes):\n got  …{}…\n want …{}…",
+                g.len(),
+                w.len(),
+                around(g),
+                around(w)
+            );
+        }
+    }
+}
+
 /// The plan of the whole file at its last entry, as `context` asks for it.
 fn whole_plan(l: &Loaded) -> Plan<'_> {
     let arg = match l.tree.leaf_id() {
@@ -203,7 +229,7 @@ fn an_unchanged_session_gives_the_kept_context_a_whole_load_gives() {
         match kept::kept_context(&file, &keep) {
             Some(k) => {
                 warm += 1;
-                assert_eq!(shown(k.plan()), whole, "{}", file.display());
+                same(&shown(k.plan()), &whole, &file.display().to_string());
             }
             // A context with a line that is not UTF-8 is not kept (its text is not the
             // file's bytes); every other one is.
@@ -267,9 +293,9 @@ fn any_change_to_the_file_sends_the_read_back_to_the_whole_file() {
     for (file, what) in changed.into_iter().filter(|(f, _)| f.exists()) {
         let l = sessiontree::load(file).unwrap();
         let whole = shown(whole_plan(&l));
-        assert_eq!(load_and_keep(file, &keep), whole, "{what}");
+        same(&load_and_keep(file, &keep), &whole, what);
         let k = kept::kept_context(file, &keep).expect("kept again");
-        assert_eq!(shown(k.plan()), whole, "{what}");
+        same(&shown(k.plan()), &whole, what);
     }
 }
 
@@ -331,4 +357,173 @@ fn small_and_older_sessions_are_read_whole_and_nothing_is_kept() {
         assert!(kept::kept_context(f, &keep).is_none(), "{}", f.display());
     }
     assert!(!keep.exists());
+}
+
+/// One entry line (with its newline) of type and fields `body`, id `id`, parent `parent`.
+fn line(id: &str, parent: &str, body: &str) -> String {
+    format!(
+        r#"{{"type":{body},"id":"{id}","parentId":"{parent}","timestamp":"2025-02-01T00:00:00.000Z"}}"#
+    ) + "\n"
+}
+
+fn append(file: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
+/// The leaf a later entry can continue, when the file ends with a newline and its last
+/// entry, which has an id, is the leaf (otherwise appends are read whole).
+fn continuable(file: &Path) -> Option<String> {
+    let l = sessiontree::load(file).unwrap();
+    let last = l.tree.entries().last()?;
+    (l.tail == sessiontree::parse::Tail::Clean && std::ptr::eq(last, l.tree.leaf_entry()?))
+        .then(|| last.id().map(str::to_string))
+        .flatten()
+}
+
+/// Entries appended to a kept session, each continuing the one before, are read after what
+/// was kept (the file is not read whole), in rounds: the context is the one a whole load
+/// gives, with settings, context edits of kept entries, bad lines, a second header, bytes
+/// that are not UTF-8 and a torn last line among them.
+#[test]
+fn entries_appended_after_what_was_kept_give_the_context_of_the_whole_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join(kept::DIR_NAME);
+    let mut rng = sessiontree_testkit::Rng(77);
+    let mut read_after = 0;
+    for (file, _) in settled_sessions(dir.path(), 200..206) {
+        load_and_keep(&file, &keep);
+        assert!(kept::kept_context(&file, &keep).is_some());
+        let Some(mut leaf) = continuable(&file) else {
+            append(&file, line("x1", "nowhere", r#""custom""#).as_bytes());
+            assert!(
+                kept::kept_context(&file, &keep).is_none(),
+                "no base to append to"
+            );
+            continue;
+        };
+        let old_ids: Vec<String> = sessiontree::load(&file)
+            .unwrap()
+            .tree
+            .entries()
+            .iter()
+            .filter_map(|e| e.id().map(str::to_string))
+            .collect();
+        let mut n = 0;
+        for round in 0..4 {
+            let mut tail = Vec::new();
+            for _ in 0..rng.pick(6) {
+                n += 1;
+                let id = format!("a{n}");
+                let body = match rng.pick(9) {
+                    0 => r#""thinking_level_change","thinkingLevel":"low""#.to_string(),
+                    1 => format!(r#""model_change","provider":"p","modelId":"m{n}""#),
+                    2 => format!(
+                        r#""message","message":{{"role":"assistant","provider":"q","model":"r{n}","content":[{{"type":"text","text":"ok"}}]}}"#
+                    ),
+                    3 => format!(
+                        r#""context_edit","targetId":"{}","replacement":{{"content":"cut"}}"#,
+                        old_ids[rng.pick(old_ids.len())]
+                    ),
+                    4 => {
+                        tail.extend_from_slice(b"{not json\n\n42\n");
+                        tail.extend_from_slice(
+                            br#"{"type":"session","version":3,"id":"again","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+                        );
+                        tail.push(b'\n');
+                        r#""custom_message","customType":"n","content":"c","display":false"#
+                            .to_string()
+                    }
+                    5 => r#""message","message":{"role":"user","content":"caf@@"}"#.to_string(),
+                    _ => format!(
+                        r#""message","message":{{"role":"user","content":{}}}"#,
+                        json(&"more ".repeat(rng.pick(400)))
+                    ),
+                };
+                let mut l = line(&id, &leaf, &body).into_bytes();
+                if let Some(at) = l.windows(2).position(|w| w == b"@@") {
+                    l.splice(at..at + 2, [0xfe]);
+                }
+                tail.extend_from_slice(&l);
+                leaf = id;
+            }
+            if round == 3 && rng.pick(2) == 0 {
+                tail.extend_from_slice(br#"{"type":"message","id":"torn","parentId":"#);
+            }
+            append(&file, &tail);
+            let l = sessiontree::load(&file).unwrap();
+            let whole = shown(whole_plan(&l));
+            let k = kept::kept_context(&file, &keep)
+                .unwrap_or_else(|| panic!("{} round {round}: read whole", file.display()));
+            same(
+                &shown(k.plan()),
+                &whole,
+                &format!("{} round {round}", file.display()),
+            );
+            read_after += 1;
+        }
+    }
+    assert!(read_after >= 8, "only {read_after} reads after appends");
+}
+
+/// Appends that change the kept part's meaning, or bytes changed in it, are read whole.
+#[test]
+fn appends_that_do_not_just_continue_the_last_entry_are_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join(kept::DIR_NAME);
+    let sessions: Vec<PathBuf> = settled_sessions(dir.path(), 300..316)
+        .into_iter()
+        .map(|(f, _)| f)
+        .filter(|f| continuable(f).is_some())
+        .collect();
+    type Tail = fn(&Path, &str, &str) -> Vec<u8>;
+    let cases: [(&str, Tail); 6] = [
+        ("a branch from an earlier entry", |_, _, first| {
+            line("b1", first, r#""custom""#).into_bytes()
+        }),
+        ("a compaction", |_, leaf, first| {
+            line(
+                "c1",
+                leaf,
+                &format!(
+                    r#""compaction","summary":"s","firstKeptEntryId":"{first}","tokensBefore":1"#
+                ),
+            )
+            .into_bytes()
+        }),
+        ("an id the file had", |_, leaf, first| {
+            line(first, leaf, r#""custom""#).into_bytes()
+        }),
+        ("an id twice in what was appended", |_, leaf, _| {
+            (line("d1", leaf, r#""custom""#) + &line("d1", "d1", r#""custom""#)).into_bytes()
+        }),
+        ("bytes changed in the kept part", |file, leaf, _| {
+            let bytes = std::fs::read(file).unwrap();
+            let mut head = bytes[..bytes.len() / 2].to_vec();
+            let i = head.iter().rposition(|&b| b == b'a').unwrap();
+            head[i] = b'b';
+            files::overwrite_unseen(file, &head);
+            line("e1", leaf, r#""custom""#).into_bytes()
+        }),
+        ("more than a quarter of the file", |file, leaf, _| {
+            let size = std::fs::metadata(file).unwrap().len() as usize;
+            let body = format!(
+                r#""message","message":{{"role":"user","content":"{}"}}"#,
+                "x".repeat(size / 4 + 10)
+            );
+            line("f1", leaf, &body).into_bytes()
+        }),
+    ];
+    assert!(sessions.len() >= cases.len(), "{} sessions", sessions.len());
+    for (file, (what, tail)) in sessions.iter().zip(cases) {
+        load_and_keep(file, &keep);
+        let leaf = continuable(file).unwrap();
+        let first = sessiontree::load(file).unwrap().tree.entries()[0]
+            .id()
+            .unwrap()
+            .to_string();
+        let bytes = tail(file, &leaf, &first);
+        append(file, &bytes);
+        assert!(kept::kept_context(file, &keep).is_none(), "{what}");
+    }
 }

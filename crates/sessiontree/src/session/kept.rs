@@ -45,7 +45,7 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 /// At most this many kept contexts stay in the folder (the least recently kept go).
 const KEEP_MAX: usize = 32;
 
-const MAGIC: &[u8; 8] = b"STCTX001";
+const MAGIC: &[u8; 8] = b"STCTX002";
 
 /// A file's identity as `stat` gives it: any write moves it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl FileKey {
 /// plan a whole load would give.
 pub struct KeptContext {
     entries: Vec<Entry>,
-    selected: usize,
+    selected: Vec<usize>,
     thinking: Option<usize>,
     model: Option<usize>,
 }
@@ -121,7 +121,7 @@ impl KeptContext {
     /// The plan of the session's context at its last entry.
     pub fn plan(&self) -> Plan<'_> {
         Plan::from_parts(
-            self.entries[..self.selected].iter().collect(),
+            self.selected.iter().map(|&i| &self.entries[i]).collect(),
             self.thinking.map(|i| &self.entries[i]),
             self.model.map(|i| &self.entries[i]),
         )
@@ -148,28 +148,214 @@ fn kept_path(dir: &Path, canonical: &Path) -> PathBuf {
 pub fn kept_context(file: &Path, dir: &Path) -> Option<KeptContext> {
     let canonical = std::fs::canonicalize(file).ok()?;
     let kept = read_small(&kept_path(dir, &canonical))?;
-    let (key, path, refs) = decode(&kept)?;
-    if path != canonical.as_os_str().as_encoded_bytes() {
+    let (key, path, refs, base) = decode(&kept)?;
+    if path != canonical.as_os_str().as_encoded_bytes() || key.size < KEEP_MIN {
         return None;
     }
     // The file stat'ed is the file mapped.
     let (opened, meta) = crate::store::open_regular(file).ok()?;
-    if FileKey::of(&meta) != key || key.size < KEEP_MIN {
-        return None;
+    let now = FileKey::of(&meta);
+    if now != key {
+        return appended(file, opened, now, &key, &refs, base.as_ref()?);
     }
     let backing = super::load::map_opened(opened, key.size)?;
-    let lines: Vec<LineAt> = refs.lines.iter().map(|(at, _)| *at).collect();
-    let entries = crate::parse::entries_at(&backing, &lines)?;
+    let entries = kept_entries(&backing, &refs)?;
     backing.scanned();
+    Some(KeptContext {
+        entries,
+        selected: (0..refs.selected).collect(),
+        thinking: refs.thinking,
+        model: refs.model,
+    })
+}
+
+/// The entries `refs` names, read from `backing`, when each is there with its id.
+fn kept_entries(backing: &crate::entry::Backing, refs: &Refs) -> Option<Vec<Entry>> {
+    let lines: Vec<LineAt> = refs.lines.iter().map(|(at, _)| *at).collect();
+    let entries = crate::parse::entries_at(backing, &lines)?;
     let same_ids = entries
         .iter()
         .zip(&refs.lines)
         .all(|(e, (_, id))| e.id().map(str::as_bytes) == id.as_deref());
-    same_ids.then_some(KeptContext {
+    same_ids.then_some(entries)
+}
+
+/// The context of a file that grew since its context was kept, when only entries were
+/// appended that continue its last entry, one after the other: the kept part's bytes are
+/// unchanged (its checksums), every appended entry's parent is the entry before it, none is
+/// a compaction and none has an id the file had or the tail repeats (so no parent before
+/// resolves elsewhere). Anything else is `None`: the file is read whole.
+fn appended(
+    file: &Path,
+    opened: std::fs::File,
+    now: FileKey,
+    key: &FileKey,
+    refs: &Refs,
+    base: &Base,
+) -> Option<KeptContext> {
+    // A tail longer than a quarter of what was kept is read whole, and kept again.
+    if (now.dev, now.ino) != (key.dev, key.ino)
+        || now.size <= key.size
+        || now.size - key.size > key.size / 4
+    {
+        return None;
+    }
+    if sums(&opened, key.size)?.0 != base.blocks {
+        return None;
+    }
+    let backing = super::load::map_opened(opened, now.size)?;
+    let bytes: &[u8] = (*backing).as_ref();
+    let old = usize::try_from(key.size).ok()?;
+    if bytes[old - 1] != b'\n' {
+        return None;
+    }
+    let header = crate::folder::read_header(file)?;
+    let tail = crate::parse::parse_from(backing.clone(), old, base.lines + 1, Some(header)).ok()?;
+    let mut parent: &[u8] = &base.leaf;
+    let mut ids = std::collections::HashSet::new();
+    for e in &tail.entries {
+        let id = e.id()?;
+        let continues = matches!(&e.parent, crate::Parent::Id(p) if p.as_bytes() == parent);
+        if !continues
+            || e.entry_type == crate::EntryType::Compaction
+            || base.ids.binary_search(&id_sum(id)).is_ok()
+            || !ids.insert(id)
+        {
+            return None;
+        }
+        parent = id.as_bytes();
+    }
+    let mut entries = kept_entries(&backing, refs)?;
+    backing.scanned();
+    let kept = entries.len();
+    let tail_refs: Vec<&Entry> = tail.entries.iter().collect();
+    let (thinking, model) = crate::context::settings(&tail_refs);
+    let at = |e: Option<&Entry>| {
+        e.and_then(|e| tail.entries.iter().position(|t| std::ptr::eq(t, e)))
+            .map(|i| kept + i)
+    };
+    let (thinking, model) = (at(thinking).or(refs.thinking), at(model).or(refs.model));
+    let appended = tail.entries.len();
+    entries.extend(tail.entries);
+    Some(KeptContext {
         entries,
-        selected: refs.selected,
-        thinking: refs.thinking,
-        model: refs.model,
+        selected: (0..refs.selected).chain(kept..kept + appended).collect(),
+        thinking,
+        model,
+    })
+}
+
+/// An id as the kept list of a file's ids holds it.
+fn id_sum(id: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id.as_bytes())
+}
+
+/// Bytes checked together: an appended file's kept part is checked block by block, on all
+/// cores.
+const BLOCK: usize = 8 << 20;
+
+/// The checksum (XXH3-128) of each [`BLOCK`] of the first `len` bytes of `file` (the last
+/// block shorter), and how many `\n` they hold; `None` when they cannot be read. Each thread
+/// reads its blocks a window at a time into a buffer that stays in its core's cache (the
+/// file is not mapped: on some machines mapping its pages costs more than copying them).
+fn sums(file: &std::fs::File, len: u64) -> Option<(Vec<u128>, u64)> {
+    use std::os::unix::fs::FileExt;
+    const WINDOW: usize = 256 << 10;
+    let n = usize::try_from(len.div_ceil(BLOCK as u64)).ok()?;
+    let one = |k: usize, window: &mut Vec<u8>| -> Option<(u128, u64)> {
+        let start = (k * BLOCK) as u64;
+        let end = (start + BLOCK as u64).min(len);
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        let mut lines = 0u64;
+        let mut at = start;
+        while at < end {
+            let take = ((end - at) as usize).min(WINDOW);
+            window.resize(take, 0);
+            file.read_exact_at(window, at).ok()?;
+            hasher.update(window);
+            lines += memchr::memchr_iter(b'\n', window).count() as u64;
+            at += take as u64;
+        }
+        Some((hasher.digest128(), lines))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(n.max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut window = Vec::with_capacity(WINDOW);
+        let mut mine = Vec::new();
+        loop {
+            let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if k >= n {
+                break mine;
+            }
+            mine.push((k, one(k, &mut window)));
+        }
+    };
+    let mut done: Vec<(usize, Option<(u128, u64)>)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (1..threads).map(|_| sc.spawn(work)).collect();
+        let mut all = work();
+        for h in handles {
+            all.extend(h.join().expect("checksum thread"));
+        }
+        all
+    });
+    done.sort_unstable_by_key(|(k, _)| *k);
+    let mut blocks = Vec::with_capacity(n);
+    let mut lines = 0;
+    for (_, d) in done {
+        let (sum, l) = d?;
+        blocks.push(sum);
+        lines += l;
+    }
+    Some((blocks, lines))
+}
+
+/// What a kept context knows of the whole file, for a read after entries were appended:
+/// the checksums of its bytes, its lines, its last entry's id and every id it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Base {
+    /// `\n`s in the file: the next line's number is one more.
+    lines: u64,
+    blocks: Vec<u128>,
+    leaf: Vec<u8>,
+    /// [`id_sum`] of every id in the file, sorted, each once.
+    ids: Vec<u64>,
+}
+
+/// The [`Base`] of `loaded`, the file at `file` with key `before`: when it ends with a
+/// newline and its last entry, which has an id, is the leaf.
+fn base_of(file: &Path, before: FileKey, loaded: &super::Loaded) -> Option<Base> {
+    if loaded.tail != crate::parse::Tail::Clean {
+        return None;
+    }
+    let last = loaded.tree.entries().last()?;
+    let leaf = loaded.tree.leaf_entry()?;
+    if !std::ptr::eq(last, leaf) {
+        return None;
+    }
+    let leaf = leaf.id()?.as_bytes().to_vec();
+    let (opened, meta) = crate::store::open_regular(file).ok()?;
+    if FileKey::of(&meta) != before {
+        return None;
+    }
+    let (blocks, lines) = sums(&opened, before.size)?;
+    let mut ids: Vec<u64> = loaded
+        .tree
+        .entries()
+        .iter()
+        .filter_map(|e| e.id())
+        .map(id_sum)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Some(Base {
+        lines,
+        blocks,
+        leaf,
+        ids,
     })
 }
 
@@ -199,7 +385,17 @@ pub fn keep_context(
     let Some(refs) = refs_of(plan) else {
         return;
     };
-    let bytes = encode(&before, canonical.as_os_str().as_encoded_bytes(), &refs);
+    let base = base_of(file, before, loaded);
+    // The bytes summed are those loaded: the file did not change meanwhile.
+    if FileKey::now(file) != Some(before) {
+        return;
+    }
+    let bytes = encode(
+        &before,
+        canonical.as_os_str().as_encoded_bytes(),
+        &refs,
+        base.as_ref(),
+    );
     let _ = write_kept(dir, &kept_path(dir, &canonical), &bytes);
 }
 
@@ -255,7 +451,7 @@ type Line = (LineAt, Option<Vec<u8>>);
 
 const NONE: u32 = u32::MAX;
 
-fn encode(key: &FileKey, path: &[u8], refs: &Refs) -> Vec<u8> {
+fn encode(key: &FileKey, path: &[u8], refs: &Refs, base: Option<&Base>) -> Vec<u8> {
     let mut out = Vec::with_capacity(128 + path.len() + refs.lines.len() * 48);
     out.extend_from_slice(MAGIC);
     key.write(&mut out);
@@ -283,14 +479,31 @@ fn encode(key: &FileKey, path: &[u8], refs: &Refs) -> Vec<u8> {
             None => out.extend_from_slice(&NONE.to_le_bytes()),
         }
     }
+    match base {
+        None => out.push(0),
+        Some(b) => {
+            out.push(1);
+            out.extend_from_slice(&b.lines.to_le_bytes());
+            out.extend_from_slice(&(b.blocks.len() as u32).to_le_bytes());
+            for sum in &b.blocks {
+                out.extend_from_slice(&sum.to_le_bytes());
+            }
+            out.extend_from_slice(&(b.leaf.len() as u32).to_le_bytes());
+            out.extend_from_slice(&b.leaf);
+            out.extend_from_slice(&(b.ids.len() as u32).to_le_bytes());
+            for id in &b.ids {
+                out.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+    }
     let sum = Sha256::digest(&out);
     out.extend_from_slice(&sum);
     out
 }
 
-/// The key, canonical path and lines of a kept context; `None` for anything that is not one
-/// whole, well-formed kept context.
-fn decode(bytes: &[u8]) -> Option<(FileKey, &[u8], Refs)> {
+/// The key, canonical path, lines and base of a kept context; `None` for anything that is
+/// not one whole, well-formed kept context.
+fn decode(bytes: &[u8]) -> Option<(FileKey, &[u8], Refs, Option<Base>)> {
     let body_len = bytes.len().checked_sub(32)?;
     let (body, sum) = bytes.split_at(body_len);
     if Sha256::digest(body).as_slice() != sum {
@@ -333,6 +546,41 @@ fn decode(bytes: &[u8]) -> Option<(FileKey, &[u8], Refs)> {
         };
         lines.push((at, id));
     }
+    let base = match r.take(1)? {
+        [0] => None,
+        [1] => {
+            let lines = r.u64()?;
+            let n = r.u32()? as usize;
+            if n > r.0.len() / 16 {
+                return None;
+            }
+            let mut blocks = Vec::with_capacity(n);
+            for _ in 0..n {
+                blocks.push(u128::from_le_bytes(r.take(16)?.try_into().ok()?));
+            }
+            let leaf_len = r.u32()? as usize;
+            let leaf = r.take(leaf_len)?.to_vec();
+            let n = r.u32()? as usize;
+            if n > r.0.len() / 8 {
+                return None;
+            }
+            let mut ids = Vec::with_capacity(n);
+            for _ in 0..n {
+                ids.push(r.u64()?);
+            }
+            // Looked up by halving: kept sorted, each once.
+            if ids.windows(2).any(|w| w[0] >= w[1]) {
+                return None;
+            }
+            Some(Base {
+                lines,
+                blocks,
+                leaf,
+                ids,
+            })
+        }
+        _ => return None,
+    };
     if !r.0.is_empty() {
         return None;
     }
@@ -345,6 +593,7 @@ fn decode(bytes: &[u8]) -> Option<(FileKey, &[u8], Refs)> {
             thinking,
             model,
         },
+        base,
     ))
 }
 
@@ -492,21 +741,33 @@ mod tests {
         }
     }
 
+    fn base() -> Base {
+        Base {
+            lines: 9,
+            blocks: vec![1 << 100, 7],
+            leaf: b"e9".to_vec(),
+            ids: vec![3, 5, 1 << 60],
+        }
+    }
+
     #[test]
     fn a_kept_context_reads_back_as_written() {
-        let bytes = encode(&key(), b"/a/b.jsonl", &refs());
-        let (k, path, r) = decode(&bytes).expect("decodes");
-        assert_eq!(k, key());
-        assert_eq!(path, b"/a/b.jsonl");
-        assert_eq!(r.lines, refs().lines);
-        assert_eq!((r.selected, r.thinking, r.model), (1, None, Some(1)));
+        for b in [None, Some(base())] {
+            let bytes = encode(&key(), b"/a/b.jsonl", &refs(), b.as_ref());
+            let (k, path, r, got) = decode(&bytes).expect("decodes");
+            assert_eq!(k, key());
+            assert_eq!(path, b"/a/b.jsonl");
+            assert_eq!(r.lines, refs().lines);
+            assert_eq!((r.selected, r.thinking, r.model), (1, None, Some(1)));
+            assert_eq!(got, b);
+        }
     }
 
     /// Every cut and every changed byte of a kept file is refused, and forged files whose
     /// checksum is right but whose counts lie never allocate what they claim or panic.
     #[test]
     fn a_damaged_or_forged_kept_context_is_refused() {
-        let bytes = encode(&key(), b"/a/b.jsonl", &refs());
+        let bytes = encode(&key(), b"/a/b.jsonl", &refs(), Some(&base()));
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }
@@ -527,7 +788,8 @@ mod tests {
             }
             let sum = Sha256::digest(&body);
             body.extend_from_slice(&sum);
-            if let Some((_, _, r)) = decode(&body) {
+            if let Some((_, _, r, b)) = decode(&body) {
+                assert!(b.is_none_or(|b| b.ids.windows(2).all(|w| w[0] < w[1])));
                 assert!(r.selected <= r.lines.len());
                 assert!(r.thinking.is_none_or(|i| i < r.lines.len()));
                 assert!(r.model.is_none_or(|i| i < r.lines.len()));
@@ -561,7 +823,7 @@ mod tests {
         assert!(honest.lines.len() > 2);
         let write = |refs: &Refs| {
             let key = FileKey::now(&file).unwrap();
-            let b = encode(&key, canonical.as_os_str().as_encoded_bytes(), refs);
+            let b = encode(&key, canonical.as_os_str().as_encoded_bytes(), refs, None);
             std::fs::write(kept_path(&keep, &canonical), b).unwrap();
         };
         write(&honest);
@@ -592,7 +854,7 @@ mod tests {
         }
         // Named under another file's path: not this file's.
         let key = FileKey::now(&file).unwrap();
-        let b = encode(&key, b"/elsewhere.jsonl", &honest);
+        let b = encode(&key, b"/elsewhere.jsonl", &honest, None);
         std::fs::write(kept_path(&keep, &canonical), b).unwrap();
         assert!(kept_context(&file, &keep).is_none());
     }
