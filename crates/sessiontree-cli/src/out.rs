@@ -111,11 +111,15 @@ pub fn preview(s: &str, max: usize) -> String {
             break;
         }
     }
-    let folded = crate::safe::line(&folded).into_owned();
-    if folded.chars().count() <= max {
-        folded
+    ellipsized(crate::safe::line(&folded), max)
+}
+
+/// `s` when it has at most `max` characters, else its first `max - 1` and `…`.
+fn ellipsized(s: std::borrow::Cow<'_, str>, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.into_owned()
     } else {
-        let mut t: String = folded.chars().take(max.saturating_sub(1)).collect();
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
     }
@@ -128,14 +132,7 @@ pub fn cut(s: &str, max: usize) -> String {
     // escaped whole to show its start.
     let s = s.trim_end();
     let s = s.char_indices().nth(max + 1).map_or(s, |(i, _)| &s[..i]);
-    let s = crate::safe::escape_except(s, |c| c == '\t');
-    if s.chars().count() <= max {
-        s.into_owned()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
+    ellipsized(crate::safe::escape_except(s, |c| c == '\t'), max)
 }
 
 /// A progress bar on stderr, only when stderr is a terminal and there is much to do.
@@ -164,24 +161,10 @@ mod tests {
     fn previews_and_cuts_of_the_start_are_those_of_the_whole() {
         fn preview_whole(s: &str, max: usize) -> String {
             let folded: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-            let folded = crate::safe::line(&folded).into_owned();
-            if folded.chars().count() <= max {
-                folded
-            } else {
-                let mut t: String = folded.chars().take(max.saturating_sub(1)).collect();
-                t.push('…');
-                t
-            }
+            ellipsized(crate::safe::line(&folded), max)
         }
         fn cut_whole(s: &str, max: usize) -> String {
-            let s = crate::safe::escape_except(s.trim_end(), |c| c == '\t');
-            if s.chars().count() <= max {
-                s.into_owned()
-            } else {
-                let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-                t.push('…');
-                t
-            }
+            ellipsized(crate::safe::escape_except(s.trim_end(), |c| c == '\t'), max)
         }
         let pieces = [
             "a", "bc", " ", "  ", "\t", "\n", "\r", "\x1b[2J", "\x07", "日本", "é", "e\u{301}",
