@@ -527,3 +527,60 @@ fn appends_that_do_not_just_continue_the_last_entry_are_read_whole() {
         assert!(kept::kept_context(file, &keep).is_none(), "{what}");
     }
 }
+
+/// Read after appends once the file has settled, the context is kept again as the file is
+/// now: later appends are read on from there (its checksums, last entry and ids are those of
+/// the file now), and until it settles nothing is kept anew.
+#[test]
+fn a_settled_file_read_after_appends_is_kept_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join(kept::DIR_NAME);
+    let file = settled_sessions(dir.path(), 400..404)
+        .into_iter()
+        .map(|(f, _)| f)
+        .find(|f| continuable(f).is_some())
+        .expect("a session to continue");
+    load_and_keep(&file, &keep);
+    let kept_file = std::fs::read_dir(&keep)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let first = std::fs::read(&kept_file).unwrap();
+    let leaf = continuable(&file).unwrap();
+    let long = format!(
+        r#""message","message":{{"role":"user","content":"{}"}}"#,
+        "y".repeat(1 << 20)
+    );
+    let tail = line("r1", &leaf, &long)
+        + &line("r2", "r1", r#""custom""#)
+        + &line(
+            "r3",
+            "r2",
+            r#""thinking_level_change","thinkingLevel":"medium""#,
+        );
+    append(&file, tail.as_bytes());
+    let whole = |f: &Path| shown(whole_plan(&sessiontree::load(f).unwrap()));
+    let read = |what: &str| {
+        let k = kept::kept_context(&file, &keep).unwrap_or_else(|| panic!("{what}: read whole"));
+        same(&shown(k.plan()), &whole(&file), what);
+    };
+    read("just appended");
+    assert_eq!(
+        std::fs::read(&kept_file).unwrap(),
+        first,
+        "kept anew before it settled"
+    );
+    std::thread::sleep(kept::SETTLE + std::time::Duration::from_millis(1100));
+    read("settled");
+    assert_ne!(std::fs::read(&kept_file).unwrap(), first, "not kept anew");
+    read("kept anew, unchanged");
+    append(&file, line("r4", "r3", r#""custom""#).as_bytes());
+    read("appended after what was kept anew");
+    append(&file, line("r1", "r4", r#""custom""#).as_bytes());
+    assert!(
+        kept::kept_context(&file, &keep).is_none(),
+        "an id appended before is an id the file had"
+    );
+}

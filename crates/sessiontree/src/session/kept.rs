@@ -156,7 +156,11 @@ pub fn kept_context(file: &Path, dir: &Path) -> Option<KeptContext> {
     let (opened, meta) = crate::store::open_regular(file).ok()?;
     let now = FileKey::of(&meta);
     if now != key {
-        return appended(file, opened, now, &key, &refs, base.as_ref()?);
+        let kept = appended(file, opened, now, &key, &refs, base.as_ref()?)?;
+        if let Some(tail) = &kept.tail {
+            rekeep(file, dir, &canonical, now, &kept, tail);
+        }
+        return Some(kept.context);
     }
     let backing = super::load::map_opened(opened, key.size)?;
     let entries = kept_entries(&backing, &refs)?;
@@ -192,7 +196,7 @@ fn appended(
     key: &FileKey,
     refs: &Refs,
     base: &Base,
-) -> Option<KeptContext> {
+) -> Option<Appended> {
     // A tail longer than a quarter of what was kept is read whole, and kept again.
     if (now.dev, now.ino) != (key.dev, key.ino)
         || now.size <= key.size
@@ -236,13 +240,77 @@ fn appended(
     };
     let (thinking, model) = (at(thinking).or(refs.thinking), at(model).or(refs.model));
     let appended = tail.entries.len();
+    // What the file is now, for keeping it again: only when it ends with a newline.
+    let next = (tail.tail == crate::parse::Tail::Clean).then(|| Base {
+        lines: base.lines + tail.lines,
+        blocks: base.blocks.clone(),
+        leaf: tail
+            .entries
+            .last()
+            .and_then(|e| e.id())
+            .map_or_else(|| base.leaf.clone(), |id| id.as_bytes().to_vec()),
+        ids: {
+            let mut ids = base.ids.clone();
+            ids.extend(tail.entries.iter().filter_map(|e| e.id()).map(id_sum));
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        },
+    });
     entries.extend(tail.entries);
-    Some(KeptContext {
-        entries,
-        selected: (0..refs.selected).chain(kept..kept + appended).collect(),
-        thinking,
-        model,
+    Some(Appended {
+        context: KeptContext {
+            entries,
+            selected: (0..refs.selected).chain(kept..kept + appended).collect(),
+            thinking,
+            model,
+        },
+        tail: next,
     })
+}
+
+/// A context read on after appended entries, and the [`Base`] of the file as it is now
+/// (its checksums still those of the part kept before; `None` when the file does not end
+/// with a newline).
+struct Appended {
+    context: KeptContext,
+    tail: Option<Base>,
+}
+
+/// Keeps the context read on after appended entries as the file's context now, when the
+/// file is settled and unchanged since: the next read starts from there (the checksums of
+/// the part kept before are kept, the rest summed now). Best effort, as [`keep_context`].
+fn rekeep(file: &Path, dir: &Path, canonical: &Path, now: FileKey, kept: &Appended, next: &Base) {
+    if !now.settled_at(SystemTime::now()) {
+        return;
+    }
+    let Some(refs) = refs_of(&kept.context.plan()) else {
+        return;
+    };
+    let Ok((opened, meta)) = crate::store::open_regular(file) else {
+        return;
+    };
+    if FileKey::of(&meta) != now {
+        return;
+    }
+    // The last block kept may have been short: it is summed again with what follows.
+    let whole = next.blocks.len().saturating_sub(1);
+    let Some((fresh, _)) = sums_from(&opened, whole, now.size) else {
+        return;
+    };
+    let mut base = next.clone();
+    base.blocks.truncate(whole);
+    base.blocks.extend(fresh);
+    if FileKey::now(file) != Some(now) {
+        return;
+    }
+    let bytes = encode(
+        &now,
+        canonical.as_os_str().as_encoded_bytes(),
+        &refs,
+        Some(&base),
+    );
+    let _ = write_kept(dir, &kept_path(dir, canonical), &bytes);
 }
 
 /// An id as the kept list of a file's ids holds it.
@@ -259,9 +327,17 @@ const BLOCK: usize = 8 << 20;
 /// reads its blocks a window at a time into a buffer that stays in its core's cache (the
 /// file is not mapped: on some machines mapping its pages costs more than copying them).
 fn sums(file: &std::fs::File, len: u64) -> Option<(Vec<u128>, u64)> {
+    sums_from(file, 0, len)
+}
+
+/// [`sums`] of the blocks from the `first`.
+fn sums_from(file: &std::fs::File, first: usize, len: u64) -> Option<(Vec<u128>, u64)> {
     use std::os::unix::fs::FileExt;
     const WINDOW: usize = 256 << 10;
     let n = usize::try_from(len.div_ceil(BLOCK as u64)).ok()?;
+    if first > n {
+        return None;
+    }
     let one = |k: usize, window: &mut Vec<u8>| -> Option<(u128, u64)> {
         let start = (k * BLOCK) as u64;
         let end = (start + BLOCK as u64).min(len);
@@ -281,8 +357,8 @@ fn sums(file: &std::fs::File, len: u64) -> Option<(Vec<u128>, u64)> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
-        .min(n.max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
+        .min((n - first).max(1));
+    let next = std::sync::atomic::AtomicUsize::new(first);
     let work = || {
         let mut window = Vec::with_capacity(WINDOW);
         let mut mine = Vec::new();
@@ -303,7 +379,7 @@ fn sums(file: &std::fs::File, len: u64) -> Option<(Vec<u128>, u64)> {
         all
     });
     done.sort_unstable_by_key(|(k, _)| *k);
-    let mut blocks = Vec::with_capacity(n);
+    let mut blocks = Vec::with_capacity(n - first);
     let mut lines = 0;
     for (_, d) in done {
         let (sum, l) = d?;
