@@ -301,15 +301,22 @@ fn rekeep(file: &Path, dir: &Path, canonical: &Path, now: FileKey, kept: &Append
     let mut base = next.clone();
     base.blocks.truncate(whole);
     base.blocks.extend(fresh);
-    if FileKey::now(file) != Some(now) {
+    write_if_unchanged(file, dir, canonical, now, &refs, Some(&base));
+}
+
+/// Writes what is kept of `file`, if its times are still `key` now that it was read.
+fn write_if_unchanged(
+    file: &Path,
+    dir: &Path,
+    canonical: &Path,
+    key: FileKey,
+    refs: &Refs,
+    base: Option<&Base>,
+) {
+    if FileKey::now(file) != Some(key) {
         return;
     }
-    let bytes = encode(
-        &now,
-        canonical.as_os_str().as_encoded_bytes(),
-        &refs,
-        Some(&base),
-    );
+    let bytes = encode(&key, canonical.as_os_str().as_encoded_bytes(), refs, base);
     let _ = write_kept(dir, &kept_path(dir, canonical), &bytes);
 }
 
@@ -463,16 +470,7 @@ pub fn keep_context(
     };
     let base = base_of(file, before, loaded);
     // The bytes summed are those loaded: the file did not change meanwhile.
-    if FileKey::now(file) != Some(before) {
-        return;
-    }
-    let bytes = encode(
-        &before,
-        canonical.as_os_str().as_encoded_bytes(),
-        &refs,
-        base.as_ref(),
-    );
-    let _ = write_kept(dir, &kept_path(dir, &canonical), &bytes);
+    write_if_unchanged(file, dir, &canonical, before, &refs, base.as_ref());
 }
 
 /// Where the entries of `plan` are; `None` when one of them has no line of its own.
