@@ -402,12 +402,12 @@ fn entries_appended_after_what_was_kept_give_the_context_of_the_whole_file() {
             );
             continue;
         };
-        let old_ids: Vec<String> = sessiontree::load(&file)
-            .unwrap()
+        let loaded = sessiontree::load(&file).unwrap();
+        let old_ids: Vec<&str> = loaded
             .tree
             .entries()
             .iter()
-            .filter_map(|e| e.id().map(str::to_string))
+            .filter_map(|e| e.id())
             .collect();
         let mut n = 0;
         for round in 0..4 {
