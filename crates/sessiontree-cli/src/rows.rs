@@ -52,6 +52,44 @@ pub fn fit(s: &str, cols: usize) -> String {
 
 /// [`fit`] into `out` (cleared first), a buffer the caller reuses row after row.
 pub fn fit_into(out: &mut String, s: &str, cols: usize) {
+    fit_chars_into(out, s, cols);
+    settle(out, cols);
+}
+
+/// Cuts `out` again when it is wider as a string than its characters counted one by one
+/// (`1` and U+FE0F are a column each, `1\u{fe0f}` two; terminals and the table's padding
+/// measure the string): the longest head that fits with an ellipsis, which marks the cut.
+/// Printable ASCII is never wider than its bytes, so it is not measured.
+fn settle(out: &mut String, cols: usize) {
+    if out.is_ascii() || width(out) <= cols {
+        return;
+    }
+    let body = out.strip_suffix('…').unwrap_or(out);
+    let ends: Vec<usize> = body.char_indices().map(|(i, _)| i).collect();
+    // A head's width grows with its length (a character never narrows what is before it),
+    // so the longest that fits beside the ellipsis is found by halving.
+    let fits = |k: usize| width(&body[..ends[k]]) < cols;
+    let (mut lo, mut hi) = (0, ends.len());
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    out.truncate(ends.get(lo).copied().unwrap_or(0));
+    if width(out) >= cols {
+        // (Should a head ever narrow, nothing is shown rather than too much.)
+        out.clear();
+    }
+    if cols > 0 {
+        out.push('…');
+    }
+}
+
+/// [`fit_into`] with each character measured alone.
+fn fit_chars_into(out: &mut String, s: &str, cols: usize) {
     out.clear();
     let mut f = Fit {
         out,
@@ -89,9 +127,11 @@ pub fn fit_into(out: &mut String, s: &str, cols: usize) {
         i += chunk.len();
     }
     if i > 0 {
-        f.out.push_str(&s[..i]);
-        f.w = i;
+        // (A space it ends with is written only before what follows it.)
         f.space = b[i - 1] == b' ';
+        let head = i - f.space as usize;
+        f.out.push_str(&s[..head]);
+        f.w = head;
     }
     // Then each character is escaped as it is reached (whitespace controls, newline and
     // tab, fold into spaces below; the others are escaped), so a long text costs only as
@@ -101,7 +141,7 @@ pub fn fit_into(out: &mut String, s: &str, cols: usize) {
     while i < b.len() {
         let c = b[i];
         if (0x21..0x7f).contains(&c) {
-            let room = f.cols.saturating_sub(f.w);
+            let room = f.cols.saturating_sub(f.w + f.space as usize);
             let run = b[i..]
                 .iter()
                 .take(room.saturating_add(1))
@@ -109,6 +149,10 @@ pub fn fit_into(out: &mut String, s: &str, cols: usize) {
                 .count();
             let take = run.min(room);
             if take > 0 {
+                if f.space {
+                    f.out.push(' ');
+                    f.w += 1;
+                }
                 f.out.push_str(&s[i..i + take]);
                 f.w += take;
                 f.space = false;
@@ -134,9 +178,6 @@ pub fn fit_into(out: &mut String, s: &str, cols: usize) {
             return;
         }
     }
-    if f.out.ends_with(' ') {
-        f.out.pop();
-    }
 }
 
 /// [`fit`]'s output as it grows.
@@ -144,7 +185,8 @@ struct Fit<'a> {
     out: &'a mut String,
     /// Columns used.
     w: usize,
-    /// The last character pushed was a (folded) space.
+    /// A (folded) space was pushed last: it is written before the next character, and
+    /// never at the end, so a text that ends with spaces is not cut for them.
     space: bool,
     cols: usize,
 }
@@ -173,14 +215,10 @@ impl Fit<'_> {
     #[inline]
     fn push(&mut self, c: char, cw: usize) -> bool {
         if c == ' ' {
-            if self.out.is_empty() || self.space {
-                return true;
-            }
-            self.space = true;
-        } else {
-            self.space = false;
+            self.space |= !self.out.is_empty();
+            return true;
         }
-        if self.w + cw > self.cols {
+        if self.w + self.space as usize + cw > self.cols {
             // Make room for the ellipsis.
             while self.w + 1 > self.cols {
                 match self.out.pop() {
@@ -190,6 +228,10 @@ impl Fit<'_> {
             }
             self.out.push('…');
             return false;
+        }
+        if std::mem::take(&mut self.space) {
+            self.out.push(' ');
+            self.w += 1;
         }
         self.out.push(c);
         self.w += cw;
@@ -217,6 +259,7 @@ pub fn cut(s: &str, cols: usize) -> String {
         w += cw;
     }
     out.push('…');
+    settle(&mut out, cols);
     out
 }
 
@@ -237,12 +280,14 @@ mod tests {
         let mut shown = String::new();
         for orig in s.chars() {
             if !f.push_any(orig, &mut shown) {
+                settle(&mut out, cols);
                 return out;
             }
         }
         if f.out.ends_with(' ') {
             f.out.pop();
         }
+        settle(&mut out, cols);
         out
     }
 
@@ -276,6 +321,14 @@ mod tests {
             "abcdefghij",
             "x.y/z-q",
             "日",
+            // Sequences wider or narrower than their characters.
+            "1",
+            "#",
+            "\u{2764}",
+            "\u{200d}",
+            "\u{1f468}",
+            "\u{644}",
+            "\u{627}",
         ];
         let mut rng = sessiontree_testkit::rng::Rng(0x05ee_df17);
         for _ in 0..20_000 {
@@ -294,5 +347,55 @@ mod tests {
         assert_eq!(fit("  lead and  trail  ", 40), "lead and trail");
         assert_eq!(fit("abc\x1bdef", 40), "abc\\x1bdef");
         assert_eq!(fit("abcdef", 0), "");
+        // Spaces at the end are dropped, never a reason to cut.
+        assert_eq!(fit("abc ", 3), "abc");
+        assert_eq!(fit("fix bug \n\t", 7), "fix bug");
+        assert_eq!(fit("日本 ", 4), "日本");
+    }
+
+    /// A string is as wide as a terminal draws it and the table pads it: `1` and U+FE0F
+    /// are two columns together, a family joined by U+200D two in all.
+    #[test]
+    fn sequences_are_fitted_by_the_width_of_the_string() {
+        assert_eq!(width("1\u{fe0f}"), 2);
+        assert_eq!(fit("1\u{fe0f}", 2), "1\u{fe0f}");
+        assert_eq!(fit("1\u{fe0f}", 1), "…");
+        assert_eq!(fit("ab1\u{fe0f}", 3), "ab…");
+        assert_eq!(fit("ab1\u{fe0f}c", 4), "ab1…");
+        assert_eq!(cut("ab1\u{fe0f}cd", 4), "ab1…");
+        assert_eq!(
+            fit("\u{2764}\u{fe0f}\u{2764}\u{fe0f}", 3),
+            "\u{2764}\u{fe0f}…"
+        );
+        // (Narrower sequences are measured a character at a time while fitting: a family
+        // of three needs the six columns of its three faces, and is then two wide.)
+        let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
+        assert_eq!(fit(family, 6), family);
+        assert_eq!(width(&fit(family, 6)), 2);
+        let mut rng = sessiontree_testkit::rng::Rng(0xfe0f);
+        let pieces = [
+            "1",
+            "\u{fe0f}",
+            "a",
+            "\u{200d}",
+            "\u{1f468}",
+            "日",
+            " ",
+            "\u{301}",
+        ];
+        for _ in 0..20_000 {
+            let s: String = (0..rng.pick(20))
+                .map(|_| pieces[rng.pick(pieces.len())])
+                .collect();
+            let cols = rng.pick(16);
+            let f = fit(&s, cols);
+            assert!(width(&f) <= cols, "{s:?} in {cols}: {f:?}");
+            assert!(width(&cut(&s, cols)) <= cols.max(1), "{s:?} in {cols}");
+            let t = s.trim();
+            let by_chars: usize = t.chars().map(|c| c.width().unwrap_or(0)).sum();
+            if by_chars.max(width(t)) <= cols && !s.contains("  ") {
+                assert_eq!(f, t, "{s:?} in {cols}");
+            }
+        }
     }
 }
