@@ -639,3 +639,79 @@ fn polling_alone_finds_changes_and_leaving_an_agent_out_ignores_it() {
         got.keys()
     );
 }
+
+/// A large Pi session written under a watch has its context kept ahead once it settles:
+/// the first `context` after the agent's turn reads only the context's own lines (what is
+/// kept is current for the file as it is) and says what a whole read says; after the next
+/// turn's entries, what is kept follows them.
+#[test]
+fn a_large_session_written_under_a_watch_has_its_context_kept_ahead() {
+    use sessiontree::session::kept;
+    use sessiontree_testkit::gen;
+    let h = Home::new();
+    let agent = h.root.join("agent");
+    let folder = agent.join("sessions").join("--work-proj--");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut w = h.watch(&[], "ahead.log");
+    let t = Instant::now();
+    while !h.log("ahead.log").contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut bytes = Vec::new();
+    let shape = gen::Shape {
+        entries: 1_800,
+        target_bytes: 5_200,
+        seed: 8,
+    };
+    gen::generate(&shape, &mut bytes).unwrap();
+    assert!(bytes.len() as u64 > kept::KEEP_MIN);
+    // Written a few entries at a time, as an agent writes.
+    let file = folder.join("2026-12-07T10-00-00-000Z_ahead.jsonl");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .unwrap();
+    for chunk in bytes
+        .split_inclusive(|&b| b == b'\n')
+        .collect::<Vec<_>>()
+        .chunks(200)
+    {
+        f.write_all(&chunk.concat()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let keep = agent.join(kept::DIR_NAME);
+    let current = |what: &str, w: &mut Child| {
+        let t = Instant::now();
+        while !kept::is_current(&file, &keep) {
+            if t.elapsed() > Duration::from_secs(30) {
+                kill(w);
+                panic!("{what}: not kept ahead\n{}", h.log("ahead.log"));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let context = |whole: bool| {
+        let mut c = h.cmd("agent", &["context", file.to_str().unwrap(), "--json"]);
+        if whole {
+            c.env("SESSIONTREE_NO_KEPT_CONTEXT", "1");
+        }
+        sessiontree_testkit::run::ok(c.output().unwrap())
+    };
+    current("written", &mut w);
+    assert_eq!(context(false), context(true), "written");
+
+    let l = sessiontree::load(&file).unwrap();
+    let leaf = l.tree.leaf_id().unwrap().to_string();
+    assert_eq!(l.tree.entries().last().unwrap().id(), Some(leaf.as_str()));
+    f.write_all(
+        format!(
+            "{{\"type\":\"custom\",\"customType\":\"turn\",\"id\":\"a1b2c3d4\",\"parentId\":\"{leaf}\",\"timestamp\":\"2026-12-07T10:30:00.000Z\"}}\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    current("after the next turn", &mut w);
+    assert_eq!(context(false), context(true), "after the next turn");
+    kill(&mut w);
+}

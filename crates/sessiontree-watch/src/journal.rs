@@ -84,6 +84,10 @@ struct Follower {
     journal: Option<Journal>,
     /// Line key -> when its last line was written, and whether it changed since.
     recent: HashMap<(u8, OsString, OsString), (Instant, bool)>,
+    /// Session files that changed -> when they last did; sent to [`keep_ahead`] once they
+    /// have been quiet for [`AHEAD_AFTER`].
+    settling: HashMap<PathBuf, Instant>,
+    ahead: std::sync::mpsc::Sender<PathBuf>,
 }
 
 impl Follower {
@@ -133,7 +137,7 @@ impl Follower {
         });
     }
 
-    fn start(sessions: &Path) -> Result<Follower, String> {
+    fn start(sessions: &Path, ahead: std::sync::mpsc::Sender<PathBuf>) -> Result<Follower, String> {
         if !local_fs(sessions) {
             return Err(format!("{}: not a local file system", sessions.display()));
         }
@@ -161,6 +165,8 @@ impl Follower {
             folders: HashMap::new(),
             journal: None,
             recent: HashMap::new(),
+            settling: HashMap::new(),
+            ahead,
         };
         let names: Vec<OsString> = std::fs::read_dir(sessions)
             .map_err(|e| format!("{}: {e}", sessions.display()))?
@@ -296,12 +302,25 @@ impl Follower {
         }
         if name.to_string_lossy().ends_with(".jsonl") {
             for n in &names {
+                if mask & (libc::IN_MODIFY | libc::IN_MOVED_TO) != 0 {
+                    let file = self.sessions.join(n).join(name);
+                    self.settling.insert(file, Instant::now());
+                }
                 if let Some(end) = io(self.note(b'F', n, name)) {
                     return Some(end);
                 }
             }
         }
         None
+    }
+
+    /// Sends the files that have been quiet long enough to be kept ahead.
+    fn settled(&mut self) {
+        let now = Instant::now();
+        let ahead = &self.ahead;
+        self.settling.retain(|file, at| {
+            now.duration_since(*at) < AHEAD_AFTER || ahead.send(file.clone()).is_err()
+        });
     }
 
     /// Follows until the epoch ends.
@@ -331,6 +350,7 @@ impl Follower {
             if let Err(e) = self.flush() {
                 return End::Broken(format!("journal: {e}"));
             }
+            self.settled();
             if self.journal.as_ref().is_some_and(|j| j.len() > ROTATE_AT) {
                 return End::Again;
             }
@@ -343,11 +363,45 @@ impl Follower {
 /// whenever one ends; `log` is told why one could not be kept (then it is tried again
 /// every `retry`).
 pub fn keep(agent_dir: &Path, stop: &AtomicBool, retry: Duration, log: &dyn Fn(&str)) {
+    let (ahead, settled) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        s.spawn(|| keep_ahead(agent_dir, settled));
+        follow(agent_dir, stop, retry, log, ahead);
+    });
+}
+
+/// A session file quiet this long after a change has its context kept ahead of a read
+/// (a little more than the time a kept context waits for a file to settle).
+pub const AHEAD_AFTER: Duration = Duration::from_millis(3200);
+
+/// Keeps the contexts of the large session files it is sent, as `context` would, so that
+/// the first `context` after an agent's turn reads only the context's own lines; one file
+/// at a time, until every sender is gone.
+fn keep_ahead(agent_dir: &Path, settled: std::sync::mpsc::Receiver<PathBuf>) {
+    use sessiontree::session::kept;
+    let dir = agent_dir.join(kept::DIR_NAME);
+    while let Ok(first) = settled.recv() {
+        let mut files: Vec<PathBuf> = std::iter::once(first).chain(settled.try_iter()).collect();
+        files.sort();
+        files.dedup();
+        for f in files {
+            kept::keep_ahead(&f, &dir);
+        }
+    }
+}
+
+fn follow(
+    agent_dir: &Path,
+    stop: &AtomicBool,
+    retry: Duration,
+    log: &dyn Fn(&str),
+    ahead: std::sync::mpsc::Sender<PathBuf>,
+) {
     let sessions = agent_dir.join("sessions");
     let mut last_trouble = String::new();
     while !stop.load(Ordering::Relaxed) {
         let _ = std::fs::create_dir_all(&sessions);
-        let end = match Follower::start(&sessions) {
+        let end = match Follower::start(&sessions, ahead.clone()) {
             Ok(mut f) => f.run(agent_dir, stop),
             Err(e) => End::Broken(e),
         };

@@ -584,3 +584,50 @@ fn a_settled_file_read_after_appends_is_kept_as_it_is_now() {
         "an id appended before is an id the file had"
     );
 }
+
+/// Keeping ahead of a read (what the watch does once a large session it follows has
+/// settled) keeps what `context` would: a settled session is read whole and kept, and is
+/// then current; entries that continue it are read on and kept again once it settles; a
+/// branch is read whole. A link, a small file and an unsettled one are left alone.
+#[test]
+fn keeping_ahead_keeps_the_context_a_read_would_keep() {
+    use kept::Ahead;
+    let dir = tempfile::tempdir().unwrap();
+    let keep = dir.path().join(kept::DIR_NAME);
+    let file = settled_sessions(dir.path(), 400..404)
+        .into_iter()
+        .map(|(f, _)| f)
+        .find(|f| continuable(f).is_some())
+        .expect("a session to continue");
+    let whole = |f: &Path| shown(whole_plan(&sessiontree::load(f).unwrap()));
+    let kept_is_whole = |what: &str| {
+        assert!(kept::is_current(&file, &keep), "{what}: not current");
+        let k = kept::kept_context(&file, &keep).unwrap_or_else(|| panic!("{what}: none"));
+        same(&shown(k.plan()), &whole(&file), what);
+    };
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    assert_eq!(kept::keep_ahead(&link, &keep), Ahead::No, "a link");
+    let (_small_dir, small) = files::temp_file("small.jsonl", "{\"type\":\"session\"}\n");
+    assert_eq!(kept::keep_ahead(&small, &keep), Ahead::No, "a small file");
+    assert!(!keep.exists(), "kept for a link or a small file");
+    assert!(!kept::is_current(&file, &keep));
+
+    assert_eq!(kept::keep_ahead(&file, &keep), Ahead::Whole);
+    kept_is_whole("kept ahead");
+    assert_eq!(kept::keep_ahead(&file, &keep), Ahead::Current);
+
+    let leaf = continuable(&file).unwrap();
+    append(&file, line("k1", &leaf, r#""custom""#).as_bytes());
+    assert_eq!(kept::keep_ahead(&file, &keep), Ahead::No, "not settled");
+    assert!(!kept::is_current(&file, &keep), "current after an append");
+    let settle = || std::thread::sleep(kept::SETTLE + std::time::Duration::from_millis(1100));
+    settle();
+    assert_eq!(kept::keep_ahead(&file, &keep), Ahead::ReadOn);
+    kept_is_whole("read on");
+
+    append(&file, line("k2", &leaf, r#""custom""#).as_bytes());
+    settle();
+    assert_eq!(kept::keep_ahead(&file, &keep), Ahead::Whole, "a branch");
+    kept_is_whole("a branch");
+}

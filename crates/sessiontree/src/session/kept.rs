@@ -473,6 +473,72 @@ pub fn keep_context(
     write_if_unchanged(file, dir, &canonical, before, &refs, base.as_ref());
 }
 
+/// Sessions larger than this are not read whole ahead of a read ([`keep_ahead`]): their
+/// first `context` reads them.
+pub const AHEAD_MAX: u64 = 1 << 30;
+
+/// What [`keep_ahead`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ahead {
+    /// The kept context was already that of the file as it is.
+    Current,
+    /// Read on from what was kept (only entries were appended), and kept again.
+    ReadOn,
+    /// Read whole, and kept.
+    Whole,
+    /// Nothing kept: the file is small, too large, not settled, not a regular file, changed
+    /// while it was read, or keeping is off.
+    No,
+}
+
+/// Keeps the context of the session `file` at its last entry in `dir` ahead of the next
+/// read of it, as `context` would keep it (the watch does this once a large session it
+/// follows has settled): nothing when what is kept is current, read on from it when only
+/// entries were appended, else the whole session read. Only a settled regular file between
+/// [`KEEP_MIN`] and [`AHEAD_MAX`] bytes (not a link) is read.
+pub fn keep_ahead(file: &Path, dir: &Path) -> Ahead {
+    let regular = std::fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_file());
+    let Some(before) = FileKey::now(file).filter(|_| regular && !disabled()) else {
+        return Ahead::No;
+    };
+    if !(KEEP_MIN..=AHEAD_MAX).contains(&before.size) || !before.settled_at(SystemTime::now()) {
+        return Ahead::No;
+    }
+    let current = || is_current(file, dir);
+    if current() {
+        return Ahead::Current;
+    }
+    if kept_context(file, dir).is_some() && current() {
+        return Ahead::ReadOn;
+    }
+    let Ok(loaded) = super::load::load(file) else {
+        return Ahead::No;
+    };
+    let leaf = match loaded.tree.leaf_id() {
+        Some(id) => crate::LeafArg::Id(id),
+        None => crate::LeafArg::Null,
+    };
+    let plan = crate::context::plan(&loaded.tree, leaf);
+    keep_context(file, dir, before, &loaded, &plan);
+    if current() {
+        Ahead::Whole
+    } else {
+        Ahead::No
+    }
+}
+
+/// Whether a sound kept context of `file` is in `dir` for the file as it is now (the
+/// next `context` of it reads only the context's own lines). Reads nothing of the session.
+pub fn is_current(file: &Path, dir: &Path) -> bool {
+    let kept_key = || {
+        let canonical = std::fs::canonicalize(file).ok()?;
+        let kept = read_small(&kept_path(dir, &canonical))?;
+        let (key, path, _, _) = decode(&kept)?;
+        (path == canonical.as_os_str().as_encoded_bytes()).then_some(key)
+    };
+    kept_key().is_some_and(|k| FileKey::now(file) == Some(k))
+}
+
 /// Where the entries of `plan` are; `None` when one of them has no line of its own.
 fn refs_of(plan: &Plan<'_>) -> Option<Refs> {
     let (selected, thinking, model) = plan.parts();
