@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sessiontree::parse::{backing, parse, parse_with_threads, Parsed};
+use sessiontree::parse::{backing, entries_at, parse, parse_with_threads, LineAt, Parsed};
 use sessiontree::{build_context, to_llm, LeafArg, SessionTree};
 
 fn summary(p: &Parsed) -> (Vec<(u64, u64, String)>, Vec<String>, String, u64, u64) {
@@ -30,6 +30,28 @@ fuzz_target!(|data: &[u8]| {
         }
         (Err(a), Err(b)) => assert_eq!(a, b, "3-thread parse gives another error"),
         _ => panic!("1-thread and 3-thread parse disagree: {one:?} vs {three:?}"),
+    }
+    // Entries read where the parse found them are the entries it gave.
+    if let Ok(whole) = &one {
+        let at: Vec<LineAt> = whole
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let span = e.span_in_file()?;
+                Some(LineAt {
+                    offset: span.start,
+                    len: span.end - span.start,
+                    line: e.line,
+                    ordinal: e.ordinal(),
+                })
+            })
+            .collect();
+        let buf = backing(data.to_vec());
+        let got = entries_at(&buf, &at).expect("the lines a parse found are there");
+        assert_eq!(got.len(), at.len());
+        for (g, a) in got.iter().zip(&at) {
+            assert_eq!((g.offset, g.line, g.text().len() as u64), (a.offset, a.line, a.len));
+        }
     }
     let Ok(mut parsed) = one else { return };
     sessiontree::migrate::migrate(&mut parsed);

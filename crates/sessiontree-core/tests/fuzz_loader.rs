@@ -1,9 +1,11 @@
 //! Deterministic fuzzing of the loader (cargo-fuzz needs nightly; this runs on stable in
 //! CI): 20,000 generated inputs (random bytes and mutated real lines) go through parse,
 //! the tree index, every projection and the repair planner. Nothing may panic or hang,
-//! and a repaired file must load without line-level problems.
+//! and a repaired file must load without line-level problems. Entries read where a parse
+//! found them, or parsed on from one of its lines, are the entries it gave; lines named at
+//! random are read or refused, never a panic.
 
-use sessiontree_core::parse::{backing, parse};
+use sessiontree_core::parse::{backing, entries_at, parse, parse_from, LineAt};
 use sessiontree_core::{build_context, to_llm, DiagnosticKind, LeafArg, SessionTree};
 use sessiontree_testkit::env;
 use sessiontree_testkit::rng as xorshift;
@@ -135,13 +137,82 @@ fn exercise(bytes: &[u8]) {
     }
 }
 
+/// What an entry is, for comparing reads of it.
+fn described(e: &sessiontree_core::Entry) -> (u64, u64, u32, String) {
+    (e.line, e.offset, e.ordinal(), e.text().to_string())
+}
+
+/// Reads `bytes` where a whole parse found its entries, on from one of its lines, and at
+/// lines chosen at random.
+fn read_where(bytes: &[u8], r: &mut Rng) {
+    let buf = backing(bytes.to_vec());
+    let Ok(whole) = parse(buf.clone()) else {
+        return;
+    };
+    let at: Vec<LineAt> = whole
+        .entries
+        .iter()
+        .filter_map(|e| {
+            let span = e.span_in_file()?;
+            Some(LineAt {
+                offset: span.start,
+                len: span.end - span.start,
+                line: e.line,
+                ordinal: e.ordinal(),
+            })
+        })
+        .collect();
+    let got = entries_at(&buf, &at).expect("the lines a parse found are there");
+    let want: Vec<_> = whole
+        .entries
+        .iter()
+        .filter(|e| e.span_in_file().is_some())
+        .map(described)
+        .collect();
+    assert_eq!(got.iter().map(described).collect::<Vec<_>>(), want);
+    let n = bytes.len() as u64 + 2;
+    let random: Vec<LineAt> = (0..r.pick(4))
+        .map(|_| LineAt {
+            offset: r.pick(n as usize) as u64,
+            len: r.pick(n as usize) as u64,
+            line: r.pick(50) as u64,
+            ordinal: r.pick(50) as u32,
+        })
+        .collect();
+    let _ = entries_at(&buf, &random);
+    // Parsed on from the start of a line after the header: the entries after it.
+    if let Some(e) = whole.entries.get(r.pick(whole.entries.len().max(1))) {
+        if let Some(span) = e.span_in_file() {
+            let header = Some(whole.header.clone());
+            let from = parse_from(buf.clone(), span.start as usize, e.line, header)
+                .expect("parsed on after a header");
+            let after: Vec<_> = whole
+                .entries
+                .iter()
+                .filter(|x| x.offset >= span.start)
+                .map(|x| (x.line, x.offset, x.text().to_string()))
+                .collect();
+            let on: Vec<_> = from
+                .entries
+                .iter()
+                .map(|x| (x.line, x.offset, x.text().to_string()))
+                .collect();
+            assert_eq!(on, after);
+        }
+    }
+}
+
 #[test]
 fn loader_survives_20000_generated_inputs() {
     let n: usize = env::env_or("SESSIONTREE_FUZZ_N", 20_000);
     let mut r = Rng(0x5EED_1234_ABCD_0001);
     for i in 0..n {
         let input = generate(&mut r);
-        let res = std::panic::catch_unwind(|| exercise(&input));
+        let mut again = Rng(r.0 ^ i as u64);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            exercise(&input);
+            read_where(&input, &mut again);
+        }));
         if res.is_err() {
             panic!("input #{i} panicked: {:?}", String::from_utf8_lossy(&input));
         }
