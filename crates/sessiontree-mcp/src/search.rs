@@ -243,6 +243,8 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         want += TIMELESS_REACH;
     }
     let mut ids: HashMap<String, String> = HashMap::new();
+    // How many of the files had a valid summary, as the search counted them.
+    let mut summarized = None;
     let (items, truncated) = loop {
         let local: Vec<Hit> = if here {
             let q = Query {
@@ -254,9 +256,13 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
                 until_ms: until_eff,
                 limit: want,
             };
-            sessiontree_index::search::search(&files, &q, summaries.as_ref(), threads())
-                .map_err(|e| ToolError(format!("{tool}: the query cannot be searched: {e}.")))?
-                .0
+            let (hits, st) =
+                sessiontree_index::search::search(&files, &q, summaries.as_ref(), threads())
+                    .map_err(|e| {
+                        ToolError(format!("{tool}: the query cannot be searched: {e}."))
+                    })?;
+            summarized = Some(st.summarized);
+            hits
         } else {
             Vec::new()
         };
@@ -362,7 +368,11 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         }
         want = (want * 4).min(MOST);
     };
-    if here && !summaries.as_ref().is_some_and(|s| s.covers_exactly(&files)) {
+    let covered = |s: &sessiontree_index::summary::Summaries| match summarized {
+        Some(n) => s.covers_exactly_counted(&files, n),
+        None => s.covers_exactly(&files),
+    };
+    if here && !summaries.as_ref().is_some_and(covered) {
         build_summaries(ctx, files);
     }
     let mut items = items;

@@ -238,12 +238,22 @@ impl Catalog {
     /// After a search, the per-file summaries are brought up to date on one thread in the
     /// background (as `sessiontree search` starts `--build-index`): later searches skip
     /// files that cannot match.
-    fn refresh_summaries(&self, had: Option<&Summaries>) {
+    /// (`files`: what the search read, `summarized` of them with a valid summary as it
+    /// counted them, when it ran.)
+    fn refresh_summaries(
+        &self,
+        had: Option<&Summaries>,
+        files: &[(PathBuf, Option<FileStat>)],
+        summarized: Option<usize>,
+    ) {
         if !self.use_index || !matches!(self.root, Root::AgentDir(_)) {
             return;
         }
-        let files = self.files();
-        if had.is_some_and(|s| s.covers_exactly(&files)) {
+        let covered = had.is_some_and(|s| match summarized {
+            Some(n) => s.covers_exactly_counted(files, n),
+            None => s.covers_exactly(files),
+        });
+        if covered {
             return;
         }
         if self.building.swap(true, Ordering::AcqRel) {
@@ -263,10 +273,10 @@ impl Catalog {
     pub fn search(&self, q: &Query, stop: &(dyn Fn() -> bool + Sync)) -> Result<Vec<Hit>, String> {
         let files = self.files();
         let s = self.summaries();
-        let r =
-            search::search_until(&files, q, s.as_ref(), threads(), stop).map_err(|e| e.to_string());
-        self.refresh_summaries(s.as_ref());
-        r.map(|(hits, _)| hits)
+        let r = search::search_until(&files, q, s.as_ref(), threads(), stop);
+        let summarized = r.as_ref().ok().map(|(_, st)| st.summarized);
+        self.refresh_summaries(s.as_ref(), &files, summarized);
+        r.map(|(hits, _)| hits).map_err(|e| e.to_string())
     }
 
     /// Every session among `files` with a hit, each with its newest hit, newest first.
@@ -277,9 +287,9 @@ impl Catalog {
         stop: &(dyn Fn() -> bool + Sync),
     ) -> Result<Vec<Hit>, String> {
         let s = self.summaries();
-        let r = search::search_sessions(files, q, s.as_ref(), threads(), stop)
-            .map_err(|e| e.to_string());
-        self.refresh_summaries(s.as_ref());
-        r.map(|(hits, _)| hits)
+        let r = search::search_sessions(files, q, s.as_ref(), threads(), stop);
+        // (`files` may be a part of the served files: the summaries are judged on all.)
+        self.refresh_summaries(s.as_ref(), &self.files(), None);
+        r.map(|(hits, _)| hits).map_err(|e| e.to_string())
     }
 }

@@ -291,6 +291,32 @@ fn search_as_you_type_and_search_page() {
     let r = get(&srv, "/search?q=%28unclosed&mode=regex");
     assert_eq!(r.status, 200);
     assert!(r.body.contains("invalid query"));
+    // A search leaves summaries of every served file behind it (built aside), which later
+    // searches use; one that changed since is summarized again after the next search.
+    let covered = |what: &str| {
+        let t = std::time::Instant::now();
+        loop {
+            let files = sessiontree::list::all_files_stat(&f.agent);
+            let store = sessiontree_index::summary::Summaries::path_in(&f.agent);
+            let s = sessiontree_index::summary::Summaries::load(&store);
+            if s.is_some_and(|s| s.covers_exactly(&files)) {
+                return;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "{what}: not summarized"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    covered("after the first searches");
+    let b = f.folder.join("b.jsonl");
+    let mut text = std::fs::read_to_string(&b).unwrap();
+    text += &msg("u9", Some("c1"), "user", "walrus".into());
+    std::fs::write(&b, text).unwrap();
+    let r = get(&srv, "/search?q=walrus");
+    assert_eq!(count(&r.body, "<li class=\"hit\">"), 1, "{}", r.body);
+    covered("after a change and a search");
 }
 
 #[test]
