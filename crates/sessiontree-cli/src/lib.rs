@@ -283,7 +283,7 @@ pub enum Cmd {
     Secrets(secrets::Args),
     /// Serve the sessions to coding agents over MCP (stdio): search, list, read, usage; read-only, credentials redacted.
     Mcp(mcp::McpArgs),
-    /// Keep a Pi copy of every Claude Code and Codex session as it is written (foreground; one log line per event on stderr).
+    /// Keep a Pi copy of every Claude Code, Codex, Gemini CLI, OpenCode and GitHub Copilot CLI session as it is written, and a journal of Pi's own sessions folder (foreground; one log line per event on stderr).
     Watch(watch::WatchArgs),
     /// Run `watch` at login: install, uninstall or ask about the systemd user unit / launchd agent.
     #[command(subcommand)]
