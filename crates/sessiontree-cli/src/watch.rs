@@ -314,7 +314,7 @@ pub fn prune(out: &mut Out, a: PruneArgs) -> Result<crate::Outcome> {
 
 #[derive(clap::Args)]
 pub struct DuArgs {
-    /// One JSON object: totals by agent, by project and the agents' own folders.
+    /// One JSON object: totals by agent, by project, the agents' own folders and sessiontree's caches.
     #[arg(long)]
     pub json: bool,
     /// Session folder (else $PI_CODING_AGENT_SESSION_DIR, else <agent dir>/sessions).
@@ -322,11 +322,43 @@ pub struct DuArgs {
     pub session_dir: Option<String>,
 }
 
+/// sessiontree's caches in `agent`, as `du` shows them: the files each crate keeps there.
+fn caches(agent: &std::path::Path) -> Vec<disk::Cache> {
+    let index = sessiontree_index::Index::default_path(agent);
+    let beside = |suffix: &str| {
+        let mut p = index.clone().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    };
+    vec![
+        disk::Cache {
+            name: "listing index",
+            paths: ["", "-wal", "-shm", "-journal", ".listing", ".rows"]
+                .iter()
+                .map(|s| beside(s))
+                .collect(),
+        },
+        disk::Cache {
+            name: "search summaries",
+            paths: vec![sessiontree_index::summary::Summaries::path_in(agent)],
+        },
+        disk::Cache {
+            name: "kept contexts",
+            paths: vec![agent.join(sessiontree::session::kept::DIR_NAME)],
+        },
+    ]
+}
+
 pub fn du(out: &mut Out, a: DuArgs) -> Result<crate::Outcome> {
     let root =
         dirs::session_dir_override(a.session_dir.as_deref()).unwrap_or_else(dirs::sessions_dir);
     let copies = disk::copies_by_agent(&sessiontree_import::batch::sources_file());
-    let r = disk::du(&root, &sessiontree_watch::default_sources(), &copies);
+    let r = disk::du(
+        &root,
+        &sessiontree_watch::default_sources(),
+        &copies,
+        &caches(&dirs::agent_dir()),
+    );
     if a.json {
         out.line(&serde_json::to_string_pretty(&r.to_json())?)?;
     } else {

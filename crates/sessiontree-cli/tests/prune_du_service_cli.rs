@@ -289,6 +289,42 @@ fn du_shows_the_space_by_agent_and_by_project() {
         text.contains("/work/proj") && text.contains("claude-code"),
         "{text}"
     );
+    // sessiontree's own caches: the listing index `ls` builds, counted file by file.
+    let cache = |v: &Value, name: &str| {
+        v["caches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["cache"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {v:#}"))
+    };
+    assert_eq!(cache(&v, "kept contexts")["files"], 0, "{v:#}");
+    ok(&run(&["ls", "--all"]));
+    let v: Value = serde_json::from_str(&ok(&run(&["du", "--json"]))).unwrap();
+    let index: Vec<_> = std::fs::read_dir(&agent)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("sessiontree-index.sqlite") && p.is_file()
+        })
+        .collect();
+    let rows = agent.join("sessiontree-index.sqlite.rows");
+    let in_rows: Vec<_> = std::fs::read_dir(&rows)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    let files = index.iter().chain(&in_rows);
+    let bytes: u64 = files.clone().map(|p| p.metadata().unwrap().len()).sum();
+    assert!(bytes > 0 && !index.is_empty(), "{index:?}");
+    let listing = cache(&v, "listing index");
+    assert_eq!(listing["files"], files.count() as u64, "{v:#}");
+    assert_eq!(listing["bytes"], bytes, "{v:#}");
+    let text = ok(&run(&["du"]));
+    assert!(
+        text.contains("sessiontree's caches") && text.contains("listing index"),
+        "{text}"
+    );
 }
 
 #[test]

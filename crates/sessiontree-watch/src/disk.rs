@@ -112,15 +112,51 @@ pub struct DiskReport {
     /// The agents' own transcript folders.
     pub sources: Vec<(String, PathBuf, Usage)>,
     pub total: Usage,
+    /// sessiontree's own caches in the agent dir (rebuilt when deleted), by name.
+    pub caches: Vec<(String, Usage)>,
 }
 
-/// Walks the session folders under `sessions` and the agents' own folders.
+/// One of sessiontree's caches for [`du`]: its name and the files and folders it is made of
+/// (a folder counts the regular files directly in it; links are not followed).
+pub struct Cache {
+    pub name: &'static str,
+    pub paths: Vec<PathBuf>,
+}
+
+/// The space `paths` take: regular files, and the regular files directly in folders.
+fn cache_usage(paths: &[PathBuf]) -> Usage {
+    let mut u = Usage::default();
+    for p in paths {
+        let Ok(m) = std::fs::symlink_metadata(p) else {
+            continue;
+        };
+        if m.is_file() {
+            u.add(m.len());
+        } else if m.is_dir() {
+            for e in std::fs::read_dir(p).into_iter().flatten().flatten() {
+                if let Ok(m) = std::fs::symlink_metadata(e.path()) {
+                    if m.is_file() {
+                        u.add(m.len());
+                    }
+                }
+            }
+        }
+    }
+    u
+}
+
+/// Walks the session folders under `sessions`, the agents' own folders and sessiontree's
+/// caches.
 pub fn du(
     sessions: &Path,
     sources: &[crate::Source],
     copies: &HashMap<PathBuf, String>,
+    caches: &[Cache],
 ) -> DiskReport {
     let mut r = DiskReport::default();
+    for c in caches {
+        r.caches.push((c.name.to_string(), cache_usage(&c.paths)));
+    }
     for (p, m) in session_files(sessions) {
         let agent = copies.get(&p).cloned().unwrap_or_else(|| "pi".to_string());
         r.by_agent.entry(agent).or_default().add(m.len());
@@ -199,6 +235,7 @@ impl DiskReport {
             "agents": self.by_agent.iter().map(|(a, u)| serde_json::json!({"agent": a, "files": u.files, "bytes": u.bytes})).collect::<Vec<_>>(),
             "projects": self.by_project.iter().map(|(f, (cwd, u))| serde_json::json!({"folder": f.to_string_lossy(), "cwd": cwd, "files": u.files, "bytes": u.bytes})).collect::<Vec<_>>(),
             "sources": self.sources.iter().map(|(a, root, u)| serde_json::json!({"agent": a, "root": root.to_string_lossy(), "files": u.files, "bytes": u.bytes})).collect::<Vec<_>>(),
+            "caches": self.caches.iter().map(|(name, u)| serde_json::json!({"cache": name, "files": u.files, "bytes": u.bytes})).collect::<Vec<_>>(),
         })
     }
 
@@ -231,6 +268,12 @@ impl DiskReport {
         out.push("the agents' own transcripts:".to_string());
         for (a, root, u) in &self.sources {
             out.push(row(&format!("{a} ({})", show(root)), u));
+        }
+        if !self.caches.is_empty() {
+            out.push("sessiontree's caches (rebuilt when deleted):".to_string());
+            for (name, u) in &self.caches {
+                out.push(row(name, u));
+            }
         }
         out
     }
