@@ -33,19 +33,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // Entries read where the parse found them are the entries it gave.
     if let Ok(whole) = &one {
-        let at: Vec<LineAt> = whole
-            .entries
-            .iter()
-            .filter_map(|e| {
-                let span = e.span_in_file()?;
-                Some(LineAt {
-                    offset: span.start,
-                    len: span.end - span.start,
-                    line: e.line,
-                    ordinal: e.ordinal(),
-                })
-            })
-            .collect();
+        let at: Vec<LineAt> = whole.entries.iter().filter_map(LineAt::of).collect();
         let buf = backing(data.to_vec());
         let got = entries_at(&buf, &at).expect("the lines a parse found are there");
         assert_eq!(got.len(), at.len());

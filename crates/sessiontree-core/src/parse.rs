@@ -279,6 +279,20 @@ pub struct LineAt {
     pub ordinal: u32,
 }
 
+impl LineAt {
+    /// Where `e`'s line is, when its text is the file's very bytes (not for an entry made
+    /// in memory, nor one read with U+FFFD for bytes that are not UTF-8).
+    pub fn of(e: &Entry) -> Option<LineAt> {
+        let span = e.span_in_file()?;
+        Some(LineAt {
+            offset: span.start,
+            len: span.end - span.start,
+            line: e.line,
+            ordinal: e.ordinal,
+        })
+    }
+}
+
 /// The entries on the given lines of `buf`, parsed as a whole load parses them, or `None`
 /// when one of them is not an entry there: out of the buffer, not starting a line, not
 /// ending at its `\n` (or at the end of the buffer), or not one JSON object. For a reader
@@ -777,18 +791,7 @@ mod tests {
     }
 
     fn lines_of(entries: &[Entry]) -> Vec<LineAt> {
-        entries
-            .iter()
-            .filter_map(|e| {
-                let span = e.span_in_file()?;
-                Some(LineAt {
-                    offset: span.start,
-                    len: span.end - span.start,
-                    line: e.line,
-                    ordinal: e.ordinal,
-                })
-            })
-            .collect()
+        entries.iter().filter_map(LineAt::of).collect()
     }
 
     /// The entries read from where a parse found them are the entries it gave, in any

@@ -149,19 +149,7 @@ fn read_where(bytes: &[u8], r: &mut Rng) {
     let Ok(whole) = parse(buf.clone()) else {
         return;
     };
-    let at: Vec<LineAt> = whole
-        .entries
-        .iter()
-        .filter_map(|e| {
-            let span = e.span_in_file()?;
-            Some(LineAt {
-                offset: span.start,
-                len: span.end - span.start,
-                line: e.line,
-                ordinal: e.ordinal(),
-            })
-        })
-        .collect();
+    let at: Vec<LineAt> = whole.entries.iter().filter_map(LineAt::of).collect();
     let got = entries_at(&buf, &at).expect("the lines a parse found are there");
     let want: Vec<_> = whole
         .entries

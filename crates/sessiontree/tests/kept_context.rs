@@ -528,6 +528,15 @@ fn appends_that_do_not_just_continue_the_last_entry_are_read_whole() {
     }
 }
 
+/// A settled session in `dir` whose last entry a later one can continue.
+fn a_continuable_session(dir: &Path) -> PathBuf {
+    settled_sessions(dir, 400..404)
+        .into_iter()
+        .map(|(f, _)| f)
+        .find(|f| continuable(f).is_some())
+        .expect("a session to continue")
+}
+
 /// Read after appends once the file has settled, the context is kept again as the file is
 /// now: later appends are read on from there (its checksums, last entry and ids are those of
 /// the file now), and until it settles nothing is kept anew.
@@ -535,11 +544,7 @@ fn appends_that_do_not_just_continue_the_last_entry_are_read_whole() {
 fn a_settled_file_read_after_appends_is_kept_as_it_is_now() {
     let dir = tempfile::tempdir().unwrap();
     let keep = dir.path().join(kept::DIR_NAME);
-    let file = settled_sessions(dir.path(), 400..404)
-        .into_iter()
-        .map(|(f, _)| f)
-        .find(|f| continuable(f).is_some())
-        .expect("a session to continue");
+    let file = a_continuable_session(dir.path());
     load_and_keep(&file, &keep);
     let kept_file = std::fs::read_dir(&keep)
         .unwrap()
@@ -594,11 +599,7 @@ fn keeping_ahead_keeps_the_context_a_read_would_keep() {
     use kept::Ahead;
     let dir = tempfile::tempdir().unwrap();
     let keep = dir.path().join(kept::DIR_NAME);
-    let file = settled_sessions(dir.path(), 400..404)
-        .into_iter()
-        .map(|(f, _)| f)
-        .find(|f| continuable(f).is_some())
-        .expect("a session to continue");
+    let file = a_continuable_session(dir.path());
     let whole = |f: &Path| shown(whole_plan(&sessiontree::load(f).unwrap()));
     let kept_is_whole = |what: &str| {
         assert!(kept::is_current(&file, &keep), "{what}: not current");

@@ -564,13 +564,7 @@ fn refs_of(plan: &Plan<'_>) -> Option<Refs> {
     for e in lines {
         // An entry whose text is not the file's bytes (made in memory, or read with U+FFFD
         // for bytes that are not UTF-8): nothing to keep, the file is read whole each time.
-        let span = e.span_in_file()?;
-        let at = LineAt {
-            offset: span.start,
-            len: span.end - span.start,
-            line: e.line,
-            ordinal: e.ordinal(),
-        };
+        let at = LineAt::of(e)?;
         refs.lines.push((at, e.id().map(|s| s.as_bytes().to_vec())));
     }
     Some(refs)
