@@ -643,7 +643,8 @@ fn polling_alone_finds_changes_and_leaving_an_agent_out_ignores_it() {
 /// A large Pi session written under a watch has its context kept ahead once it settles:
 /// the first `context` after the agent's turn reads only the context's own lines (what is
 /// kept is current for the file as it is) and says what a whole read says; after the next
-/// turn's entries, what is kept follows them.
+/// turn's entries, what is kept follows them. A large session written before the watch
+/// started is kept ahead when it starts.
 #[test]
 fn a_large_session_written_under_a_watch_has_its_context_kept_ahead() {
     use sessiontree::session::kept;
@@ -652,19 +653,28 @@ fn a_large_session_written_under_a_watch_has_its_context_kept_ahead() {
     let agent = h.root.join("agent");
     let folder = agent.join("sessions").join("--work-proj--");
     std::fs::create_dir_all(&folder).unwrap();
+    let large = |seed: u64| {
+        let mut bytes = Vec::new();
+        let shape = gen::Shape {
+            entries: 1_800,
+            target_bytes: 5_200,
+            seed,
+        };
+        gen::generate(&shape, &mut bytes).unwrap();
+        assert!(bytes.len() as u64 > kept::KEEP_MIN);
+        bytes
+    };
+    let before = folder.join("2026-12-07T09-00-00-000Z_before.jsonl");
+    std::fs::write(&before, large(9)).unwrap();
+    std::thread::sleep(kept::SETTLE + Duration::from_millis(1100));
+    let keep = agent.join(kept::DIR_NAME);
+    assert!(!kept::is_current(&before, &keep));
     let mut w = h.watch(&[], "ahead.log");
     let t = Instant::now();
     while !h.log("ahead.log").contains("caught up:") && t.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let mut bytes = Vec::new();
-    let shape = gen::Shape {
-        entries: 1_800,
-        target_bytes: 5_200,
-        seed: 8,
-    };
-    gen::generate(&shape, &mut bytes).unwrap();
-    assert!(bytes.len() as u64 > kept::KEEP_MIN);
+    let bytes = large(8);
     // Written a few entries at a time, as an agent writes.
     let file = folder.join("2026-12-07T10-00-00-000Z_ahead.jsonl");
     let mut f = std::fs::OpenOptions::new()
@@ -680,10 +690,9 @@ fn a_large_session_written_under_a_watch_has_its_context_kept_ahead() {
         f.write_all(&chunk.concat()).unwrap();
         std::thread::sleep(Duration::from_millis(20));
     }
-    let keep = agent.join(kept::DIR_NAME);
-    let current = |what: &str, w: &mut Child| {
+    let current_of = |file: &Path, what: &str, w: &mut Child| {
         let t = Instant::now();
-        while !kept::is_current(&file, &keep) {
+        while !kept::is_current(file, &keep) {
             if t.elapsed() > Duration::from_secs(30) {
                 kill(w);
                 panic!("{what}: not kept ahead\n{}", h.log("ahead.log"));
@@ -691,6 +700,8 @@ fn a_large_session_written_under_a_watch_has_its_context_kept_ahead() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
+    let current = |what: &str, w: &mut Child| current_of(&file, what, w);
+    current_of(&before, "written before the watch started", &mut w);
     let context = |whole: bool| {
         let mut c = h.cmd("agent", &["context", file.to_str().unwrap(), "--json"]);
         if whole {

@@ -365,7 +365,7 @@ impl Follower {
 pub fn keep(agent_dir: &Path, stop: &AtomicBool, retry: Duration, log: &dyn Fn(&str)) {
     let (ahead, settled) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
-        s.spawn(|| keep_ahead(agent_dir, settled));
+        s.spawn(|| keep_ahead(agent_dir, settled, stop));
         follow(agent_dir, stop, retry, log, ahead);
     });
 }
@@ -374,20 +374,72 @@ pub fn keep(agent_dir: &Path, stop: &AtomicBool, retry: Duration, log: &dyn Fn(&
 /// (a little more than the time a kept context waits for a file to settle).
 pub const AHEAD_AFTER: Duration = Duration::from_millis(3200);
 
-/// Keeps the contexts of the large session files it is sent, as `context` would, so that
-/// the first `context` after an agent's turn reads only the context's own lines; one file
-/// at a time, until every sender is gone.
-fn keep_ahead(agent_dir: &Path, settled: std::sync::mpsc::Receiver<PathBuf>) {
+/// When the watch starts, the contexts of at most this many of the newest large sessions
+/// changed within [`AHEAD_RECENT`] are kept (fewer than a kept-context folder holds).
+pub const AHEAD_AT_START: usize = 8;
+/// See [`AHEAD_AT_START`].
+pub const AHEAD_RECENT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Keeps the contexts of the newest large sessions when the watch starts, then of the
+/// large session files it is sent, as `context` would, so that the first `context` of them
+/// reads only the context's own lines; one file at a time, until every sender is gone or
+/// `stop` is set.
+fn keep_ahead(agent_dir: &Path, settled: std::sync::mpsc::Receiver<PathBuf>, stop: &AtomicBool) {
     use sessiontree::session::kept;
     let dir = agent_dir.join(kept::DIR_NAME);
-    while let Ok(first) = settled.recv() {
-        let mut files: Vec<PathBuf> = std::iter::once(first).chain(settled.try_iter()).collect();
-        files.sort();
-        files.dedup();
+    let newest = newest_large(&agent_dir.join("sessions"));
+    let mut next = newest.into_iter();
+    loop {
+        let files: Vec<PathBuf> = match next.next() {
+            Some(f) => vec![f],
+            None => {
+                let Ok(first) = settled.recv() else { return };
+                let mut files: Vec<PathBuf> =
+                    std::iter::once(first).chain(settled.try_iter()).collect();
+                files.sort();
+                files.dedup();
+                files
+            }
+        };
         for f in files {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
             kept::keep_ahead(&f, &dir);
         }
     }
+}
+
+/// The newest [`AHEAD_AT_START`] session files under `sessions` (one folder level, as Pi
+/// keeps them) large enough to keep a context for, changed within [`AHEAD_RECENT`]; regular
+/// files only.
+fn newest_large(sessions: &Path) -> Vec<PathBuf> {
+    use sessiontree::session::kept;
+    let since = std::time::SystemTime::now() - AHEAD_RECENT;
+    let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    let entries = |d: &Path| std::fs::read_dir(d).into_iter().flatten().flatten();
+    for folder in entries(sessions) {
+        if !folder.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for e in entries(&folder.path()) {
+            if !e.file_name().as_encoded_bytes().ends_with(b".jsonl") {
+                continue;
+            }
+            // (Not followed: a link's own type.)
+            let Ok(m) = e.metadata() else { continue };
+            let modified = m.modified().unwrap_or(std::time::UNIX_EPOCH);
+            if m.is_file()
+                && (kept::KEEP_MIN..=kept::AHEAD_MAX).contains(&m.len())
+                && modified >= since
+            {
+                found.push((modified, e.path()));
+            }
+        }
+    }
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    found.truncate(AHEAD_AT_START);
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 fn follow(
