@@ -46,9 +46,11 @@ pub struct Args {
     #[arg(long)]
     pub no_images: bool,
     /// Replace every match of this regular expression with [REDACTED] (repeatable).
+    #[allow(rustdoc::broken_intra_doc_links)] // (`--help` text, not a link)
     #[arg(long, value_name = "REGEX")]
     pub redact: Vec<String>,
     /// Keep credentials (by default each one `sessiontree secrets` finds becomes [REDACTED:<kind>]).
+    #[allow(rustdoc::broken_intra_doc_links)] // (`--help` text, not a link)
     #[arg(long)]
     pub keep_secrets: bool,
 }

@@ -5,6 +5,9 @@
 //!
 //! A new subcommand is a module file here, a `pub mod` line below, a variant of [`Cmd`]
 //! and an arm in [`run`]'s `match`.
+// The doc comments of the arguments are clap's `--help` text, written for a terminal as
+// it shows them: `<file>.bak-<time>`, `[REDACTED:<kind>]` and `[label]` are literal there.
+#![allow(rustdoc::invalid_html_tags)]
 
 pub mod archive;
 pub mod browse;
@@ -143,6 +146,7 @@ pub enum Cmd {
         json: bool,
     },
     /// The whole tree, every branch (= getTree). ● on the leaf's path (FILE#ID: on ID's path), ○ off it, ◀ leaf, [label].
+    #[allow(rustdoc::broken_intra_doc_links)] // (`--help` text, not a link)
     Tree {
         /// The session file (.jsonl).
         file: PathBuf,

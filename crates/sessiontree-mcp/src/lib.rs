@@ -2,7 +2,7 @@
 //!
 //! An MCP server over stdio (on the `rmcp` SDK) that lets a coding agent search and read
 //! the session history under an agent dir, branches included: `search_sessions`,
-//! `list_sessions`, `read_session`, `usage_summary` ([`tools`]).
+//! `list_sessions`, `read_session`, `usage_summary` (described in the crate's `tools` module).
 //!
 //! With an archive ([`Config::archive`]) the searches and listings also cover the shared
 //! PostgreSQL archive's sessions (the login's own from every machine, and those shared

@@ -57,7 +57,7 @@ pub struct TreeState {
     /// search scans from the selection and stops at the first hit; drawn rows fill in
     /// what they need.
     marks: std::cell::RefCell<Marks>,
-    /// A search still looking for its hit (a scan goes on across frames: see [`App::tick`]).
+    /// A search still looking for its hit (a scan goes on across frames: see [`App::tick`](super::App::tick)).
     pub scan: Option<Scan>,
     /// Show the context projection from the selected entry.
     pub context: bool,
@@ -66,9 +66,9 @@ pub struct TreeState {
 }
 
 /// Text bytes a keystroke's search looks at before it hands the rest of its scan to
-/// [`App::tick`] (so that a key is drawn at once even on a 250 MB session).
+/// [`App::tick`](super::App::tick) (so that a key is drawn at once even on a 250 MB session).
 pub const KEY_SEARCH_BYTES: usize = 2 << 20;
-/// Text bytes one [`App::tick`] looks at.
+/// Text bytes one [`App::tick`](super::App::tick) looks at.
 pub const TICK_SEARCH_BYTES: usize = 4 << 20;
 
 const UNKNOWN: u8 = 0;
