@@ -415,7 +415,9 @@ fn keep_ahead(agent_dir: &Path, settled: std::sync::mpsc::Receiver<PathBuf>, sto
 /// files only.
 fn newest_large(sessions: &Path) -> Vec<PathBuf> {
     use sessiontree::session::kept;
-    let since = std::time::SystemTime::now() - AHEAD_RECENT;
+    let since = std::time::SystemTime::now()
+        .checked_sub(AHEAD_RECENT)
+        .unwrap_or(std::time::UNIX_EPOCH);
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
     let entries = |d: &Path| std::fs::read_dir(d).into_iter().flatten().flatten();
     for folder in entries(sessions) {
