@@ -437,10 +437,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let before = kept::FileKey::now(&file);
             let l = load(&file)?;
             let arg = match leaf.as_deref() {
-                None => match l.tree.leaf_id() {
-                    Some(id) => LeafArg::Id(id),
-                    None => LeafArg::Null,
-                },
+                None => l.tree.leaf_arg(),
                 Some("null") => LeafArg::Null,
                 Some(id) => {
                     if !l.tree.contains(id) {

@@ -353,6 +353,15 @@ impl SessionTree {
         self.leaf.and_then(|i| self.entries[i as usize].id())
     }
 
+    /// The current leaf as a [`LeafArg`]: the context "at the leaf" (an empty one when the
+    /// leaf is null).
+    pub fn leaf_arg(&self) -> LeafArg<'_> {
+        match self.leaf_id() {
+            Some(id) => LeafArg::Id(id),
+            None => LeafArg::Null,
+        }
+    }
+
     /// The entry at the leaf; `None` when the leaf is null (empty session or after
     /// [`SessionTree::reset_leaf`]).
     pub fn leaf_entry(&self) -> Option<&Entry> {

@@ -9,7 +9,7 @@ use crate::error::{io, Error, Result};
 use crate::json::{canonicalize, write_js_string, Json, Raw};
 use crate::parse::{self, Tail};
 use crate::store::{self, Appender, Creation};
-use crate::tree::{LeafArg, SessionTree};
+use crate::tree::SessionTree;
 
 /// Names an entry in an error message, formatted only when one is made.
 struct EntryName<'a>(&'a Entry);
@@ -328,11 +328,7 @@ impl Session {
         let usage = usage.map(|u| u.as_str().to_string());
         let from_hook = from_hook.map(|b| Json::bool(b).into_string());
         self.append_with(ParentOf::Leaf, move |tree, id, parent, ts| {
-            let leaf = match tree.leaf_id() {
-                Some(l) => LeafArg::Id(l),
-                None => LeafArg::Null,
-            };
-            let messages = context::build_context(tree, leaf).messages;
+            let messages = context::build_context(tree, tree.leaf_arg()).messages;
             let sys = context::fold_system_messages(&messages).map(|s| {
                 let ms = crate::date::parse_iso(ts)
                     .map(crate::json::format_number)

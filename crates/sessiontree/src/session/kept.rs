@@ -514,11 +514,7 @@ pub fn keep_ahead(file: &Path, dir: &Path) -> Ahead {
     let Ok(loaded) = super::load::load(file) else {
         return Ahead::No;
     };
-    let leaf = match loaded.tree.leaf_id() {
-        Some(id) => crate::LeafArg::Id(id),
-        None => crate::LeafArg::Null,
-    };
-    let plan = crate::context::plan(&loaded.tree, leaf);
+    let plan = crate::context::plan(&loaded.tree, loaded.tree.leaf_arg());
     keep_context(file, dir, before, &loaded, &plan);
     if current() {
         Ahead::Whole
