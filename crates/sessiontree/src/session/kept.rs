@@ -146,12 +146,12 @@ fn kept_path(dir: &Path, canonical: &Path) -> PathBuf {
 /// since it was kept; `None` otherwise (then read the session whole, and
 /// [`keep_context`]).
 pub fn kept_context(file: &Path, dir: &Path) -> Option<KeptContext> {
-    let canonical = std::fs::canonicalize(file).ok()?;
-    let kept = read_small(&kept_path(dir, &canonical))?;
-    let (key, path, refs, base) = decode(&kept)?;
-    if path != canonical.as_os_str().as_encoded_bytes() || key.size < KEEP_MIN {
-        return None;
-    }
+    let Kept {
+        canonical,
+        key,
+        refs,
+        base,
+    } = read_kept(file, dir)?;
     // The file stat'ed is the file mapped.
     let (opened, meta) = crate::store::open_regular(file).ok()?;
     let now = FileKey::of(&meta);
@@ -170,6 +170,31 @@ pub fn kept_context(file: &Path, dir: &Path) -> Option<KeptContext> {
         selected: (0..refs.selected).collect(),
         thinking: refs.thinking,
         model: refs.model,
+    })
+}
+
+/// A sound kept context of a file: its canonical path and what was kept of it.
+struct Kept {
+    canonical: PathBuf,
+    key: FileKey,
+    refs: Refs,
+    base: Option<Base>,
+}
+
+/// What `dir` keeps for `file`, when that is a whole, well-formed kept context of this very
+/// file (its canonical path) as large as a kept file can be.
+fn read_kept(file: &Path, dir: &Path) -> Option<Kept> {
+    let canonical = std::fs::canonicalize(file).ok()?;
+    let bytes = read_small(&kept_path(dir, &canonical))?;
+    let (key, path, refs, base) = decode(&bytes)?;
+    if path != canonical.as_os_str().as_encoded_bytes() || key.size < KEEP_MIN {
+        return None;
+    }
+    Some(Kept {
+        canonical,
+        key,
+        refs,
+        base,
     })
 }
 
@@ -526,13 +551,7 @@ pub fn keep_ahead(file: &Path, dir: &Path) -> Ahead {
 /// Whether a sound kept context of `file` is in `dir` for the file as it is now (the
 /// next `context` of it reads only the context's own lines). Reads nothing of the session.
 pub fn is_current(file: &Path, dir: &Path) -> bool {
-    let kept_key = || {
-        let canonical = std::fs::canonicalize(file).ok()?;
-        let kept = read_small(&kept_path(dir, &canonical))?;
-        let (key, path, _, _) = decode(&kept)?;
-        (path == canonical.as_os_str().as_encoded_bytes()).then_some(key)
-    };
-    kept_key().is_some_and(|k| FileKey::now(file) == Some(k))
+    read_kept(file, dir).is_some_and(|k| FileKey::now(file) == Some(k.key))
 }
 
 /// Where the entries of `plan` are; `None` when one of them has no line of its own.
