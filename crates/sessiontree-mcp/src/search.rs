@@ -243,7 +243,8 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         want += TIMELESS_REACH;
     }
     let mut ids: HashMap<String, String> = HashMap::new();
-    // How many of the files had a valid summary, as the search counted them.
+    // How many of the files had a valid summary, as the search here counted them (set
+    // exactly when this machine's files are searched).
     let mut summarized = None;
     let (items, truncated) = loop {
         let local: Vec<Hit> = if here {
@@ -368,12 +369,13 @@ pub fn run(ctx: &Ctx, a: &Map<String, Value>) -> Result<Answer, ToolError> {
         }
         want = (want * 4).min(MOST);
     };
-    let covered = |s: &sessiontree_index::summary::Summaries| match summarized {
-        Some(n) => s.covers_exactly_counted(&files, n),
-        None => s.covers_exactly(&files),
-    };
-    if here && !summaries.as_ref().is_some_and(covered) {
-        build_summaries(ctx, files);
+    if let Some(n) = summarized {
+        if !summaries
+            .as_ref()
+            .is_some_and(|s| s.covers_exactly_counted(&files, n))
+        {
+            build_summaries(ctx, files);
+        }
     }
     let mut items = items;
     // The archive's hits learn their session's cwd (one query for the page's sessions).

@@ -61,6 +61,9 @@ fn threads() -> usize {
         .clamp(1, 8)
 }
 
+/// The files a search read, and how many of them had a valid summary.
+type Counted<'a> = (&'a [(PathBuf, Option<FileStat>)], usize);
+
 impl Catalog {
     pub fn new(cfg: &Config) -> Catalog {
         Catalog {
@@ -238,20 +241,15 @@ impl Catalog {
     /// After a search, the per-file summaries are brought up to date on one thread in the
     /// background (as `sessiontree search` starts `--build-index`): later searches skip
     /// files that cannot match.
-    /// (`files`: what the search read, `summarized` of them with a valid summary as it
-    /// counted them, when it ran.)
-    fn refresh_summaries(
-        &self,
-        had: Option<&Summaries>,
-        files: &[(PathBuf, Option<FileStat>)],
-        summarized: Option<usize>,
-    ) {
+    /// (`counted`: the served files a search read and how many of them had a valid summary
+    /// as it counted them; otherwise the files are listed and looked up again.)
+    fn refresh_summaries(&self, had: Option<&Summaries>, counted: Option<Counted<'_>>) {
         if !self.use_index || !matches!(self.root, Root::AgentDir(_)) {
             return;
         }
-        let covered = had.is_some_and(|s| match summarized {
-            Some(n) => s.covers_exactly_counted(files, n),
-            None => s.covers_exactly(files),
+        let covered = had.is_some_and(|s| match counted {
+            Some((files, n)) => s.covers_exactly_counted(files, n),
+            None => s.covers_exactly(&self.files()),
         });
         if covered {
             return;
@@ -274,8 +272,8 @@ impl Catalog {
         let files = self.files();
         let s = self.summaries();
         let r = search::search_until(&files, q, s.as_ref(), threads(), stop);
-        let summarized = r.as_ref().ok().map(|(_, st)| st.summarized);
-        self.refresh_summaries(s.as_ref(), &files, summarized);
+        let counted = r.as_ref().ok().map(|(_, st)| (&files[..], st.summarized));
+        self.refresh_summaries(s.as_ref(), counted);
         r.map(|(hits, _)| hits).map_err(|e| e.to_string())
     }
 
@@ -289,7 +287,7 @@ impl Catalog {
         let s = self.summaries();
         let r = search::search_sessions(files, q, s.as_ref(), threads(), stop);
         // (`files` may be a part of the served files: the summaries are judged on all.)
-        self.refresh_summaries(s.as_ref(), &self.files(), None);
+        self.refresh_summaries(s.as_ref(), None);
         r.map(|(hits, _)| hits).map_err(|e| e.to_string())
     }
 }
