@@ -387,25 +387,25 @@ pub const AHEAD_RECENT: Duration = Duration::from_secs(7 * 24 * 3600);
 fn keep_ahead(agent_dir: &Path, settled: std::sync::mpsc::Receiver<PathBuf>, stop: &AtomicBool) {
     use sessiontree::session::kept;
     let dir = agent_dir.join(kept::DIR_NAME);
-    let newest = newest_large(&agent_dir.join("sessions"));
-    let mut next = newest.into_iter();
-    loop {
-        let files: Vec<PathBuf> = match next.next() {
-            Some(f) => vec![f],
-            None => {
-                let Ok(first) = settled.recv() else { return };
-                let mut files: Vec<PathBuf> =
-                    std::iter::once(first).chain(settled.try_iter()).collect();
-                files.sort();
-                files.dedup();
-                files
-            }
-        };
-        for f in files {
+    // False once asked to stop (checked between two files).
+    let keep = |files: Vec<PathBuf>| {
+        for f in &files {
             if stop.load(Ordering::Relaxed) {
-                return;
+                return false;
             }
-            kept::keep_ahead(&f, &dir);
+            kept::keep_ahead(f, &dir);
+        }
+        true
+    };
+    if !keep(newest_large(&agent_dir.join("sessions"))) {
+        return;
+    }
+    while let Ok(first) = settled.recv() {
+        let mut files: Vec<PathBuf> = std::iter::once(first).chain(settled.try_iter()).collect();
+        files.sort();
+        files.dedup();
+        if !keep(files) {
+            return;
         }
     }
 }
