@@ -569,16 +569,11 @@ fn write_table(
         let _ = write!(line, "{}{fork}{imported}  ", i.message_count);
         // NAME / FIRST MESSAGE, made safe and cut where it stops fitting.
         let t = i.title();
-        if !gone.is_empty() && gone.contains(i.path) {
-            fit_into(&mut title, &format!("(source gone) {t}"), titlew);
+        // (Its width as a whole: a sequence can be wider than its characters.)
+        let tw = if !gone.is_empty() && gone.contains(i.path) {
+            fit_into(&mut title, &format!("(source gone) {t}"), titlew)
         } else {
-            fit_into(&mut title, t, titlew);
-        }
-        // (Measured as a whole: a sequence can be wider than its characters. Printable
-        // ASCII, cut or not, is a column a byte and the ellipsis one.)
-        let tw = match title.strip_suffix('…').unwrap_or(&title) {
-            t if t.is_ascii() => t.len() + (title.len() - t.len()) / '…'.len_utf8(),
-            _ => columns(&title),
+            fit_into(&mut title, t, titlew)
         };
         line.push_str(&title);
         line.extend(std::iter::repeat_n(' ', titlew.saturating_sub(tw) + 2));

@@ -50,19 +50,26 @@ pub fn fit(s: &str, cols: usize) -> String {
     out
 }
 
-/// [`fit`] into `out` (cleared first), a buffer the caller reuses row after row.
-pub fn fit_into(out: &mut String, s: &str, cols: usize) {
+/// [`fit`] into `out` (cleared first), a buffer the caller reuses row after row; gives
+/// the columns the text takes (its [`width`]).
+pub fn fit_into(out: &mut String, s: &str, cols: usize) -> usize {
     fit_chars_into(out, s, cols);
-    settle(out, cols);
+    settle(out, cols)
 }
 
 /// Cuts `out` again when it is wider as a string than its characters counted one by one
 /// (`1` and U+FE0F are a column each, `1\u{fe0f}` two; terminals and the table's padding
 /// measure the string): the longest head that fits with an ellipsis, which marks the cut.
-/// Printable ASCII is never wider than its bytes, so it is not measured.
-fn settle(out: &mut String, cols: usize) {
-    if out.is_ascii() || width(out) <= cols {
-        return;
+/// Gives the columns `out` takes then. Printable ASCII, with or without the ellipsis, is a
+/// column a character, so it is not measured.
+fn settle(out: &mut String, cols: usize) -> usize {
+    let body = out.strip_suffix('…').unwrap_or(out);
+    if body.is_ascii() {
+        return body.len() + usize::from(body.len() < out.len());
+    }
+    let w = width(out);
+    if w <= cols {
+        return w;
     }
     let body = out.strip_suffix('…').unwrap_or(out);
     let ends: Vec<usize> = body.char_indices().map(|(i, _)| i).collect();
@@ -86,6 +93,7 @@ fn settle(out: &mut String, cols: usize) {
     if cols > 0 {
         out.push('…');
     }
+    width(out)
 }
 
 /// [`fit_into`] with each character measured alone.
@@ -339,9 +347,10 @@ mod tests {
             let cols = rng.pick(widest);
             assert_eq!(fit(&s, cols), fit_by_chars(&s, cols), "{s:?} in {cols}");
             assert!(width(&fit(&s, cols)) <= cols, "{s:?} in {cols}");
-            // Into a reused buffer: the same text.
+            // Into a reused buffer: the same text, and the columns it takes.
             let mut reused = String::from("left over");
-            fit_into(&mut reused, &s, cols);
+            let w = fit_into(&mut reused, &s, cols);
+            assert_eq!(w, width(&reused), "{s:?} in {cols}");
             assert_eq!(reused, fit(&s, cols), "{s:?} in {cols}");
         }
         assert_eq!(fit("  lead and  trail  ", 40), "lead and trail");
@@ -390,6 +399,11 @@ mod tests {
             let cols = rng.pick(16);
             let f = fit(&s, cols);
             assert!(width(&f) <= cols, "{s:?} in {cols}: {f:?}");
+            assert_eq!(
+                fit_into(&mut String::new(), &s, cols),
+                width(&f),
+                "{s:?} in {cols}"
+            );
             assert!(width(&cut(&s, cols)) <= cols.max(1), "{s:?} in {cols}");
             let t = s.trim();
             let by_chars: usize = t.chars().map(|c| c.width().unwrap_or(0)).sum();
